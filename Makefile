@@ -1,0 +1,34 @@
+# Two entry points that work on a fresh machine with Python 3 and make:
+#   make run   - install into .venv and run the main job (a private query session on sample data)
+#   make test  - install into .venv (with test extras) and run the whole test suite
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+
+.PHONY: run test bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[test,bench]'
+	touch $@ $(VENV)/.installed
+
+run: $(VENV)/.installed
+	$(BIN)/dodb demo
+
+# pytest exits 5 when it collects nothing: that is a failure, not a pass.
+test: $(VENV)/.installed-test
+	@$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+
+bench: $(VENV)/.installed-test
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache .hypothesis

@@ -1,0 +1,332 @@
+"""Exact integer noise samplers for padding sizes.
+
+All sampling is exact: rational parameters, integer uniforms from a
+:class:`~dodb.oblivious.rng.RandomSource` and Bernoulli(exp(-gamma)) by the
+algorithms of Canonne, Kamath and Steinke, "The Discrete Gaussian for Differential
+Privacy" (NeurIPS 2020): Algorithm 1 (Bernoulli(exp(-gamma))), Algorithm 2 (discrete
+Laplace) and Algorithm 3 (discrete Gaussian).  No floating point touches a sample.
+
+Every distribution exposes its exact probability mass function (``pmf``/``log_pmf``
+evaluated in floating point from the closed form, normaliser summed to full double
+precision) and its support, so the accountant can compose exact privacy-loss
+distributions.
+
+Padding uses the *shifted truncated* variants: ``shift + N`` conditioned on lying in
+``[0, 2*shift]``.  Because the noise is never negative a padded size is never smaller
+than the true size (DESIGN invariant 3, no row is ever dropped).  The truncation is
+what costs delta: for a count of sensitivity ``Delta`` the outputs that one neighbour
+can produce and the other cannot carry mass ``sum_{k < Delta} pmf(k)``, which
+:meth:`ShiftedTruncatedDiscreteLaplace.for_privacy` keeps below the requested delta.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Union
+
+import numpy as np
+
+from .rng import RandomSource
+
+__all__ = [
+    "bernoulli",
+    "bernoulli_exp",
+    "DiscreteLaplace",
+    "DiscreteGaussian",
+    "ShiftedTruncatedDiscreteLaplace",
+    "ShiftedTruncatedDiscreteGaussian",
+    "to_fraction",
+]
+
+Number = Union[int, float, Fraction]
+_DENOM = 1 << 20  # resolution used when a float parameter must become a rational
+
+
+def to_fraction(x: Number, round_up: bool = False) -> Fraction:
+    """A rational close to ``x``; with ``round_up`` never below it.
+
+    Floats are first taken exactly (``Fraction(float)`` is exact) and then rounded to
+    a denominator of 2**20 so that the samplers' big-integer arithmetic stays cheap.
+    """
+    f = Fraction(x)
+    if f.denominator <= _DENOM:
+        return f
+    scaled = f * _DENOM
+    n = math.ceil(scaled) if round_up else math.floor(scaled)
+    return Fraction(n, _DENOM)
+
+
+# -- exact Bernoulli samplers (CKS 2020, Algorithm 1) ---------------------------------
+
+def bernoulli(p: Fraction, rng: RandomSource) -> bool:
+    """Exact Bernoulli(p) for rational ``0 <= p <= 1``."""
+    if p <= 0:
+        return False
+    if p >= 1:
+        return True
+    return rng.randrange(p.denominator) < p.numerator
+
+
+def bernoulli_exp(gamma: Fraction, rng: RandomSource) -> bool:
+    """Exact Bernoulli(exp(-gamma)) for rational ``gamma >= 0`` (CKS Algorithm 1)."""
+    if gamma < 0:
+        raise ValueError("gamma must be non-negative")
+    while gamma > 1:
+        if not _bernoulli_exp_le1(Fraction(1), rng):
+            return False
+        gamma -= 1
+    return _bernoulli_exp_le1(gamma, rng)
+
+
+def _bernoulli_exp_le1(gamma: Fraction, rng: RandomSource) -> bool:
+    k = 1
+    while bernoulli(gamma / k, rng):
+        k += 1
+    return k % 2 == 1
+
+
+# -- distributions ----------------------------------------------------------------------
+
+def _ks(k) -> np.ndarray:
+    return np.asarray(k, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class DiscreteLaplace:
+    """Two-sided geometric distribution: ``P[Z=z] ∝ exp(-|z| / scale)`` on the integers.
+
+    Sampled exactly by CKS 2020, Algorithm 2.  Adding it to a count of sensitivity
+    ``Delta`` gives ``(Delta/scale, 0)``-DP.
+    """
+
+    scale: Fraction
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scale", to_fraction(self.scale, round_up=True))
+        if self.scale <= 0:
+            raise ValueError("scale must be positive")
+
+    @classmethod
+    def for_privacy(cls, epsilon: float, sensitivity: int = 1) -> "DiscreteLaplace":
+        _check_epsilon(epsilon)
+        return cls(to_fraction(Fraction(sensitivity) / Fraction(epsilon), round_up=True))
+
+    @property
+    def epsilon_per_unit(self) -> float:
+        """Privacy loss per unit of sensitivity: ``1/scale``."""
+        return float(1 / self.scale)
+
+    def sample(self, rng: RandomSource) -> int:
+        # Lap_Z(t/s) with scale = t/s.
+        t, s = self.scale.numerator, self.scale.denominator
+        while True:
+            u = rng.randrange(t)
+            if not bernoulli_exp(Fraction(u, t), rng):
+                continue
+            v = 0
+            while bernoulli_exp(Fraction(1), rng):
+                v += 1
+            y = (u + t * v) // s
+            b = rng.randrange(2)
+            if b == 1 and y == 0:
+                continue
+            return (1 - 2 * b) * y
+
+    def log_pmf(self, k) -> np.ndarray:
+        a = 1.0 / float(self.scale)
+        # normaliser: (1 - e^-a) / (1 + e^-a) = tanh(a/2)
+        return -a * np.abs(_ks(k)) + math.log(math.tanh(a / 2))
+
+    def pmf(self, k) -> np.ndarray:
+        return np.exp(self.log_pmf(k))
+
+    def support(self) -> tuple[float, float]:
+        return (-math.inf, math.inf)
+
+    def tail_bound(self, mass: float) -> int:
+        """Smallest ``m`` with ``P[|Z| > m] <= mass``."""
+        a = 1.0 / float(self.scale)
+        # P[|Z| > m] = 2 e^{-a(m+1)} / (1 + e^{-a})
+        m = math.log(2.0 / ((1 + math.exp(-a)) * mass)) / a - 1
+        return max(0, math.ceil(m))
+
+
+@dataclass(frozen=True)
+class DiscreteGaussian:
+    """Discrete Gaussian ``P[Z=z] ∝ exp(-z^2 / (2 sigma^2))`` (CKS 2020, Algorithm 3)."""
+
+    sigma2: Fraction
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sigma2", to_fraction(self.sigma2, round_up=True))
+        if self.sigma2 <= 0:
+            raise ValueError("sigma^2 must be positive")
+
+    @property
+    def sigma(self) -> float:
+        return math.sqrt(float(self.sigma2))
+
+    def sample(self, rng: RandomSource) -> int:
+        t = math.isqrt(self.sigma2.numerator // self.sigma2.denominator) + 1
+        lap = DiscreteLaplace(Fraction(t))
+        s2 = self.sigma2
+        while True:
+            y = lap.sample(rng)
+            gamma = (abs(y) - s2 / t) ** 2 / (2 * s2)
+            if bernoulli_exp(gamma, rng):
+                return y
+
+    def _log_norm(self) -> float:
+        m = self.tail_bound(1e-30)
+        ks = np.arange(-m, m + 1, dtype=np.float64)
+        return float(np.log(np.sum(np.exp(-(ks**2) / (2 * float(self.sigma2))))))
+
+    def log_pmf(self, k) -> np.ndarray:
+        return -(_ks(k) ** 2) / (2 * float(self.sigma2)) - self._log_norm()
+
+    def pmf(self, k) -> np.ndarray:
+        return np.exp(self.log_pmf(k))
+
+    def support(self) -> tuple[float, float]:
+        return (-math.inf, math.inf)
+
+    def tail_bound(self, mass: float) -> int:
+        """An ``m`` with ``P[|Z| > m] <= mass`` (Gaussian tail bound, conservative)."""
+        # P[Z > m] <= exp(-m^2/(2 s^2)) / (1 - exp(-1/s^2))... use a safe sub-Gaussian bound.
+        s = self.sigma
+        m = s * math.sqrt(2 * math.log(2.0 / mass)) + 2
+        return math.ceil(m)
+
+
+def _check_epsilon(epsilon: float) -> None:
+    if not (isinstance(epsilon, (int, float, Fraction)) and math.isfinite(float(epsilon)) and epsilon > 0):
+        raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}")
+
+
+def _check_delta(delta: float) -> None:
+    if not (isinstance(delta, (int, float, Fraction)) and 0 < float(delta) < 1):
+        raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
+
+
+class _ShiftedTruncated:
+    """``shift + N`` conditioned on ``[0, 2*shift]`` for a symmetric base noise ``N``.
+
+    Sampled exactly by rejection; the pmf is the base pmf renormalised on the support.
+    """
+
+    base: DiscreteLaplace | DiscreteGaussian
+    shift: int
+
+    def sample(self, rng: RandomSource) -> int:
+        while True:
+            z = self.base.sample(rng)
+            if -self.shift <= z <= self.shift:
+                return z + self.shift
+
+    def support(self) -> tuple[int, int]:
+        return (0, 2 * self.shift)
+
+    def log_pmf(self, k) -> np.ndarray:
+        k = _ks(k)
+        inside = (k >= 0) & (k <= 2 * self.shift)
+        ks = np.arange(-self.shift, self.shift + 1)
+        base_lp = self.base.log_pmf(ks)
+        mx = base_lp.max()
+        log_z = mx + math.log(float(np.sum(np.exp(base_lp - mx))))
+        out = self.base.log_pmf(k - self.shift) - log_z
+        return np.where(inside, out, -np.inf)
+
+    def pmf(self, k) -> np.ndarray:
+        return np.exp(self.log_pmf(k))
+
+    def pmf_array(self) -> np.ndarray:
+        """The pmf on its whole support ``0 .. 2*shift``."""
+        return self.pmf(np.arange(2 * self.shift + 1))
+
+    def truncation_delta(self, sensitivity: int) -> float:
+        """Mass a neighbour at distance ``sensitivity`` cannot reproduce (see module doc)."""
+        return float(np.sum(self.pmf(np.arange(min(sensitivity, 2 * self.shift + 1)))))
+
+    @property
+    def mean(self) -> int:
+        return self.shift
+
+
+def _smallest_shift(make, sensitivity: int, delta: float) -> int:
+    """Smallest shift whose truncation delta is at most ``delta`` (exponential + binary search)."""
+    target = delta * (1 - 1e-9)  # guard against the last-ulp rounding of the float pmf
+    hi = max(1, sensitivity)
+    while make(hi).truncation_delta(sensitivity) > target:
+        hi *= 2
+        if hi > 1 << 62:
+            raise ValueError("no shift achieves the requested delta")
+    lo = 0
+    while lo + 1 < hi:
+        mid = (lo + hi) // 2
+        if make(mid).truncation_delta(sensitivity) > target:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+@dataclass(frozen=True)
+class ShiftedTruncatedDiscreteLaplace(_ShiftedTruncated):
+    """One-sided padding noise: ``shift + DLap(scale)`` truncated to ``[0, 2*shift]``.
+
+    Adding it to a count of sensitivity ``Delta`` is ``(Delta/scale, delta)``-DP with
+    ``delta = truncation_delta(Delta)`` — the Laplace ratio bound holds wherever both
+    neighbours have support, the rest is the mass of the ``Delta`` lowest outcomes.
+    """
+
+    scale: Fraction
+    shift: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scale", to_fraction(self.scale, round_up=True))
+        if self.shift < 0:
+            raise ValueError("shift must be non-negative")
+
+    @property
+    def base(self) -> DiscreteLaplace:  # type: ignore[override]
+        return DiscreteLaplace(self.scale)
+
+    @classmethod
+    def for_privacy(cls, epsilon: float, delta: float, sensitivity: int = 1) -> "ShiftedTruncatedDiscreteLaplace":
+        """Parameters for an ``(epsilon, delta)`` count release with the given sensitivity."""
+        _check_epsilon(epsilon)
+        _check_delta(delta)
+        if sensitivity < 1 or int(sensitivity) != sensitivity:
+            raise ValueError("sensitivity must be a positive integer")
+        scale = to_fraction(Fraction(int(sensitivity)) / Fraction(epsilon), round_up=True)
+        shift = _smallest_shift(lambda s: cls(scale, s), int(sensitivity), delta)
+        return cls(scale, shift)
+
+    def epsilon(self, sensitivity: int) -> float:
+        return float(Fraction(sensitivity) / self.scale)
+
+
+@dataclass(frozen=True)
+class ShiftedTruncatedDiscreteGaussian(_ShiftedTruncated):
+    """One-sided padding noise: ``shift + DGauss(sigma^2)`` truncated to ``[0, 2*shift]``."""
+
+    sigma2: Fraction
+    shift: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sigma2", to_fraction(self.sigma2, round_up=True))
+        if self.shift < 0:
+            raise ValueError("shift must be non-negative")
+
+    @property
+    def base(self) -> DiscreteGaussian:  # type: ignore[override]
+        return DiscreteGaussian(self.sigma2)
+
+    @classmethod
+    def for_tail(cls, sigma2: Number, delta: float, sensitivity: int = 1) -> "ShiftedTruncatedDiscreteGaussian":
+        """Smallest shift whose truncation costs at most ``delta``."""
+        _check_delta(delta)
+        s2 = to_fraction(sigma2, round_up=True)
+        shift = _smallest_shift(lambda s: cls(s2, s), int(sensitivity), delta)
+        return cls(s2, shift)
