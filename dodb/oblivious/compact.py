@@ -1,0 +1,119 @@
+"""Stable oblivious compaction and its inverse, distribution.
+
+Compaction moves the marked rows to the front in their original order.  Each marked row
+must travel left by ``d_i`` = the number of unmarked rows before it.  Writing ``d_i`` in
+binary, round ``r`` (least significant bit first) moves every row whose bit ``r`` is set
+left by ``2^r``.  Because ``d`` is non-decreasing along the marked rows and two marked
+rows ``i < j`` satisfy ``j - i >= d_j - d_i + 1``, no two rows ever land on the same slot
+(the order-preserving shifting network of Goodrich, SPAA 2011, also the routing core of
+ORCompact, Sasy–Johnson–Goldberg 2022).  Every round is a fixed-stride shift by ``2^r``
+followed by element-wise selects over all ``n`` positions: ``O(n log n)`` work, one
+pass per round, and an access pattern that depends on ``n`` alone.
+
+Distribution is the same network run backwards (most significant bit first, shifting
+right): rows already in order at the front move to target slots ``t_i >= i`` with
+``t`` strictly increasing.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .trace import Trace
+
+__all__ = ["compact", "distribute", "exclusive_count"]
+
+
+def exclusive_count(flags: np.ndarray) -> np.ndarray:
+    """``out[i]`` = number of true flags strictly before ``i`` (one linear scan)."""
+    c = np.cumsum(flags, dtype=np.int64)
+    return c - flags.astype(np.int64)
+
+
+def _shift_left(a: np.ndarray, s: int) -> np.ndarray:
+    """``out[i] = a[i + s]`` with the last ``s`` slots zero-filled (fixed stride)."""
+    out = np.zeros_like(a)
+    if s < a.shape[0]:
+        out[: a.shape[0] - s] = a[s:]
+    return out
+
+
+def _shift_right(a: np.ndarray, s: int) -> np.ndarray:
+    out = np.zeros_like(a)
+    if s < a.shape[0]:
+        out[s:] = a[: a.shape[0] - s]
+    return out
+
+
+def _select(mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    m = mask.reshape(mask.shape + (1,) * (a.ndim - 1))
+    return np.where(m, a, b)
+
+
+def compact(
+    marked: np.ndarray,
+    payload: Sequence[np.ndarray] = (),
+    *,
+    trace: Trace | None = None,
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Stable oblivious compaction: marked rows to the front, in order.
+
+    Returns ``(marked_out, payload_out)`` of the same length ``n``; ``marked_out`` is
+    ``True`` exactly on the first ``count(marked)`` slots.  Contents of unmarked output
+    slots are unspecified.
+    """
+    marked = np.asarray(marked, dtype=bool)
+    n = int(marked.shape[0])
+    trace = trace if trace is not None else Trace()
+    width = 1 + sum(int(np.prod(p.shape[1:], dtype=np.int64)) for p in payload)
+    buf = trace.alloc(n, width + 1, "compact")
+    trace.record("compact:prefix", buf, n)
+    dist = np.where(marked, exclusive_count(~marked), 0)
+    cols = [np.array(p, copy=True) for p in payload]
+    live = marked.copy()
+    r = 0
+    while (1 << r) < n:
+        s = 1 << r
+        trace.record("compact:round", buf, n, s)
+        move = live & (((dist >> r) & 1) == 1)
+        incoming = _shift_left(move, s)
+        stays = live & ~move
+        cols = [_select(incoming, _shift_left(c, s), c) for c in cols]
+        dist = np.where(incoming, _shift_left(dist, s), dist)
+        live = incoming | stays
+        r += 1
+    return live, cols
+
+
+def distribute(
+    live: np.ndarray,
+    target: np.ndarray,
+    payload: Sequence[np.ndarray] = (),
+    *,
+    trace: Trace | None = None,
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Oblivious distribution: the live rows (a prefix, in order) move to slots ``target``.
+
+    Requires ``target`` strictly increasing along live rows with ``target[i] >= i`` and
+    ``target < n``.  Returns ``(occupied, payload_out)``.
+    """
+    live = np.asarray(live, dtype=bool)
+    n = int(live.shape[0])
+    trace = trace if trace is not None else Trace()
+    width = 1 + sum(int(np.prod(p.shape[1:], dtype=np.int64)) for p in payload)
+    buf = trace.alloc(n, width + 1, "distribute")
+    dist = np.where(live, np.asarray(target, dtype=np.int64) - np.arange(n, dtype=np.int64), 0)
+    cols = [np.array(p, copy=True) for p in payload]
+    occ = live.copy()
+    rounds = max(0, (n - 1).bit_length())
+    for r in reversed(range(rounds)):
+        s = 1 << r
+        trace.record("distribute:round", buf, n, s)
+        move = occ & (((dist >> r) & 1) == 1)
+        incoming = _shift_right(move, s)
+        stays = occ & ~move
+        cols = [_select(incoming, _shift_right(c, s), c) for c in cols]
+        dist = np.where(incoming, _shift_right(dist, s), dist)
+        occ = incoming | stays
+    return occ, cols

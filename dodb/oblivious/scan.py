@@ -1,0 +1,158 @@
+"""Segmented scans over sorted runs (per-group prefix aggregates).
+
+A segment is a maximal run of rows that starts where ``starts`` is true.  The scans are
+Hillis–Steele doubling: round ``r`` combines every row with the row ``2^r`` before it when
+both lie in the same segment.  ``log2 n`` rounds, each a fixed-stride shift plus
+element-wise selects over all rows, so the access pattern depends on ``n`` alone.
+
+Supported operators: ``sum``, ``count`` (of a boolean), ``min``, ``max`` (numbers, or
+lexicographic tuples of ``uint64`` words for strings), ``first`` (propagate each
+segment's first row forward) and, with ``reverse=True``, suffix versions (``last``
+propagates each segment's last row backwards).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .trace import Trace
+
+__all__ = ["segment_ids", "segment_ends", "segmented_scan", "segmented_lex_scan", "forward_fill"]
+
+
+def segment_ids(starts: np.ndarray) -> np.ndarray:
+    """Running segment number (one linear scan)."""
+    return np.cumsum(np.asarray(starts, dtype=np.int64))
+
+
+def segment_ends(starts: np.ndarray) -> np.ndarray:
+    """``True`` on the last row of every segment: the next row starts a new one, or it is last."""
+    starts = np.asarray(starts, dtype=bool)
+    ends = np.ones_like(starts)
+    ends[:-1] = starts[1:]
+    return ends
+
+
+def _back(a: np.ndarray, s: int, reverse: bool) -> np.ndarray:
+    """``out[i] = a[i - s]`` (or ``a[i + s]`` when ``reverse``), zero outside (fixed stride)."""
+    out = np.zeros_like(a)
+    n = a.shape[0]
+    if s < n:
+        if reverse:
+            out[: n - s] = a[s:]
+        else:
+            out[s:] = a[: n - s]
+    return out
+
+
+def _sel(mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.where(mask.reshape(mask.shape + (1,) * (a.ndim - 1)), a, b)
+
+
+def segmented_scan(
+    values: np.ndarray,
+    starts: np.ndarray,
+    op: str,
+    *,
+    reverse: bool = False,
+    trace: Trace | None = None,
+) -> np.ndarray:
+    """Inclusive per-segment scan of ``values`` with ``op`` in sum/count/min/max/first.
+
+    With ``reverse=True`` the scan runs from the end of each segment (suffix scan), so
+    ``first`` then propagates each segment's *last* row.
+    """
+    if op not in ("sum", "count", "min", "max", "first"):
+        raise ValueError(f"unknown scan operator {op!r}")
+    values = np.asarray(values)
+    if op == "count":
+        values = values.astype(np.int64)
+    n = int(values.shape[0])
+    trace = trace if trace is not None else Trace()
+    buf = trace.alloc(n, 2, f"scan:{op}")
+    seg = segment_ids(starts)
+    acc = values.copy()
+    s = 1
+    while s < n:
+        trace.record("scan:round", buf, n, s)
+        prev = _back(acc, s, reverse)
+        same = _back(seg, s, reverse) == seg
+        if reverse:
+            same[n - s:] = False
+        else:
+            same[:s] = False
+        if op in ("sum", "count"):
+            comb = acc + prev
+        elif op == "min":
+            comb = np.minimum(acc, prev)
+        elif op == "max":
+            comb = np.maximum(acc, prev)
+        else:  # first: keep the earlier row's value
+            comb = prev
+        acc = _sel(same, comb, acc)
+        s *= 2
+    return acc
+
+
+def segmented_lex_scan(
+    words: Sequence[np.ndarray],
+    starts: np.ndarray,
+    op: str,
+    *,
+    reverse: bool = False,
+    trace: Trace | None = None,
+) -> list[np.ndarray]:
+    """Per-segment running ``min``/``max`` of lexicographic ``uint64`` word tuples."""
+    if op not in ("min", "max"):
+        raise ValueError("lexicographic scans support min and max")
+    words = [np.asarray(w, dtype=np.uint64).copy() for w in words]
+    n = int(words[0].shape[0]) if words else 0
+    trace = trace if trace is not None else Trace()
+    buf = trace.alloc(n, len(words) + 1, f"lexscan:{op}")
+    seg = segment_ids(starts)
+    s = 1
+    while s < n:
+        trace.record("lexscan:round", buf, n, s)
+        prev = [_back(w, s, reverse) for w in words]
+        same = _back(seg, s, reverse) == seg
+        if reverse:
+            same[n - s:] = False
+        else:
+            same[:s] = False
+        # lexicographic prev < cur, evaluated over every word
+        lt = prev[-1] < words[-1]
+        for a, b in zip(reversed(prev[:-1]), reversed(words[:-1])):
+            lt = (a < b) | ((a == b) & lt)
+        take_prev = same & (lt if op == "min" else ~lt)
+        words = [np.where(take_prev, p, w) for p, w in zip(prev, words)]
+        s *= 2
+    return words
+
+
+def forward_fill(
+    has: np.ndarray,
+    payload: Sequence[np.ndarray],
+    *,
+    trace: Trace | None = None,
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Copy each row with ``has`` forward onto the following rows without it.
+
+    Returns ``(filled, payload)``: ``filled[i]`` is whether some row at or before ``i`` had
+    ``has``.  Doubling rounds, as above.
+    """
+    has = np.asarray(has, dtype=bool).copy()
+    cols = [np.array(p, copy=True) for p in payload]
+    n = int(has.shape[0])
+    trace = trace if trace is not None else Trace()
+    width = 1 + sum(int(np.prod(p.shape[1:], dtype=np.int64)) for p in payload)
+    buf = trace.alloc(n, width, "fill")
+    s = 1
+    while s < n:
+        trace.record("fill:round", buf, n, s)
+        prev_has = _back(has, s, False)
+        take = ~has & prev_has
+        cols = [_sel(take, _back(c, s, False), c) for c in cols]
+        has = has | prev_has
+        s *= 2
+    return has, cols

@@ -1,0 +1,151 @@
+"""Bitonic sorting network over fixed-width keys, carrying a row payload.
+
+Batcher's bitonic network in its "flip" form: every comparator sorts ascending, the
+first stage of each merge compares ``i`` with the mirror position in its block, the
+remaining stages compare ``i`` with ``i + j``.  Each stage is one vectorised pass over
+fixed-stride views (``reshape`` and a reversed slice), so which positions are read and
+written depends only on ``(n, k, j)`` — never on the keys (DESIGN invariant 2).  Rows are
+exchanged with ``np.where``/xor-masks that read and write every position.
+
+Keys are lists of ``uint64`` words compared lexicographically.  Stability comes for free:
+the original position is appended as a last key word (or packed into the low bits of a
+single key word when it fits), so all keys are distinct and ties keep input order.  Any
+``n`` is supported by padding to a power of two with sentinel rows that sort last.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .trace import Trace
+
+__all__ = ["oblivious_sort", "bitonic_network_stages", "next_pow2"]
+
+_U64_MAX = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def next_pow2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
+
+
+def bitonic_network_stages(n: int) -> list[tuple[int, int]]:
+    """The ``(k, j)`` stage list of the flip-form bitonic network on ``n = 2^m`` rows.
+
+    ``j == k // 2`` marks the mirror ("flip") stage of merge ``k``.
+    """
+    stages = []
+    k = 2
+    while k <= n:
+        j = k // 2
+        while j >= 1:
+            stages.append((k, j))
+            j //= 2
+        k *= 2
+    return stages
+
+
+def _pair_views(a: np.ndarray, n: int, k: int, j: int) -> tuple[np.ndarray, np.ndarray]:
+    tail = a.shape[1:]
+    if j == k // 2:
+        v = a.reshape((n // k, k) + tail)
+        return v[:, :j], v[:, j:][:, ::-1]
+    v = a.reshape((n // (2 * j), 2, j) + tail)
+    return v[:, 0], v[:, 1]
+
+
+def _greater(ka: list[np.ndarray], kb: list[np.ndarray]) -> np.ndarray:
+    """Lexicographic ``a > b`` over key words, computed with full-width passes."""
+    gt = ka[-1] > kb[-1]
+    for a, b in zip(reversed(ka[:-1]), reversed(kb[:-1])):
+        gt = (a > b) | ((a == b) & gt)
+    return gt
+
+
+def _swap(a: np.ndarray, b: np.ndarray, mask: np.ndarray) -> None:
+    """Exchange ``a[i]`` and ``b[i]`` where ``mask[i]``; every position is read and written."""
+    m = mask.reshape(mask.shape + (1,) * (a.ndim - mask.ndim))
+    lo = np.where(m, b, a)
+    b[...] = np.where(m, a, b)
+    a[...] = lo
+
+
+def oblivious_sort(
+    keys: Sequence[np.ndarray],
+    payload: Sequence[np.ndarray] = (),
+    *,
+    descending: bool = False,
+    key_bits: int | None = None,
+    trace: Trace | None = None,
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Stable oblivious sort of rows by ``keys`` (lexicographic ``uint64`` words).
+
+    ``payload`` arrays (any dtype, first axis = rows, e.g. ``(n, w)`` byte blocks) move
+    with their keys.  ``descending`` reverses the key order; ties still keep input order.
+    ``key_bits``: if there is a single key word whose values fit in that many bits, the
+    original position is packed into the spare low bits so the network compares one word.
+    Returns the sorted key words and payload, each of length ``n``.
+    """
+    keys = [np.asarray(k, dtype=np.uint64) for k in keys]
+    if not keys:
+        raise ValueError("oblivious_sort needs at least one key word")
+    n = int(keys[0].shape[0])
+    for a in list(keys) + list(payload):
+        if a.shape[0] != n:
+            raise ValueError("all key and payload arrays must have the same length")
+    trace = trace if trace is not None else Trace()
+    m = next_pow2(n)
+    idx_bits = max(1, (m - 1).bit_length())
+    width = len(keys) + sum(int(np.prod(p.shape[1:], dtype=np.int64)) for p in payload)
+    buf = trace.alloc(m, width + 1, "sort")
+
+    work_keys = []
+    for k in keys:
+        w = np.full(m, _U64_MAX, dtype=np.uint64)
+        w[:n] = ~k if descending else k
+        work_keys.append(w)
+    pos = np.arange(m, dtype=np.uint64)
+    packed = key_bits is not None and len(keys) == 1 and key_bits + idx_bits <= 64
+    if packed:
+        kb = int(key_bits)
+        limit = np.uint64((1 << kb) - 1)
+        if descending:
+            # ~k flipped the high bits too: bring the word back into [0, 2^kb).
+            work_keys[0][:n] &= limit
+        work_keys[0][:n] &= limit  # caller contract: keys fit in key_bits
+        work_keys[0][n:] = limit
+        work_keys = [(work_keys[0] << np.uint64(idx_bits)) | pos]
+    else:
+        work_keys.append(pos)
+    work_pay = []
+    for p in payload:
+        w = np.zeros((m,) + p.shape[1:], dtype=p.dtype)
+        w[:n] = p
+        work_pay.append(w)
+
+    for k, j in bitonic_network_stages(m):
+        trace.record("sort:stage", buf, m, k, j)
+        ka, kb_ = zip(*(_pair_views(w, m, k, j) for w in work_keys))
+        if packed:
+            a, b = ka[0], kb_[0]
+            gt = a > b
+            lo = np.minimum(a, b)
+            np.maximum(a, b, out=b)
+            a[...] = lo
+        else:
+            gt = _greater(list(ka), list(kb_))
+            for a, b in zip(ka, kb_):
+                _swap(a, b, gt)
+        for w in work_pay:
+            a, b = _pair_views(w, m, k, j)
+            _swap(a, b, gt)
+
+    if packed:
+        out_keys = [work_keys[0][:n] >> np.uint64(idx_bits)]
+        if descending:
+            out_keys = [~out_keys[0] & np.uint64((1 << int(key_bits)) - 1)]
+    else:
+        out_keys = [w[:n] for w in work_keys[:-1]]
+        if descending:
+            out_keys = [~w for w in out_keys]
+    return out_keys, [w[:n] for w in work_pay]

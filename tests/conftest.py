@@ -1,0 +1,18 @@
+"""Test-wide settings: seeded noise is allowed in tests (explicit test mode)."""
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+from dodb.oblivious.rng import enable_seeding
+
+enable_seeding()
+
+settings.register_profile(
+    "dodb",
+    max_examples=int(os.environ.get("DODB_HYPOTHESIS_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile("dodb")

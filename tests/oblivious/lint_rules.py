@@ -1,0 +1,165 @@
+"""Banned-call lint for the oblivious kernels (DESIGN §2, invariant 2).
+
+A kernel may only touch memory in patterns fixed by public sizes.  The lint parses the
+kernel modules and reports, with file and line:
+
+* calls whose access pattern or output size depends on data: ``argsort``, ``sort``,
+  ``nonzero``, ``unique``, ``searchsorted``, ``take``, ``compress``, ``extract``,
+  ``argwhere``, ``lexsort``, ``partition``, ``put``, ``place``, ``copyto(..., where=...)``,
+  one-argument ``where`` (= ``nonzero``), and friends;
+* indexing with anything but constants and slices (``a[mask]``, ``a[idx]``: boolean-mask
+  and fancy indexing);
+* branches (``if``/``while``/conditional expressions/``assert``) whose test reads data:
+  a reduction (``sum``, ``any``, ``max``, ``item`` …) or a subscript, directly or
+  through a local name assigned from one.
+
+A line may opt out only with a trailing ``# lint: public <reason>`` comment naming why
+the value is public (e.g. a caller contract that is always true in correct runs).
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+BANNED_CALLS = {
+    "argsort", "sort", "sorted", "nonzero", "flatnonzero", "argwhere", "unique",
+    "searchsorted", "take", "take_along_axis", "compress", "extract", "put", "place",
+    "putmask", "lexsort", "partition", "argpartition", "argmax", "argmin", "digitize",
+    "bincount", "histogram", "isin", "in1d", "setdiff1d", "intersect1d", "union1d",
+    "delete", "insert", "resize", "trim_zeros", "choose",
+}
+REDUCTIONS = {
+    "sum", "any", "all", "max", "min", "item", "mean", "count_nonzero", "array_equal",
+    "amax", "amin", "nanmax", "nanmin", "prod", "tolist",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    line: int
+    rule: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.rule}: {self.text}"
+
+
+def _call_name(node: ast.Call) -> str | None:
+    f = node.func
+    if isinstance(f, ast.Attribute):
+        return f.attr
+    if isinstance(f, ast.Name):
+        return f.id
+    return None
+
+
+def _only_shapes(node: ast.AST) -> bool:
+    """True if every data leaf of ``node`` is a ``.shape``/``.ndim``/``.dtype`` or constant."""
+    if isinstance(node, ast.Attribute) and node.attr in ("shape", "ndim", "dtype", "itemsize"):
+        return True
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.Name):
+        return False
+    children = list(ast.iter_child_nodes(node))
+    if isinstance(node, ast.Call):
+        children = list(node.args) + [k.value for k in node.keywords]
+    return bool(children) and all(_only_shapes(c) for c in children if not isinstance(c, (ast.expr_context, ast.operator, ast.cmpop, ast.unaryop, ast.boolop)))
+
+
+def _reads_data(node: ast.AST, tainted: set[str]) -> bool:
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call) and _call_name(sub) in REDUCTIONS:
+            if not _only_shapes(sub):
+                return True
+        if isinstance(sub, ast.Subscript) and not _only_shapes(sub.value):
+            return True
+        if isinstance(sub, ast.Name) and sub.id in tainted:
+            return True
+    return False
+
+
+def _index_ok(node: ast.AST) -> bool:
+    if isinstance(node, ast.Tuple):
+        return all(_index_ok(e) for e in node.elts)
+    if isinstance(node, ast.Slice):
+        return True
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        return True
+    return False
+
+
+def lint_source(src: str) -> list[Finding]:
+    tree = ast.parse(src)
+    lines = src.splitlines()
+
+    def exempt(lineno: int) -> bool:
+        return "# lint: public" in lines[lineno - 1]
+
+    findings: list[Finding] = []
+    # type annotations are not executed code
+    in_annotation: set[int] = set()
+    for node in ast.walk(tree):
+        anns = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            anns.append(node.returns)
+            a = node.args
+            anns += [x.annotation for x in a.args + a.kwonlyargs + a.posonlyargs]
+            anns += [x.annotation for x in (a.vararg, a.kwarg) if x is not None]
+        elif isinstance(node, ast.AnnAssign):
+            anns.append(node.annotation)
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Subscript) and isinstance(node.value.value, ast.Name) and node.value.value.id in ("Union", "Optional", "tuple", "list", "dict"):
+            anns.append(node.value)  # type alias
+        for a_ in anns:
+            if a_ is not None:
+                in_annotation.update(id(n) for n in ast.walk(a_))
+
+    def add(node: ast.AST, rule: str) -> None:
+        ln = getattr(node, "lineno", 0)
+        if not exempt(ln):
+            findings.append(Finding(ln, rule, lines[ln - 1].strip()))
+
+    # names assigned from data reductions, per module (conservative: any scope)
+    tainted: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if _reads_data(node.value, tainted) and not exempt(node.lineno):
+                    for t in targets:
+                        for n in ast.walk(t):
+                            if isinstance(n, ast.Name) and n.id not in tainted:
+                                # array-valued results of subscripts are fine; only scalars matter,
+                                # and we cannot tell them apart statically: taint only names fed by
+                                # explicit reductions.
+                                if any(isinstance(c, ast.Call) and _call_name(c) in REDUCTIONS and not _only_shapes(c)
+                                       for c in ast.walk(node.value)):
+                                    tainted.add(n.id)
+                                    changed = True
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = _call_name(node)
+            if name in BANNED_CALLS:
+                add(node, f"banned call {name}()")
+            if name == "copyto" and any(k.arg == "where" for k in node.keywords):
+                add(node, "masked copyto(where=...)")
+            if name == "where" and len(node.args) == 1:
+                add(node, "one-argument where() (= nonzero)")
+        elif isinstance(node, ast.Subscript):
+            if id(node) in in_annotation:
+                continue
+            if not _index_ok(node.slice) and not _only_shapes(node.value):
+                add(node, "data-dependent indexing (boolean mask or index array)")
+        elif isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)):
+            if _reads_data(node.test, tainted):
+                add(node, "branch on data")
+        elif isinstance(node, ast.comprehension):
+            for cond in node.ifs:
+                if _reads_data(cond, tainted):
+                    add(cond, "branch on data")
+    return findings

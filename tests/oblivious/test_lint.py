@@ -1,0 +1,61 @@
+"""The banned-call lint over dodb/oblivious (DESIGN invariant 2), and proof that it bites."""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from .lint_rules import lint_source
+
+PKG = pathlib.Path(__file__).resolve().parents[2] / "dodb" / "oblivious"
+# Not kernels: the samplers run on no data (their loops depend on fresh randomness only),
+# the trace is the recorder, rng the generator.
+NOT_KERNELS = {"__init__.py", "noise.py", "rng.py", "trace.py"}
+KERNELS = sorted(p for p in PKG.glob("*.py") if p.name not in NOT_KERNELS)
+
+
+def test_kernel_modules_exist():
+    names = {p.name for p in KERNELS}
+    assert {"sort.py", "compact.py", "expand.py", "scan.py"} <= names
+
+
+@pytest.mark.parametrize("path", KERNELS, ids=lambda p: p.name)
+def test_kernel_has_no_banned_access(path):
+    findings = lint_source(path.read_text())
+    assert not findings, "\n".join(f"{path.name}: {f}" for f in findings)
+
+
+BAD = {
+    "argsort": "def f(a):\n    return np.argsort(a)\n",
+    "method sort": "def f(a):\n    a.sort()\n",
+    "nonzero": "def f(a):\n    return a.nonzero()\n",
+    "unique": "def f(a):\n    return np.unique(a)\n",
+    "searchsorted": "def f(a, v):\n    return np.searchsorted(a, v)\n",
+    "take": "def f(a, i):\n    return np.take(a, i)\n",
+    "mask index": "def f(a):\n    return a[a > 0]\n",
+    "fancy index": "def f(a, idx):\n    return a[idx]\n",
+    "mask in tuple": "def f(a, m):\n    return a[m, 0]\n",
+    "one-arg where": "def f(a):\n    return np.where(a > 0)\n",
+    "masked copyto": "def f(a, b, m):\n    np.copyto(a, b, where=m)\n",
+    "branch on reduction": "def f(a):\n    if a.sum() > 3:\n        return 1\n",
+    "branch on element": "def f(a):\n    while a[0] > 0:\n        pass\n",
+    "branch via tainted name": "def f(a):\n    t = int(a.max())\n    if t > 2:\n        return t\n",
+    "conditional expression": "def f(a):\n    return 1 if a.any() else 2\n",
+}
+
+GOOD = {
+    "strided views": "def f(a, n, s):\n    out = np.zeros_like(a)\n    out[: n - s] = a[s:]\n    return out[:, 0]\n",
+    "shape branch": "def f(a, m):\n    if a.shape[0] >= m:\n        return a[:m]\n",
+    "where select": "def f(m, a, b):\n    return np.where(m, a, b)\n",
+    "exempted": "def f(a, m):\n    if a.sum() > m:  # lint: public caller contract\n        raise ValueError\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_lint_catches(name):
+    assert lint_source(BAD[name]), f"lint missed: {name}"
+
+
+@pytest.mark.parametrize("name", sorted(GOOD))
+def test_lint_allows(name):
+    assert not lint_source(GOOD[name]), f"lint false positive: {name}"
