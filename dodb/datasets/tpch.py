@@ -15,6 +15,7 @@ factors) are marked "Deviation" below and listed in ``DEVIATIONS``.
 from __future__ import annotations
 
 from importlib import resources
+from typing import NamedTuple
 
 import duckdb
 import numpy as np
@@ -28,14 +29,19 @@ TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "order
           "lineitem")
 
 DEVIATIONS = (
-    "part: (mfgr, brand, container) and (type, size) are drawn as balanced shuffles "
+    "part: (brand, container) and (type, size) are drawn as balanced shuffles "
     "(each combination appears floor/ceil(n/k) times) instead of i.i.d.; marginals "
     "are the spec's uniform ones.",
     "supplier: s_nationkey is a balanced shuffle of the 25 nations (uniform marginal).",
-    "supplier: max(2, SF*10) suppliers carry 'Customer ... Complaints/Recommends' "
-    "(spec: SF*5 each) so Q16's filter bites at small SF.",
+    "supplier: 'Customer ... Complaints' / '... Recommends' comments go to exactly "
+    "SF*5 suppliers each (spec: on average), but at least 1 each so Q16's filter "
+    "bites at small SF.",
     "orders: below SF 0.1, 3 random orders get 7 lines of quantity 43..50 so Q18 "
     "(sum(l_quantity) > 300) has rows; from SF 0.1 up the data is untouched.",
+    "part/lineitem: below SF 0.1, one part per Q19 branch is given that branch's "
+    "brand/container/size and one line of it the branch's quantity, AIR and "
+    "DELIVER IN PERSON; one part supplied by a CANADA supplier gets a 'forest...' "
+    "name and a 1994 line (Q20).",
     "text: comments are random slices of a fixed 1 MiB pool generated from the spec "
     "grammar (dbgen uses a larger pool).",
 )
@@ -45,6 +51,10 @@ _BASE_ROWS = {"supplier": 10_000, "customer": 150_000, "part": 200_000,
 START_DATE = int(np.datetime64("1992-01-01", "D").astype(np.int64))  # days since epoch
 CURRENT_DATE = int(np.datetime64("1995-06-17", "D").astype(np.int64))
 END_DATE = int(np.datetime64("1998-12-31", "D").astype(np.int64))
+_Y1994 = int(np.datetime64("1994-01-01", "D").astype(np.int64))
+_Y1995 = int(np.datetime64("1995-01-01", "D").astype(np.int64))
+# Below SF 0.1 (150k orders) a few rows are planted so every query has an answer.
+_SMALL_ORDERS = 150_000
 
 # Random streams per table, so each table is reproducible on its own.
 _STREAM = {name: i for i, name in enumerate(TABLES)}
@@ -156,7 +166,7 @@ def _supplier(rng: np.random.Generator, n: int) -> pa.Table:
     acctbal = rng.integers(-99_999, 1_000_000, n)
     comment, length = tx.text_matrix(rng, n, 25, 100)
     # "Better Business Bureau" comments (spec 4.2.3): 'Customer ' ... 'Complaints' or
-    # 'Recommends' spliced into the comment.  Deviation: max(2, SF*10) of them.
+    # 'Recommends' spliced into the comment.  Deviation: exactly max(2, SF*10) of them.
     n_bbb = min(n, max(2, round(n / 1000)))
     rows = rng.choice(n, n_bbb, replace=False)
     noise = rng.integers(0, length[rows] - 19 + 1)
@@ -193,7 +203,27 @@ def _retail_cents(partkey: np.ndarray) -> np.ndarray:
     return 90_000 + (partkey // 10) % 20_001 + 100 * (partkey % 1_000)
 
 
-def _part(rng: np.random.Generator, n: int) -> pa.Table:
+class _Plant(NamedTuple):
+    """One lineitem to overwrite so a selective query has an answer at small SF."""
+
+    partkey: int
+    suppkey: int
+    qty: tuple[int, int]  # inclusive range
+    mode: int  # index into SHIP_MODES, -1 = keep
+    instruct: int  # index into INSTRUCTIONS, -1 = keep
+    ship_1994: bool  # pick a line shipped in 1994 (Q20's window)
+
+
+# Q19's three OR branches: brand, containers, p_size range, l_quantity range.
+_Q19 = (("Brand#12", ("SM CASE", "SM BOX", "SM PACK", "SM PKG"), (1, 5), (1, 11)),
+        ("Brand#23", ("MED BAG", "MED BOX", "MED PKG", "MED PACK"), (1, 10), (10, 20)),
+        ("Brand#34", ("LG CASE", "LG BOX", "LG PACK", "LG PKG"), (1, 15), (20, 30)))
+_BRANDS = [f"Brand#{m}{b}" for m in range(1, 6) for b in range(1, 6)]
+
+
+def _part(rng: np.random.Generator, n: int, n_supp: int,
+          supp_nation: np.ndarray | None) -> tuple[pa.Table, list[_Plant]]:
+    """PART rows, plus the lineitems to plant when ``supp_nation`` is given (small SF)."""
     key = np.arange(1, n + 1, dtype=np.int64)
     # p_name: 5 distinct colours; redraw the rows that repeat one (~11% per round).
     colors = rng.integers(0, len(tx.COLORS), size=(n, 5))
@@ -203,23 +233,67 @@ def _part(rng: np.random.Generator, n: int) -> pa.Table:
         if not dup.any():
             break
         colors[dup] = rng.integers(0, len(tx.COLORS), size=(int(dup.sum()), 5))
-    # Deviation: balanced combinations (see DEVIATIONS).  combo -> mfgr M, brand MN,
-    # container; ts -> type, size.
-    combo = _balanced(rng, n, 5 * 5 * 40)
-    mfgr, brand, container = combo // 200, (combo // 40) % 5, combo % 40
+    # Deviation: balanced combinations (see DEVIATIONS).  brand (0..24 = Brand#MN with
+    # manufacturer M) and container share one draw; type and size another.
+    combo = _balanced(rng, n, 25 * 40)
+    brand, container = combo // 40, combo % 40
     ts = _balanced(rng, n, 150 * 50)
-    brands = [f"Brand#{m}{b}" for m in range(1, 6) for b in range(1, 6)]
+    ptype, size = ts // 50, ts % 50 + 1
+    plants = [] if supp_nation is None else _plant_parts(
+        rng, n_supp, supp_nation, colors, brand, container, size)
     return pa.table({
         "p_partkey": key,
         "p_name": tx.join_words(tx.COLORS, colors),
-        "p_mfgr": tx.pick([f"Manufacturer#{m}" for m in range(1, 6)], mfgr),
-        "p_brand": tx.pick(brands, mfgr * 5 + brand),
-        "p_type": tx.pick(tx.TYPES, ts // 50),
-        "p_size": (ts % 50 + 1).astype(np.int32),
+        "p_mfgr": tx.pick([f"Manufacturer#{m}" for m in range(1, 6)], brand // 5),
+        "p_brand": tx.pick(_BRANDS, brand),
+        "p_type": tx.pick(tx.TYPES, ptype),
+        "p_size": size.astype(np.int32),
         "p_container": tx.pick(tx.CONTAINERS, container),
         "p_retailprice": _decimal(_retail_cents(key)),
         "p_comment": tx.text_column(rng, n, 5, 22),
-    })
+    }), plants
+
+
+def _plant_parts(rng: np.random.Generator, n_supp: int, supp_nation: np.ndarray,
+                 colors: np.ndarray, brand: np.ndarray, container: np.ndarray,
+                 size: np.ndarray) -> list[_Plant]:
+    """Deviation (SF < 0.1 only): make Q19 and Q20 answerable for every seed.
+
+    At SF 0.01 the spec distributions give Q19 ~1 qualifying line on average (NULL
+    for ~30% of seeds) and Q20 a handful of candidates (empty for ~8%).  For each Q19
+    branch one matching part is ensured (adjusting one part's attributes in place) and
+    one line of it is planted; for Q20 one part supplied by a CANADA supplier gets a
+    name starting with 'forest' and a line shipped in 1994.
+    """
+    n = len(brand)
+    plants: list[_Plant] = []
+    for name, conts, (s_lo, s_hi), qty in _Q19:
+        b = _BRANDS.index(name)
+        cidx = np.array([tx.CONTAINERS.index(c) for c in conts])
+        cand = np.flatnonzero((brand == b) & np.isin(container, cidx))
+        p = int(rng.choice(cand)) if len(cand) else int(rng.integers(0, n))
+        brand[p] = b
+        if container[p] not in cidx:
+            container[p] = rng.choice(cidx)
+        if not s_lo <= size[p] <= s_hi:
+            size[p] = rng.integers(s_lo, s_hi + 1)
+        supp = _supplier_of(np.int64(p + 1), rng.integers(0, 4), n_supp)
+        plants.append(_Plant(p + 1, int(supp), qty, tx.SHIP_MODES.index("AIR"),
+                             tx.INSTRUCTIONS.index("DELIVER IN PERSON"), False))
+    canada = np.flatnonzero(supp_nation == [nm for nm, _ in tx.NATIONS].index("CANADA"))
+    if len(canada):
+        s = int(rng.choice(canada)) + 1
+        keys = np.arange(1, n + 1, dtype=np.int64)[:, None]
+        hit = _supplier_of(keys, np.arange(4), n_supp) == s  # (n, 4)
+        cand = np.flatnonzero(hit.any(axis=1))
+        if len(cand):
+            p = int(rng.choice(cand))
+            forest = tx.COLORS.index("forest")
+            row = colors[p]
+            row[row == forest] = row[0]  # swap keeps the 5 colours distinct
+            row[0] = forest
+            plants.append(_Plant(p + 1, s, (1, 10), -1, -1, True))
+    return plants
 
 
 def _partsupp(rng: np.random.Generator, n_part: int, n_supp: int) -> pa.Table:
@@ -236,7 +310,8 @@ def _partsupp(rng: np.random.Generator, n_part: int, n_supp: int) -> pa.Table:
 
 
 def _orders_lineitem(rng: np.random.Generator, n: int, n_cust: int, n_part: int,
-                     n_supp: int) -> tuple[pa.Table, pa.Table]:
+                     n_supp: int, small: bool, plants: list[_Plant]
+                     ) -> tuple[pa.Table, pa.Table]:
     """Orders and their 1..7 lineitems (generated together: totals depend on lines)."""
     idx = np.arange(1, n + 1, dtype=np.int64)
     okey = ((idx >> 3) << 5) + (idx & 7)  # dbgen mk_sparse: keep 8 of every 32 keys
@@ -249,7 +324,7 @@ def _orders_lineitem(rng: np.random.Generator, n: int, n_cust: int, n_part: int,
     o_comment = tx.text_column(rng, n, 19, 78)
     nlines = rng.integers(1, 8, n)
     # Deviation: guarantee a few Q18 "large volume" orders below SF 0.1.
-    bulk = rng.choice(n, min(n, 3), replace=False) if n < 150_000 else np.empty(0, int)
+    bulk = rng.choice(n, min(n, 3), replace=False) if small else np.empty(0, np.int64)
     nlines[bulk] = 7
 
     starts = np.cumsum(nlines) - nlines
@@ -266,6 +341,18 @@ def _orders_lineitem(rng: np.random.Generator, n: int, n_cust: int, n_part: int,
     ship = odate[oi] + rng.integers(1, 122, m)
     commit = odate[oi] + rng.integers(30, 91, m)
     receipt = ship + rng.integers(1, 31, m)
+    instruct = rng.integers(0, 4, m)
+    mode = rng.integers(0, 7, m)
+    free = ~in_bulk
+    in_1994 = (ship >= _Y1994) & (ship < _Y1995)
+    for pl in plants:  # Deviation (SF < 0.1): at most 4 planted lines, see _plant_parts
+        where = np.flatnonzero(free & in_1994 if pl.ship_1994 else free)
+        if len(where):
+            j = rng.choice(where)
+            partkey[j], suppkey[j], free[j] = pl.partkey, pl.suppkey, False
+            qty[j] = rng.integers(pl.qty[0], pl.qty[1] + 1)
+            mode[j] = pl.mode if pl.mode >= 0 else mode[j]
+            instruct[j] = pl.instruct if pl.instruct >= 0 else instruct[j]
     # returnflag: R/A at random once received by CURRENTDATE, else N.
     rflag = np.where(receipt <= CURRENT_DATE, rng.integers(0, 2, m), 2)
     shipped = ship <= CURRENT_DATE  # linestatus F, else O
@@ -301,8 +388,8 @@ def _orders_lineitem(rng: np.random.Generator, n: int, n_cust: int, n_part: int,
         "l_shipdate": _date(ship),
         "l_commitdate": _date(commit),
         "l_receiptdate": _date(receipt),
-        "l_shipinstruct": tx.pick(tx.INSTRUCTIONS, rng.integers(0, 4, m)),
-        "l_shipmode": tx.pick(tx.SHIP_MODES, rng.integers(0, 7, m)),
+        "l_shipinstruct": tx.pick(tx.INSTRUCTIONS, instruct),
+        "l_shipmode": tx.pick(tx.SHIP_MODES, mode),
         "l_comment": tx.text_column(rng, m, 10, 43),
     })
     return orders, lineitem
@@ -353,12 +440,17 @@ def generate_tpch(con: duckdb.DuckDBPyConnection, scale_factor: float = 0.01,
     # Build and load one table at a time to bound peak memory.
     load("region", _region(rng("region")))
     load("nation", _nation(rng("nation")))
-    load("supplier", _supplier(rng("supplier"), n["supplier"]))
+    small = n["orders"] < _SMALL_ORDERS
+    supplier = _supplier(rng("supplier"), n["supplier"])
+    supp_nation = supplier.column("s_nationkey").to_numpy() if small else None
+    load("supplier", supplier)
     load("customer", _customer(rng("customer"), n["customer"]))
-    load("part", _part(rng("part"), n["part"]))
+    part, plants = _part(rng("part"), n["part"], n["supplier"], supp_nation)
+    load("part", part)
+    del part
     load("partsupp", _partsupp(rng("partsupp"), n["part"], n["supplier"]))
     orders, lineitem = _orders_lineitem(rng("orders"), n["orders"], n["customer"],
-                                        n["part"], n["supplier"])
+                                        n["part"], n["supplier"], small, plants)
     load("orders", orders)
     del orders
     load("lineitem", lineitem)
