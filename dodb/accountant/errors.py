@@ -1,0 +1,64 @@
+"""Exceptions raised by the privacy accountant."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "AccountantError",
+    "NotApplicableError",
+    "BudgetExceededError",
+    "BudgetNotSetError",
+    "LedgerError",
+    "Budget",
+]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """An ``(epsilon, delta)`` pair used in reports and errors."""
+
+    epsilon: float
+    delta: float
+
+    def __iter__(self):
+        yield self.epsilon
+        yield self.delta
+
+    def __str__(self) -> str:
+        return f"(ε={self.epsilon:.6g}, δ={self.delta:.3g})"
+
+
+class AccountantError(Exception):
+    """Base class of every accountant error."""
+
+
+class NotApplicableError(AccountantError, ValueError):
+    """A composition method cannot handle one of the events (e.g. Gaussian NPDO
+    asked to compose a truncated Laplace event)."""
+
+
+class LedgerError(AccountantError):
+    """The ledger tables are missing, corrupt, or configured inconsistently."""
+
+
+class BudgetNotSetError(LedgerError):
+    """``admit`` was called before ``set_budget``."""
+
+
+class BudgetExceededError(AccountantError):
+    """A query would exceed the dataset's privacy budget; nothing was charged.
+
+    ``requested`` is the query's own ``(epsilon, delta)``; ``spent`` and
+    ``remaining`` are measured by the ledger's filter (see ``filters.py``).
+    """
+
+    def __init__(self, requested: Budget, spent: Budget, remaining: Budget, filter_name: str = "") -> None:
+        self.requested = requested
+        self.spent = spent
+        self.remaining = remaining
+        self.filter_name = filter_name
+        how = f" under the {filter_name!r} filter" if filter_name else ""
+        super().__init__(
+            f"privacy budget exceeded{how}: query requests {requested}, "
+            f"already spent {spent}, remaining {remaining}; nothing was charged"
+        )
