@@ -48,8 +48,9 @@ def kov_delta(k: int, eps: float, eps_g: float) -> float:
     active = (k - 2 * l) * eps > eps_g
     if not active.any():
         return 0.0
-    # log(P_l - e^{eps_g} Q_l) = log P_l + log(1 - e^{eps_g + log Q_l - log P_l})
-    diff = eps_g + lq[active] - lp[active]
+    # log(P_l - e^{eps_g} Q_l) = log P_l + log(1 - e^{eps_g - (k - 2l) eps}); the exponent
+    # is formed directly (not as lq - lp) so no rounding can flip its sign near a grid point
+    diff = eps_g - (k - 2 * l[active]) * eps
     with np.errstate(divide="ignore"):
         terms = lp[active] + np.log(-np.expm1(diff))
     return float(min(1.0, math.exp(logsumexp(terms))))

@@ -1,0 +1,354 @@
+"""The privacy ledger: one per dataset, persisted next to the data in DuckDB.
+
+All sessions on a dataset share one ledger.  That is sound by concurrent composition
+(001, Vadhan & Zhang: interleaved interactive sessions compose like the
+non-interactive mechanisms for (eps, delta), optimal/f-DP and Rényi DP), provided the
+shared filter sees every query — which a single table does.
+
+Tables (schema ``dodb_meta`` by default, in the connection's database, so an
+in-memory database gets an in-memory ledger):
+
+``budget``       one row: epsilon, delta, filter name and configuration, a version
+                 counter that every charge increments.
+``ledger``       one row per admitted query: time, session, SQL text, operators,
+                 composition method and its (epsilon, delta), every method's bound
+                 (JSON), the event description, status (charged/completed/failed).
+``ledger_cost``  the filter's additive coordinates per query (``filters.py``).
+
+Atomic charging.  ``admit`` runs in one DuckDB transaction: bump ``budget.version``,
+read the budget and the summed coordinates, test the filter, insert the rows,
+commit.  DuckDB uses snapshot isolation with first-writer-wins on updated rows, so
+two overlapping admits both updating the single budget row cannot both commit —
+the loser gets a conflict, rolls back and retries with the new state.  A Python lock
+serialises admits of one Ledger object.  Totals are always recomputed from the rows
+inside the transaction, so a process killed at any point leaves either the whole
+charge or none of it (DuckDB's WAL), never a total that disagrees with the rows.
+
+Charges happen *before* execution.  ``admit`` returns a :class:`Charge`; mark it
+``complete()`` or ``fail()`` afterwards (or use it as a context manager).  The
+charge stays either way — once execution started the leak may have happened.
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Iterable, Sequence
+
+import duckdb
+
+from ._math import check_delta
+from .best import METHODS, CompositionReport, compose_all
+from .errors import Budget, BudgetExceededError, BudgetNotSetError, LedgerError, NotApplicableError
+from .events import PrivacyEvent
+from .filters import PrivacyFilter, QueryCharge, UnionFilter, make_filter
+
+__all__ = ["Ledger", "Charge", "BudgetInfo"]
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_CAP = 1e250  # stored coordinates are capped so DuckDB's fsum never meets inf (it would give NaN)
+_STATUSES = ("charged", "completed", "failed")
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def _json(obj: Any) -> str:
+    def default(o: Any) -> Any:
+        if isinstance(o, PrivacyEvent):
+            return o.describe()
+        return str(o)
+    return json.dumps(obj, default=default, allow_nan=True)
+
+
+@dataclass(frozen=True)
+class BudgetInfo:
+    epsilon: float
+    delta: float
+    filter: str
+    config: dict[str, Any]
+    version: int
+
+    def make_filter(self) -> PrivacyFilter:
+        return make_filter(self.filter, self.epsilon, self.delta, **self.config)
+
+
+@dataclass
+class Charge:
+    """A committed charge.  ``complete()`` / ``fail()`` record the outcome only."""
+
+    query_id: int
+    epsilon: float
+    delta: float
+    method: str
+    filter: str
+    report: CompositionReport | None = field(repr=False, default=None)
+    ledger: "Ledger | None" = field(repr=False, default=None)
+    status: str = "charged"
+
+    def complete(self) -> None:
+        self._mark("completed", None)
+
+    def fail(self, error: BaseException | str | None = None) -> None:
+        self._mark("failed", None if error is None else str(error))
+
+    def _mark(self, status: str, error: str | None) -> None:
+        if self.ledger is not None:
+            self.ledger.mark(self.query_id, status, error)
+        self.status = status
+
+    def __enter__(self) -> "Charge":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None:
+            self.complete()
+        else:
+            self.fail(exc if exc is not None else exc_type.__name__)
+        return False  # never swallow the exception
+
+
+class Ledger:
+    """The privacy ledger of the database behind ``con`` (module doc)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, *, schema: str = "dodb_meta",
+                 session: str | None = None, max_retries: int = 200) -> None:
+        if not isinstance(con, duckdb.DuckDBPyConnection):
+            raise ValueError(f"con must be a duckdb.DuckDBPyConnection, got {type(con).__name__}")
+        if not _IDENT.match(schema):
+            raise ValueError(f"schema must be a plain SQL identifier, got {schema!r}")
+        self._con = con
+        self._s = schema
+        self.session = session or uuid.uuid4().hex[:12]
+        self.max_retries = int(max_retries)
+        self._lock = threading.RLock()
+        self._transact(self._create_tables)
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def _create_tables(self, cur: duckdb.DuckDBPyConnection) -> None:
+        s = self._s
+        cur.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
+        cur.execute(f"""CREATE TABLE IF NOT EXISTS {s}.budget (
+            id INTEGER PRIMARY KEY, epsilon DOUBLE NOT NULL, delta DOUBLE NOT NULL,
+            filter VARCHAR NOT NULL, config VARCHAR NOT NULL, version BIGINT NOT NULL,
+            updated_at TIMESTAMP NOT NULL)""")
+        cur.execute(f"""CREATE TABLE IF NOT EXISTS {s}.ledger (
+            query_id BIGINT PRIMARY KEY, charged_at TIMESTAMP NOT NULL, session VARCHAR,
+            sql VARCHAR, operators VARCHAR, method VARCHAR NOT NULL, epsilon DOUBLE NOT NULL,
+            delta DOUBLE NOT NULL, filter VARCHAR NOT NULL, bounds VARCHAR, event VARCHAR,
+            status VARCHAR NOT NULL, status_at TIMESTAMP, error VARCHAR)""")
+        cur.execute(f"""CREATE TABLE IF NOT EXISTS {s}.ledger_cost (
+            query_id BIGINT NOT NULL, coord VARCHAR NOT NULL, value DOUBLE NOT NULL,
+            PRIMARY KEY (query_id, coord))""")
+
+    def _transact(self, body, *args: Any) -> Any:
+        """Run ``body(cursor, *args)`` in a transaction, retrying on write conflicts."""
+        delay = 0.0005
+        for attempt in range(self.max_retries):
+            with self._lock:
+                cur = self._con.cursor()
+                try:
+                    cur.execute("BEGIN TRANSACTION")
+                    result = body(cur, *args)
+                    cur.execute("COMMIT")
+                    return result
+                except duckdb.TransactionException as exc:
+                    self._rollback(cur)
+                    if "onflict" not in str(exc):
+                        raise LedgerError(f"ledger transaction failed: {exc}") from exc
+                except BaseException:
+                    self._rollback(cur)
+                    raise
+                finally:
+                    cur.close()
+            time.sleep(delay * (1 + random.random()))  # another session won: back off, retry
+            delay = min(delay * 2, 0.05)
+        raise LedgerError(f"ledger transaction did not commit after {self.max_retries} conflicting attempts")
+
+    @staticmethod
+    def _rollback(cur: duckdb.DuckDBPyConnection) -> None:
+        try:
+            cur.execute("ROLLBACK")
+        except duckdb.Error:
+            pass  # DuckDB already aborted the transaction
+
+    def _read_budget(self, cur: duckdb.DuckDBPyConnection) -> BudgetInfo | None:
+        row = cur.execute(
+            f"SELECT epsilon, delta, filter, config, version FROM {self._s}.budget WHERE id = 1").fetchone()
+        if row is None:
+            return None
+        return BudgetInfo(row[0], row[1], row[2], json.loads(row[3]), row[4])
+
+    def _read_totals(self, cur: duckdb.DuckDBPyConnection) -> dict[str, float]:
+        rows = cur.execute(f"SELECT coord, fsum(value) FROM {self._s}.ledger_cost GROUP BY coord").fetchall()
+        return {k: (math.inf if v is None or math.isnan(v) or v >= _CAP else float(v)) for k, v in rows}
+
+    # -- budget ---------------------------------------------------------------------------
+
+    def set_budget(self, epsilon: float, delta: float, *, filter: str = "best",
+                   orders: Sequence[float] | None = None, approx_share: float | None = None) -> BudgetInfo:
+        """Set (or raise/lower) the dataset's budget and choose the adaptive filter.
+
+        ``filter``: 'basic', 'advanced', 'renyi' or 'best' (their union; module doc
+        of ``filters.py``).  The filter and its configuration cannot change once
+        queries were charged (their costs are stored in that filter's coordinates).
+        """
+        config: dict[str, Any] = {}
+        if orders is not None:
+            config["orders"] = [float(a) for a in orders]
+        if approx_share is not None:
+            config["approx_share"] = approx_share
+        filt = make_filter(filter, epsilon, delta, **config)  # validates everything
+        config = filt.config()
+
+        def body(cur: duckdb.DuckDBPyConnection) -> BudgetInfo:
+            old = self._read_budget(cur)
+            n = cur.execute(f"SELECT count(*) FROM {self._s}.ledger").fetchone()[0]
+            if old is not None and n > 0 and (old.filter != filter or old.config != config):
+                raise LedgerError(
+                    f"cannot change the filter from {old.filter!r} {old.config} to {filter!r} {config} "
+                    f"after {n} queries were charged")
+            if old is None:
+                cur.execute(f"INSERT INTO {self._s}.budget VALUES (1, ?, ?, ?, ?, 1, ?)",
+                            [filt.epsilon, filt.delta, filter, json.dumps(config), _now()])
+                version = 1
+            else:
+                cur.execute(f"UPDATE {self._s}.budget SET epsilon = ?, delta = ?, filter = ?, config = ?, "
+                            f"version = version + 1, updated_at = ? WHERE id = 1",
+                            [filt.epsilon, filt.delta, filter, json.dumps(config), _now()])
+                version = old.version + 1
+            return BudgetInfo(filt.epsilon, filt.delta, filter, config, version)
+
+        return self._transact(body)
+
+    @property
+    def budget(self) -> BudgetInfo | None:
+        return self._transact(self._read_budget)
+
+    # -- charging -------------------------------------------------------------------------
+
+    def admit(self, query_event: PrivacyEvent | Iterable[PrivacyEvent], *, sql: str | None = None,
+              operators: Sequence[Any] | None = None, method: str = "best", delta: float | None = None,
+              session: str | None = None) -> Charge:
+        """Check the filter and charge the query, atomically, before it runs.
+
+        The query's own cost is its tightest fixed-sequence bound with ``method``
+        ('best' = minimum over all applicable) at target ``delta`` (default: the sum
+        of its leaks' deltas).  Raises :class:`BudgetExceededError` (nothing charged)
+        if the filter would be exceeded; any error before the commit charges nothing.
+        """
+        event = query_event if isinstance(query_event, PrivacyEvent) else PrivacyEvent.compose(query_event)
+        if method != "best" and method not in METHODS:
+            raise ValueError(f"unknown composition method {method!r}; choose from {sorted(METHODS) + ['best']}")
+        if not event.leaves():
+            raise ValueError("the query has no privacy events; nothing to admit")
+        if delta is None:
+            noms = [leaf.nominal for leaf, _ in event.leaves()]
+            if any(n is None for n in noms):
+                raise ValueError("delta= is required: some leaks have no nominal (epsilon, delta)")
+            delta = min(math.fsum(d * n for (_, d), (_, n) in zip(noms, event.leaves())), 1.0 - 1e-12)
+        else:
+            delta = check_delta(delta, "query delta")
+        report = compose_all(event, delta, None if method == "best" else [method])
+        chosen = report.best
+        if not chosen.applicable:
+            why = "; ".join(f"{k}: {b.note}" for k, b in report.items())
+            raise NotApplicableError(f"no composition method certifies this query at δ={delta:.3g} ({why})")
+        charge_in = QueryCharge(chosen.epsilon, chosen.delta, event)
+        ops = [str(o) if not isinstance(o, (dict, list, str, int, float)) else o for o in (operators or [])]
+
+        def body(cur: duckdb.DuckDBPyConnection) -> Charge:
+            # Write first: any concurrent admit that also updates this row conflicts.
+            cur.execute(f"UPDATE {self._s}.budget SET version = version + 1 WHERE id = 1")
+            info = self._read_budget(cur)
+            if info is None:
+                raise BudgetNotSetError("no privacy budget set for this dataset; call set_budget() first")
+            filt = info.make_filter()
+            cost = filt.cost(charge_in)
+            totals = self._read_totals(cur)
+            if not filt.admits(totals, cost):
+                raise BudgetExceededError(Budget(chosen.epsilon, chosen.delta), filt.spent(totals),
+                                          filt.remaining(totals), info.filter)
+            qid = cur.execute(f"SELECT coalesce(max(query_id), 0) + 1 FROM {self._s}.ledger").fetchone()[0]
+            cur.execute(
+                f"INSERT INTO {self._s}.ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'charged', NULL, NULL)",
+                [qid, _now(), session or self.session, sql, _json(ops), chosen.method, chosen.epsilon,
+                 chosen.delta, info.filter, _json(report.as_dict()), _json(event.describe())])
+            cur.executemany(f"INSERT INTO {self._s}.ledger_cost VALUES (?, ?, ?)",
+                            [[qid, k, min(float(v), _CAP)] for k, v in sorted(cost.items())])
+            return Charge(qid, chosen.epsilon, chosen.delta, chosen.method, info.filter, report, self)
+
+        return self._transact(body)
+
+    def mark(self, query_id: int, status: str, error: str | None = None) -> None:
+        """Record a query's outcome.  The charge itself never changes."""
+        if status not in _STATUSES:
+            raise ValueError(f"status must be one of {_STATUSES}, got {status!r}")
+
+        def body(cur: duckdb.DuckDBPyConnection) -> None:
+            n = cur.execute(f"SELECT count(*) FROM {self._s}.ledger WHERE query_id = ?", [query_id]).fetchone()[0]
+            if n != 1:
+                raise LedgerError(f"no charged query with id {query_id}")
+            cur.execute(f"UPDATE {self._s}.ledger SET status = ?, status_at = ?, error = ? WHERE query_id = ?",
+                        [status, _now(), error, query_id])
+
+        self._transact(body)
+
+    # -- inspection -----------------------------------------------------------------------
+
+    def history(self) -> list[dict[str, Any]]:
+        """All charged queries, oldest first (JSON columns decoded)."""
+        def body(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+            res = cur.execute(f"SELECT * FROM {self._s}.ledger ORDER BY query_id")
+            cols = [d[0] for d in res.description]
+            out = []
+            for row in res.fetchall():
+                rec = dict(zip(cols, row))
+                for k in ("operators", "bounds", "event"):
+                    if rec.get(k) is not None:
+                        rec[k] = json.loads(rec[k])
+                out.append(rec)
+            return out
+        return self._transact(body)
+
+    def totals(self) -> dict[str, Any]:
+        """Number of queries, plain sums of their (epsilon, delta), filter coordinates."""
+        def body(cur: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+            n, e, d = cur.execute(
+                f"SELECT count(*), coalesce(fsum(epsilon), 0), coalesce(fsum(delta), 0) FROM {self._s}.ledger"
+            ).fetchone()
+            return {"queries": n, "epsilon": e, "delta": d, "coordinates": self._read_totals(cur)}
+        return self._transact(body)
+
+    def status(self) -> dict[str, Any]:
+        """Budget, spent and remaining (as measured by the filter), plus totals."""
+        def body(cur: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+            info = self._read_budget(cur)
+            if info is None:
+                raise BudgetNotSetError("no privacy budget set for this dataset")
+            filt = info.make_filter()
+            totals = self._read_totals(cur)
+            out: dict[str, Any] = {"budget": Budget(info.epsilon, info.delta), "filter": info.filter,
+                                   "spent": filt.spent(totals), "remaining": filt.remaining(totals)}
+            if isinstance(filt, UnionFilter):
+                out["parts"] = {name: {"spent": f.spent(filt._sub(totals, name)),
+                                       "open": name in filt.admitting_parts(totals, {})}
+                                for name, f in filt.parts.items()}
+            return out
+        out = self._transact(body)
+        out["totals"] = self.totals()
+        return out
+
+    def spent(self) -> Budget:
+        return self.status()["spent"]
+
+    def remaining(self) -> Budget:
+        return self.status()["remaining"]
