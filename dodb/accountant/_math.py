@@ -129,3 +129,15 @@ def golden_min(f: Callable[[float], float], lo: float, hi: float, iters: int = 6
             d = a + g * (b - a)
             fd = f(d)
     return (c, fc) if fc <= fd else (d, fd)
+
+
+def log_keep(pairs) -> float:
+    """``log prod (1 - d)^n`` over ``(d, n)`` pairs; ``-inf`` if some ``d >= 1``."""
+    out = 0.0
+    for d, n in pairs:
+        if n == 0:
+            continue
+        if d >= 1:
+            return -math.inf
+        out += n * math.log1p(-d)
+    return out

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 
+from ._math import log_keep
 from .base import Accountant
 from .events import PrivacyEvent
 
@@ -59,7 +60,7 @@ class AdvancedAccountant(Accountant):
             lin = math.fsum(e * math.tanh(e / 2) * n for e, _, n in noms)
         dsum = math.fsum(d * n for _, d, n in noms)
         # log prod (1 - delta_i), for the KOV form
-        lprod = math.fsum(math.log1p(-d) * n for _, d, n in noms)
+        lprod = log_keep((d, n) for _, d, n in noms)
         return s1, s2, lin, dsum, lprod
 
     def _slack(self, delta: float, dsum: float, lprod: float) -> float:

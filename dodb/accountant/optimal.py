@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from ._math import bisect_decreasing, logsumexp
+from ._math import bisect_decreasing, log_keep, logsumexp
 from .base import Accountant, EventsLike, as_event
 from .errors import NotApplicableError
 from .events import PrivacyEvent
@@ -81,23 +81,23 @@ class OptimalAccountant(Accountant):
         noms = self._nominals()
         k = sum(n for _, _, n in noms)
         eps = max((e for e, _, _ in noms), default=0.0)  # equal up to _REL_TOL; max is safe
-        log_keep = math.fsum(math.log1p(-d) * n for _, d, n in noms)  # log prod (1 - delta_i)
-        return k, eps, log_keep
+        lk = log_keep((d, n) for _, d, n in noms)  # log prod (1 - delta_i)
+        return k, eps, lk
 
     def get_delta(self, epsilon: float) -> float:
         epsilon = self._epsilon_arg(epsilon)
-        k, eps, log_keep = self._params()
+        k, eps, lk = self._params()
         dp = 0.0 if epsilon == math.inf else kov_delta(k, eps, epsilon)
         if dp >= 1:
             return 1.0
-        return min(1.0, -math.expm1(log_keep + math.log1p(-dp)))
+        return min(1.0, -math.expm1(lk + math.log1p(-dp)))
 
     def get_epsilon(self, delta: float) -> float:
         delta = self._delta_arg(delta)
-        k, eps, log_keep = self._params()
+        k, eps, lk = self._params()
         # the pure part may use 1 - (1 - delta) / prod(1 - delta_i)
-        target = -math.expm1(math.log1p(-delta) - log_keep)
-        if target < 0:
+        target = -math.expm1(math.log1p(-delta) - lk)
+        if not target >= 0:
             return math.inf
         if k == 0 or eps == 0 or kov_delta(k, eps, 0.0) <= target:
             return 0.0

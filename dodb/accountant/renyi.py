@@ -41,7 +41,7 @@ from dodb.oblivious.noise import (
     ShiftedTruncatedDiscreteLaplace,
 )
 
-from ._math import golden_min, logsumexp
+from ._math import golden_min, log_keep, logsumexp
 from .base import Accountant
 from .events import PrivacyEvent
 
@@ -87,9 +87,9 @@ def _truncated_rdp(mech, sensitivity: int, a: np.ndarray) -> np.ndarray:
         if d >= n:
             return np.full_like(a, np.inf)  # no common support: all mass is "bad"
         lp_p, lp_q = lp[d:], lp[: n - d]  # P' on [d, 2s], Q' = shifted noise on [d, 2s]
-        log_keep = logsumexp(lp_p)  # log(1 - delta_d); equal for P and Q by symmetry
+        log_in = logsumexp(lp_p)  # log(1 - delta_d); equal for P and Q by symmetry
         s = logsumexp(a[:, None] * lp_p[None, :] + (1 - a)[:, None] * lp_q[None, :], axis=1)
-        out = np.maximum(out, (s - log_keep) / (a - 1))
+        out = np.maximum(out, (s - log_in) / (a - 1))
     return out
 
 
@@ -241,10 +241,7 @@ class RenyiAccountant(Accountant):
     @property
     def approx_delta(self) -> float:
         """``delta_A = 1 - prod (1 - delta_i)`` over the leaves' excluded parts."""
-        lk = math.fsum(math.log1p(-leaf.approx_delta) * n for leaf, n in self.leaves if leaf.approx_delta < 1)
-        if any(leaf.approx_delta >= 1 for leaf, _ in self.leaves):
-            return 1.0
-        return -math.expm1(lk)
+        return -math.expm1(log_keep((leaf.approx_delta, n) for leaf, n in self.leaves))
 
     def get_epsilon(self, delta: float) -> float:
         delta = self._delta_arg(delta)
