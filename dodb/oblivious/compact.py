@@ -26,8 +26,8 @@ __all__ = ["compact", "distribute", "exclusive_count"]
 
 
 def exclusive_count(flags: np.ndarray) -> np.ndarray:
-    """``out[i]`` = number of true flags strictly before ``i`` (one linear scan)."""
-    c = np.cumsum(flags, dtype=np.int64)
+    """``out[..., i]`` = number of true flags strictly before ``i`` along the last axis."""
+    c = np.cumsum(flags, axis=-1, dtype=np.int64)
     return c - flags.astype(np.int64)
 
 
@@ -55,6 +55,7 @@ def compact(
     marked: np.ndarray,
     payload: Sequence[np.ndarray] = (),
     *,
+    block: int | None = None,
     trace: Trace | None = None,
 ) -> tuple[np.ndarray, list[np.ndarray]]:
     """Stable oblivious compaction: marked rows to the front, in order.
@@ -62,18 +63,28 @@ def compact(
     Returns ``(marked_out, payload_out)`` of the same length ``n``; ``marked_out`` is
     ``True`` exactly on the first ``count(marked)`` slots.  Contents of unmarked output
     slots are unspecified.
+
+    With ``block = B`` (``n`` a multiple of ``B``) every block of ``B`` consecutive rows is
+    compacted on its own, in ``log2 B`` rounds instead of ``log2 n``: a row moves left by
+    at most its offset inside its block, so no row ever leaves its block.
     """
     marked = np.asarray(marked, dtype=bool)
     n = int(marked.shape[0])
+    span = n if block is None else int(block)
+    if block is not None and (span <= 0 or n % span):
+        raise ValueError("compact: n must be a multiple of the block size")
     trace = trace if trace is not None else Trace()
     width = 1 + sum(int(np.prod(p.shape[1:], dtype=np.int64)) for p in payload)
     buf = trace.alloc(n, width + 1, "compact")
-    trace.record("compact:prefix", buf, n)
-    dist = np.where(marked, exclusive_count(~marked), 0)
+    trace.record("compact:prefix", buf, n, span)
+    if span < n:
+        dist = np.where(marked, exclusive_count(~marked.reshape(-1, span)).reshape(-1), 0)
+    else:
+        dist = np.where(marked, exclusive_count(~marked), 0)
     cols = [np.array(p, copy=True) for p in payload]
     live = marked.copy()
     r = 0
-    while (1 << r) < n:
+    while (1 << r) < span:
         s = 1 << r
         trace.record("compact:round", buf, n, s)
         move = live & (((dist >> r) & 1) == 1)

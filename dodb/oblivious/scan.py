@@ -100,13 +100,19 @@ def segmented_lex_scan(
     starts: np.ndarray,
     op: str,
     *,
+    payload: Sequence[np.ndarray] = (),
     reverse: bool = False,
     trace: Trace | None = None,
-) -> list[np.ndarray]:
-    """Per-segment running ``min``/``max`` of lexicographic ``uint64`` word tuples."""
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per-segment running ``min``/``max`` of lexicographic ``uint64`` word tuples.
+
+    ``payload`` arrays travel with the winning row (e.g. the original value behind an
+    order-preserving encoding).  Returns ``(words, payload)``.
+    """
     if op not in ("min", "max"):
         raise ValueError("lexicographic scans support min and max")
     words = [np.asarray(w, dtype=np.uint64).copy() for w in words]
+    pay = [np.array(p, copy=True) for p in payload]
     n = int(words[0].shape[0]) if words else 0
     trace = trace if trace is not None else Trace()
     buf = trace.alloc(n, len(words) + 1, f"lexscan:{op}")
@@ -126,8 +132,9 @@ def segmented_lex_scan(
             lt = (a < b) | ((a == b) & lt)
         take_prev = same & (lt if op == "min" else ~lt)
         words = [np.where(take_prev, p, w) for p, w in zip(prev, words)]
+        pay = [_sel(take_prev, _back(p, s, reverse), p) for p in pay]
         s *= 2
-    return words
+    return words, pay
 
 
 def forward_fill(

@@ -172,12 +172,13 @@ def test_lex_scan_matches_tuple_order(seg, op):
     vals, starts = seg
     hi = (vals % 3).astype(np.uint64)
     lo = (vals + 1000).astype(np.uint64)
-    w0, w1 = segmented_lex_scan([hi, lo], starts, op)
+    (w0, w1), (idx,) = segmented_lex_scan([hi, lo], starts, op, payload=[np.arange(len(vals))])
     segs = np.cumsum(starts)
     for i in range(len(vals)):
         prior = [j for j in range(i + 1) if segs[j] == segs[i]]
         tuples = [(int(hi[j]), int(lo[j])) for j in prior]
         assert (int(w0[i]), int(w1[i])) == (min(tuples) if op == "min" else max(tuples))
+        assert (int(hi[idx[i]]), int(lo[idx[i]])) == (int(w0[i]), int(w1[i]))
 
 
 @given(st.lists(st.booleans(), max_size=60))

@@ -28,7 +28,7 @@ def run_all(rng: np.random.Generator, n: int, m_extra: int) -> Trace:
     starts = rng.random(n) < 0.3
     segmented_scan(pay[:, 0], starts, "sum", trace=t)
     segmented_scan(flags, starts, "count", reverse=True, trace=t)
-    segmented_lex_scan([keys, keys], starts, "max", trace=t)
+    segmented_lex_scan([keys, keys], starts, "max", payload=[pay], trace=t)
     forward_fill(flags, [pay], trace=t)
     # expansion: counts differ between runs but the public output size is fixed
     counts = rng.integers(0, 3, n)

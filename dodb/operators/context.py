@@ -1,0 +1,128 @@
+"""Execution context shared by the operators of one query: mode, noise, trace, leaks.
+
+Every data-dependent size an operator reveals goes through :meth:`ExecContext.release`:
+the true value is padded with one-sided noise from a shifted truncated discrete Laplace
+calibrated to the operator's stability and ``(epsilon, delta)``, a :class:`Leak` is
+recorded, and only the noisy value is returned.  Operators use nothing else about the
+true size afterwards — which is what the trace simulators check.
+
+In *replay* mode (used by simulators) ``release`` ignores the true value and returns the
+next recorded noisy value, so an operator can be re-run on fake data of the same public
+size to reproduce its trace from public information and leaked values alone.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+from ..oblivious.noise import ShiftedTruncatedDiscreteLaplace
+from ..oblivious.rng import RandomSource, new_rng
+from ..oblivious.trace import Trace
+from .kernels import Kernels, kernels_for
+
+__all__ = ["MODES", "Leak", "ExecContext", "OpResult", "check_privacy_params", "UnboundedStabilityError"]
+
+MODES = ("do", "oblivious", "plain")
+
+
+class UnboundedStabilityError(ValueError):
+    """An operator's output stability is unbounded (e.g. a join without degree bound)."""
+
+
+@dataclass(frozen=True)
+class Leak:
+    """One DP release of sizes by an operator (a privacy event in the making).
+
+    ``values`` may hold several noisy sizes released together (e.g. per-bin counts of the
+    DO filter); ``sensitivity`` is then the L1 sensitivity of the whole vector, and the
+    vector release is ``(epsilon, delta)``-DP exactly like one count (see
+    :mod:`dodb.operators.filter`).
+    """
+
+    operator: str
+    name: str
+    mechanism: ShiftedTruncatedDiscreteLaplace
+    sensitivity: int
+    epsilon: float
+    delta: float
+    values: tuple[int, ...]
+
+    def to_event(self):
+        """The accountant's :class:`~dodb.accountant.PrivacyEvent` for this leak."""
+        from ..accountant import PrivacyEvent
+
+        return PrivacyEvent.padding(mechanism=self.mechanism, sensitivity=self.sensitivity,
+                                    operator=f"{self.operator}:{self.name}")
+
+
+class OpResult(NamedTuple):
+    table: "object"  # PaddedTable (avoid import cycle in annotations)
+    leaks: list[Leak]
+    trace: Trace
+
+
+def check_privacy_params(epsilon: float, delta: float) -> None:
+    if not isinstance(epsilon, (int, float)) or not math.isfinite(epsilon) or epsilon <= 0:
+        raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}")
+    if not isinstance(delta, (int, float)) or not (0 < delta < 1):
+        raise ValueError(f"delta must lie in (0, 1) for padding noise, got {delta!r}")
+
+
+@dataclass
+class ExecContext:
+    mode: str = "do"
+    rng: RandomSource = field(default_factory=new_rng)
+    trace: Trace = field(default_factory=Trace)
+    neighbour: str = "add_remove"  # or "replace"
+    replay: list[int] | None = None
+    leaks: list[Leak] = field(default_factory=list)
+    _counter: int = 0
+    _mech_cache: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"unknown mode {self.mode!r}; choose one of {MODES}")
+        if self.neighbour not in ("add_remove", "replace"):
+            raise ValueError("neighbour must be 'add_remove' or 'replace'")
+        self.kernels: Kernels = kernels_for(self.mode, self.trace)
+
+    def op_name(self, kind: str) -> str:
+        self._counter += 1
+        return f"{kind}#{self._counter}"
+
+    def mechanism(self, epsilon: float, delta: float, sensitivity: int) -> ShiftedTruncatedDiscreteLaplace:
+        key = (float(epsilon), float(delta), int(sensitivity))
+        if key not in self._mech_cache:
+            self._mech_cache[key] = ShiftedTruncatedDiscreteLaplace.for_privacy(epsilon, delta, sensitivity)
+        return self._mech_cache[key]
+
+    def release(self, operator: str, name: str, true_values: Sequence[int] | np.ndarray,
+                epsilon: float, delta: float, sensitivity: int) -> np.ndarray:
+        """Release ``true + noise`` (one-sided) for each value; record the leak and trace."""
+        if sensitivity == 0:
+            # the input is public (e.g. only public tables upstream): the size is public too
+            vals = [int(v) for v in np.asarray(true_values).tolist()] if self.replay is None \
+                else [self.replay.pop(0) for _ in range(len(true_values))]
+            for v in vals:
+                self.trace.leak(f"{operator}:{name}:public", v)
+            return np.asarray(vals, dtype=np.int64)
+        check_privacy_params(epsilon, delta)
+        if sensitivity < 0:
+            raise UnboundedStabilityError(f"{operator}: sensitivity must be non-negative, got {sensitivity}")
+        mech = self.mechanism(epsilon, delta, sensitivity)
+        k = len(true_values)
+        if self.replay is not None:
+            vals = [self.replay.pop(0) for _ in range(k)]
+        else:
+            vals = [int(v) + mech.sample(self.rng) for v in np.asarray(true_values).tolist()]
+        for v in vals:
+            self.trace.leak(f"{operator}:{name}", v)
+        self.leaks.append(Leak(operator, name, mech, int(sensitivity), float(epsilon), float(delta), tuple(vals)))
+        return np.asarray(vals, dtype=np.int64)
+
+    def group_stability(self, s: int) -> int:
+        """Rows of a group-by/distinct output that one privacy unit can change (DESIGN §4)."""
+        return 2 * s if self.neighbour == "replace" else s

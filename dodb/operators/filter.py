@@ -1,0 +1,105 @@
+"""Filter (compaction) in three modes.
+
+``do`` — differentially oblivious compaction with bins (after Chan–Chung–Maggs–Shi,
+SODA'19, and Qin et al., "Adore", PVLDB 16(4)).  Rows are cut into bins of ``B`` rows,
+each bin is compacted obliviously in ``log2 B`` rounds, and the vector of per-bin match
+counts is released with one-sided noise.  Each bin is then cut to its noisy count and
+the prefixes are concatenated.  Cost ``O(n log B)`` instead of ``O(n log n)``; the
+output carries ``sum_b noise_b`` dummies.
+
+Privacy of the bin vector: one privacy unit changes at most ``s`` rows (the stability),
+so the per-bin counts change by a vector of L1 norm at most ``s``.  Independent
+truncated discrete Laplace noise of scale ``s/epsilon`` on every bin then gives a
+likelihood ratio of at most ``exp(sum_b |d_b| / scale) <= exp(epsilon)`` where both
+neighbours have support; the outcomes one neighbour cannot produce have mass at most
+``sum_b truncation_delta(|d_b|) <= truncation_delta(s)`` (the pmf increases on
+``[0, shift]``), which :meth:`~dodb.oblivious.noise.ShiftedTruncatedDiscreteLaplace.for_privacy`
+bounds by ``delta``.  So the vector release is ``(epsilon, delta)``-DP — the same event
+as releasing a single count — and the output of size ``sum_b noisy_b`` never drops a
+real row.  Noisy counts above ``B`` are clipped to ``B`` (post-processing; still ≥ the
+true count).
+
+``oblivious`` — worst-case padding: the output keeps all ``n`` slots and only the real
+flags change (an ``O(n)`` linear pass, the cheapest fully oblivious filter).
+
+``plain`` — boolean-mask selection of the real matches.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..oblivious.sort import next_pow2
+from .context import ExecContext, OpResult
+from .table import PaddedTable
+
+__all__ = ["filter_table", "default_bin_size"]
+
+
+def default_bin_size(n: int, shift: int) -> int:
+    """Bins large enough that the dummies they add stay around ``n/8``."""
+    return int(max(64, next_pow2(8 * max(1, shift))))
+
+
+def _pad_to_multiple(table: PaddedTable, arrays: list[np.ndarray], b: int) -> list[np.ndarray]:
+    n = table.padded_size
+    m = -(-n // b) * b
+    if m == n:
+        return arrays
+    out = []
+    for a in arrays:
+        z = np.zeros((m,) + a.shape[1:], dtype=a.dtype)
+        z[:n] = a
+        out.append(z)
+    return out
+
+
+def _gather_prefixes(arrays: list[np.ndarray], b: int, keep: np.ndarray) -> list[np.ndarray]:
+    """Concatenate the first ``keep[j]`` rows of every bin ``j`` (``keep`` is public)."""
+    starts = np.arange(keep.shape[0], dtype=np.int64) * b
+    idx = np.repeat(starts, keep) + (np.arange(int(keep.sum())) - np.repeat(np.cumsum(keep) - keep, keep))
+    return [a[idx] for a in arrays]
+
+
+def filter_table(
+    table: PaddedTable,
+    mask: np.ndarray,
+    *,
+    mode: str = "do",
+    epsilon: float = 1.0,
+    delta: float = 1e-6,
+    ctx: ExecContext | None = None,
+    bin_size: int | None = None,
+) -> OpResult:
+    """Keep the real rows where ``mask`` is true (NULL predicates must be passed as false)."""
+    ctx = ctx or ExecContext(mode=mode)
+    mode = ctx.mode
+    n = table.padded_size
+    mask = np.asarray(mask, dtype=bool)
+    if mask.shape != (n,):
+        raise ValueError("filter mask must have the padded length")
+    flags = table.is_real & mask
+    s = table.stability
+    name = ctx.op_name("filter")
+    leaks_before = len(ctx.leaks)
+    arrays = table.arrays()
+    if mode == "plain":
+        out = table.with_arrays([a[flags] for a in arrays[:-1]] + [np.ones(int(flags.sum()), bool)])
+    elif mode == "oblivious":
+        out = table.with_arrays(arrays[:-1] + [flags])
+        ctx.trace.record("filter:mark", -1, n)
+    else:
+        shift = ctx.mechanism(epsilon, delta, s).shift if s > 0 else 0
+        b = bin_size or default_bin_size(n, shift)
+        if n <= 2 * b:
+            b = max(1, n)
+        payload = _pad_to_multiple(table, arrays[:-1] + [flags], b)
+        nb = payload[0].shape[0] // b if n else 0
+        ctx.trace.record("filter:bins", -1, n, b, nb)
+        live, moved = ctx.kernels.compact(payload[-1], payload[:-1], block=b if nb > 1 else None)
+        counts = live.reshape(nb, b).sum(axis=1) if nb else np.zeros(0, np.int64)
+        noisy = ctx.release(name, "bin_counts", counts, epsilon, delta, s)
+        keep = np.minimum(noisy, b)
+        ctx.trace.record("filter:gather", -1, int(keep.sum()))
+        cols = _gather_prefixes(moved + [live], b, keep)
+        out = table.with_arrays(cols)
+    return OpResult(out.with_stability(s), ctx.leaks[leaks_before:], ctx.trace)

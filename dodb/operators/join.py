@@ -1,0 +1,235 @@
+"""Equi-joins (inner, left outer, semi, anti) in three modes.
+
+The DO algorithm follows Chu–Zhuo–Shi–Chan (ITC 2021): the output is padded to the
+true join size plus one-sided noise, never to the quadratic worst case.
+
+1. Sort each side obliviously by ``(is_dummy, key)``, carrying its payload.
+2. Sort a *narrow* union of both sides — encoded key, side tag, position — and count,
+   per key run, the eligible rows of each side (real, no NULL key).  Every row learns the
+   other side's degree ``deg``; declared degree bounds are *enforced* here (rows beyond
+   the bound in their key run are dropped), so the stability below always holds.
+3. Compact the union back into its two sides: the left part is in the same order as the
+   sorted left table (same key, ties by position), likewise the right.
+4. Release the join size ``J + noise`` (sensitivity = output stability), expand every
+   left row ``deg_R`` times and every right row ``deg_L`` times into ``m`` slots
+   (:func:`~dodb.oblivious.expand.expand`), re-sort the right copies to their partner's
+   slot (one single-word sort), and zip the two arrays row by row.
+
+Stability (DESIGN §4): ``s_L * deg_R + s_R * deg_L``; a side with stability 0 is public,
+so its exact maximum degree is public too.  A private side whose degree is needed but
+neither declared nor public makes the join's stability unbounded: the operator refuses
+with :class:`UnboundedStabilityError` rather than under-noise.
+
+``oblivious`` mode pads to the public worst case ``min(n_L * deg_R, n_R * deg_L)``;
+semi/anti joins become filters of the left side (:mod:`dodb.operators.filter`); a left
+outer join is the inner join plus the anti join's rows with NULLs on the right.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from .context import ExecContext, OpResult, UnboundedStabilityError
+from .filter import filter_table
+from .keys import EncodedKey, KeyField, column_fields, encode_keys, pack_fields
+from .table import Column, PaddedTable, concat_tables, unify_columns
+
+__all__ = ["join", "JOIN_TYPES", "OBLIVIOUS_JOIN_LIMIT"]
+
+JOIN_TYPES = ("inner", "left", "semi", "anti")
+OBLIVIOUS_JOIN_LIMIT = 1 << 26  # worst-case rows the oblivious baseline may allocate
+
+
+def _normalise_key(c: Column) -> Column:
+    """Integers of any width compare as int64 so that both sides encode alike."""
+    if pa.types.is_integer(c.type) and c.type != pa.int64():
+        return Column(pa.int64(), c.values.astype(np.int64), c.valid)
+    if pa.types.is_date32(c.type):
+        return Column(pa.int64(), c.values.astype(np.int64), c.valid)
+    return c
+
+
+def _key_columns(lt: PaddedTable, rt: PaddedTable, lk: list[str], rk: list[str]) -> tuple[list[Column], list[Column]]:
+    lcols, rcols = [], []
+    for a, b in zip(lk, rk):
+        ca, cb = _normalise_key(lt.column(a)), _normalise_key(rt.column(b))
+        if ca.type != cb.type and not (pa.types.is_string(ca.type) and pa.types.is_string(cb.type)):
+            raise TypeError(f"join keys {a!r} ({ca.type}) and {b!r} ({cb.type}) have different types")
+        ca, cb = unify_columns([ca, cb])
+        lcols.append(ca)
+        rcols.append(cb)
+    return lcols, rcols
+
+
+def _eligible(t: PaddedTable, cols: list[Column]) -> np.ndarray:
+    ok = t.is_real.copy()
+    for c in cols:
+        ok &= c.valid
+    return ok
+
+
+def _sorted_side(ctx: ExecContext, t: PaddedTable, keys: list[str]) -> PaddedTable:
+    enc = encode_keys([_normalise_key(t.column(k)) for k in keys],
+                      leading=[KeyField((~t.is_real).astype(np.uint64), 1)], n=t.padded_size)
+    _, arrays = ctx.kernels.sort(enc, t.arrays())
+    return t.with_arrays(arrays)
+
+
+def _degrees(ctx: ExecContext, lcols, rcols, l_ok, r_ok, bound_l: int | None, bound_r: int | None):
+    """Per side and row: partner count ``deg``, rank in its key run, and its run's own count.
+
+    Declared degree bounds are enforced: rows ranked beyond the bound become ineligible.
+    """
+    kern = ctx.kernels
+    nl, nr = l_ok.shape[0], r_ok.shape[0]
+    n = nl + nr
+    cols = [c.with_arrays([np.concatenate([a, b]) for a, b in zip(c.arrays(), d.arrays())]) for c, d in zip(lcols, rcols)]
+    fields = []
+    for c in cols:
+        fields.extend(column_fields(c))
+    tag = np.concatenate([np.zeros(nl, np.uint64), np.ones(nr, np.uint64)])
+    key_words, _ = pack_fields(fields, n)
+    pos_bits = max(1, int(n).bit_length())
+    words, bits = pack_fields(fields + [KeyField(tag, 1), KeyField(np.arange(n, dtype=np.uint64), pos_bits)], n)
+    ok = np.concatenate([l_ok, r_ok])
+    _, (ok_s, tag_s, *kw_s) = kern.sort(EncodedKey(words, bits), [ok, tag] + key_words)
+    starts = np.zeros(n, dtype=bool)
+    if n:
+        starts[0] = True
+        for w in kw_s:
+            starts[1:] |= w[1:] != w[:-1]
+    is_l = ok_s & (tag_s == 0)
+    is_r = ok_s & (tag_s == 1)
+    rank_l = kern.seg_prefix(is_l, starts, "count") - 1
+    rank_r = kern.seg_prefix(is_r, starts, "count") - 1
+    if bound_l is not None:
+        is_l &= rank_l < bound_l
+    if bound_r is not None:
+        is_r &= rank_r < bound_r
+    cnt_l = kern.seg_last(kern.seg_reduce(is_l, starts, "count"), starts)
+    cnt_r = kern.seg_last(kern.seg_reduce(is_r, starts, "count"), starts)
+    left_row = tag_s == 0
+    deg = np.where(left_row, np.where(is_l, cnt_r, 0), np.where(is_r, cnt_l, 0))
+    own = np.where(left_row, cnt_l, cnt_r)
+    rank = np.where(left_row, rank_l, rank_r)
+    # back to the two sides, each in its sorted order (same key order, ties by position)
+    _, (deg_l, rank_l2, own_l) = kern.compact(left_row, [deg, rank, own])
+    _, (deg_r, rank_r2, own_r) = kern.compact(~left_row, [deg, rank, own])
+    return (deg_l[:nl], rank_l2[:nl], own_l[:nl]), (deg_r[:nr], rank_r2[:nr], own_r[:nr])
+
+
+def _max_degree(t: PaddedTable, keys: list[str]) -> int:
+    """Exact largest key multiplicity of a *public* table (its stability is 0)."""
+    real = t.to_arrow().select(keys)
+    if real.num_rows == 0:
+        return 0
+    g = real.group_by(keys).aggregate([([], "count_all")])
+    return int(pa.compute.max(g.column("count_all")).as_py())
+
+
+def join(
+    left: PaddedTable,
+    right: PaddedTable,
+    left_keys: list[str],
+    right_keys: list[str],
+    *,
+    how: str = "inner",
+    mode: str = "do",
+    epsilon: float = 1.0,
+    delta: float = 1e-6,
+    ctx: ExecContext | None = None,
+    left_degree: int | None = None,
+    right_degree: int | None = None,
+) -> OpResult:
+    """Equi-join ``left`` and ``right`` on ``left_keys = right_keys``.
+
+    ``left_degree``/``right_degree``: declared bounds on rows per key value on each side
+    (enforced). Output columns: left's then right's (only left's for semi/anti).
+    """
+    if how not in JOIN_TYPES:
+        raise ValueError(f"unknown join type {how!r}")
+    if len(left_keys) != len(right_keys) or not left_keys:
+        raise ValueError("join needs the same positive number of keys on both sides")
+    ctx = ctx or ExecContext(mode=mode)
+    leaks_before = len(ctx.leaks)
+    s_l, s_r = left.stability, right.stability
+    deg_l = left_degree if left_degree is not None else (_max_degree(left, left_keys) if s_l == 0 else None)
+    deg_r = right_degree if right_degree is not None else (_max_degree(right, right_keys) if s_r == 0 else None)
+    if how in ("semi", "anti"):
+        need_l = s_r > 0
+        if need_l and deg_l is None:
+            raise UnboundedStabilityError(
+                f"{how} join: the right side is private, so the left key {left_keys} needs a degree bound")
+        s_out = s_l + s_r * (deg_l or 0)
+    else:
+        if (s_l > 0 and deg_r is None) or (s_r > 0 and deg_l is None):
+            side = "right" if s_l > 0 and deg_r is None else "left"
+            raise UnboundedStabilityError(
+                f"join on {left_keys}={right_keys}: no degree bound for the {side} side; declare one "
+                f"(max_degree) or join on a declared key")
+        s_out = s_l * (deg_r or 0) + s_r * (deg_l or 0)
+        if how == "left":
+            s_out = s_l * max(deg_r or 0, 1) + 2 * s_r * (deg_l or 0)
+
+    lt = _sorted_side(ctx, left, left_keys)
+    rt = _sorted_side(ctx, right, right_keys)
+    lcols, rcols = _key_columns(lt, rt, left_keys, right_keys)
+    l_ok, r_ok = _eligible(lt, lcols), _eligible(rt, rcols)
+    (dl, _, _), (dr, rank_r, own_r) = _degrees(ctx, lcols, rcols, l_ok, r_ok, left_degree, right_degree)
+    name = ctx.op_name(f"{how}_join")
+
+    if how in ("semi", "anti"):
+        mask = dl > 0 if how == "semi" else dl == 0
+        res = filter_table(lt, mask, epsilon=epsilon, delta=delta, ctx=ctx)
+        return OpResult(res.table.with_stability(s_out), ctx.leaks[leaks_before:], ctx.trace)
+
+    eps_inner, delta_inner = (epsilon / 2, delta / 2) if how == "left" else (epsilon, delta)
+    inner = _inner(ctx, name, lt, rt, dl, dr, rank_r, own_r, deg_l, deg_r, s_out, eps_inner, delta_inner)
+    if how == "left":
+        unmatched = filter_table(lt, dl == 0, epsilon=epsilon / 2, delta=delta / 2, ctx=ctx).table
+        null_right = [_null_column(c, unmatched.padded_size) for c in rt.columns]
+        padded = PaddedTable(inner.names, unmatched.columns + null_right, unmatched.is_real)
+        inner = concat_tables([inner, padded], stability=s_out)
+    return OpResult(inner.with_stability(s_out), ctx.leaks[leaks_before:], ctx.trace)
+
+
+def _null_column(like: Column, n: int) -> Column:
+    vals = np.zeros((n,) + like.values.shape[1:], dtype=like.values.dtype)
+    lengths = np.zeros(n, np.int32) if like.lengths is not None else None
+    return Column(like.type, vals, np.zeros(n, dtype=bool), lengths)
+
+
+def _inner(ctx, name, lt, rt, dl, dr, rank_r, own_r, deg_l, deg_r, s_out, epsilon, delta) -> PaddedTable:
+    kern = ctx.kernels
+    nl, nr = lt.padded_size, rt.padded_size
+    total = int(dl.sum())
+    worst = min(nl * (deg_r if deg_r is not None else nr), nr * (deg_l if deg_l is not None else nl))
+    if ctx.mode == "plain":
+        m = total
+    elif ctx.mode == "oblivious":
+        if worst > OBLIVIOUS_JOIN_LIMIT:
+            raise MemoryError(f"oblivious join would pad to its worst case of {worst} rows")
+        m = worst
+    else:
+        noisy = int(ctx.release(name, "output_size", [total], epsilon, delta, s_out)[0])
+        m = min(noisy, worst)
+    ctx.trace.record("join:expand", -1, nl, nr, m)
+    real, _, l_arrays = kern.expand(dl, lt.arrays()[:-1], m)
+    r_real, r_copy, r_arrays = kern.expand(dr, rt.arrays()[:-1] + [rank_r, own_r, dr], m)
+    rank, own, copies = r_arrays[-3], r_arrays[-2], r_arrays[-1]
+    slot = np.arange(m, dtype=np.int64)
+    # In a key run with deg_L left rows and deg_R right rows, right row b's copy i sits at
+    # run_start + b*deg_L + i (deg_L = its number of copies) and must move to its partner,
+    # left row i's copy b, at run_start + i*deg_R + b.  Unused slots go last.
+    run_start = slot - rank * copies - r_copy
+    target = np.where(r_real, run_start + r_copy * own + rank, m + slot)
+    bits = max(1, int(2 * m + 1).bit_length())
+    enc = EncodedKey([target.astype(np.uint64) << np.uint64(64 - bits)], bits)
+    _, r_arrays = kern.sort(enc, r_arrays[:-3])
+    arrays = l_arrays + r_arrays
+    cols, i = [], 0
+    for c in lt.columns + rt.columns:
+        k = c.n_arrays()
+        cols.append(c.with_arrays(arrays[i:i + k]))
+        i += k
+    return PaddedTable(lt.names + rt.names, cols, real, s_out)

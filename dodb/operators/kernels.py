@@ -1,0 +1,173 @@
+"""Kernel strategies: the same operator algorithm over oblivious or plain kernels.
+
+``do`` and ``oblivious`` modes run on :class:`ObliviousKernels` (sorting networks,
+shifting-network compaction, doubling scans: access patterns fixed by public sizes).
+``plain`` mode runs the identical operator logic on :class:`PlainKernels` — numpy's
+argsort, boolean masks and ``reduceat`` — the insecure fast baseline.  Sharing the logic
+keeps the three modes' answers identical by construction.
+
+Segment conventions: ``starts[i]`` marks the first row of a run.  ``seg_reduce`` returns
+an array whose value on the *last* row of every run is that run's aggregate (other rows
+unspecified); ``seg_first``/``seg_last`` give every row its run's first/last value.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..oblivious import compact as ocompact
+from ..oblivious import expand as oexpand
+from ..oblivious import oblivious_sort, segmented_lex_scan, segmented_scan
+from ..oblivious.trace import Trace
+from .keys import EncodedKey
+
+__all__ = ["Kernels", "ObliviousKernels", "PlainKernels", "kernels_for"]
+
+
+class Kernels:
+    oblivious: bool = True
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+
+
+class ObliviousKernels(Kernels):
+    oblivious = True
+
+    def sort(self, key: EncodedKey, payload: Sequence[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Stable sort of payload rows by the encoded key; returns (key words, payload)."""
+        bits = key.single_word_bits
+        if bits is not None:
+            (w,), out = oblivious_sort([key.packed_single()], payload, key_bits=bits, trace=self.trace)
+            return [w << np.uint64(64 - bits) if 0 < bits < 64 else w], out
+        return oblivious_sort(key.words, payload, trace=self.trace)
+
+    def compact(self, flags: np.ndarray, payload: Sequence[np.ndarray],
+                block: int | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
+        return ocompact(flags, payload, block=block, trace=self.trace)
+
+    def expand(self, counts: np.ndarray, payload: Sequence[np.ndarray], m: int):
+        return oexpand(counts, payload, m, trace=self.trace)
+
+    def seg_reduce(self, values: np.ndarray, starts: np.ndarray, op: str) -> np.ndarray:
+        return segmented_scan(values, starts, op, trace=self.trace)
+
+    def seg_reduce_lex(self, words: Sequence[np.ndarray], starts: np.ndarray, op: str,
+                       payload: Sequence[np.ndarray] = ()) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        return segmented_lex_scan(words, starts, op, payload=payload, trace=self.trace)
+
+    def seg_prefix(self, values: np.ndarray, starts: np.ndarray, op: str = "sum") -> np.ndarray:
+        """Inclusive per-run prefix (``sum`` or ``count``) on every row."""
+        return segmented_scan(values, starts, op, trace=self.trace)
+
+    def seg_first(self, values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        return segmented_scan(values, starts, "first", trace=self.trace)
+
+    def seg_last(self, values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        return segmented_scan(values, starts, "first", reverse=True, trace=self.trace)
+
+
+class PlainKernels(Kernels):
+    """Insecure fast paths (data-dependent access).  Not for private data in production."""
+
+    oblivious = False
+
+    def sort(self, key: EncodedKey, payload: Sequence[np.ndarray]):
+        n = key.words[0].shape[0]
+        order = np.lexsort(key.words[::-1]) if n else np.zeros(0, np.int64)
+        return [w[order] for w in key.words], [p[order] for p in payload]
+
+    def compact(self, flags: np.ndarray, payload: Sequence[np.ndarray], block: int | None = None):
+        flags = np.asarray(flags, dtype=bool)
+        if block is None:
+            order = np.argsort(~flags, kind="stable")
+        else:
+            blk = np.arange(flags.shape[0]) // block
+            order = np.lexsort((~flags, blk))
+        return flags[order], [p[order] for p in payload]
+
+    def expand(self, counts: np.ndarray, payload: Sequence[np.ndarray], m: int):
+        counts = np.asarray(counts, dtype=np.int64)
+        total = int(counts.sum())
+        if total > m:
+            raise ValueError("expand: output size smaller than the total count")
+        idx = np.repeat(np.arange(counts.shape[0]), counts)
+        first = np.cumsum(counts) - counts
+        copy = np.arange(total) - np.repeat(first, counts)
+        pad = m - total
+        out = []
+        for p in payload:
+            o = np.zeros((m,) + p.shape[1:], dtype=p.dtype)
+            o[:total] = p[idx]
+            out.append(o)
+        real = np.zeros(m, bool)
+        real[:total] = True
+        return real, np.concatenate([copy, np.zeros(pad, np.int64)]), out
+
+    @staticmethod
+    def _bounds(starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        starts = np.asarray(starts, dtype=bool).copy()
+        if starts.shape[0]:
+            starts[0] = True
+        first = np.flatnonzero(starts)
+        last = np.append(first[1:] - 1, starts.shape[0] - 1) if first.size else first
+        return first, last
+
+    def seg_reduce(self, values: np.ndarray, starts: np.ndarray, op: str) -> np.ndarray:
+        values = np.asarray(values)
+        if op == "count":
+            values = values.astype(np.int64)
+        out = values.copy()
+        if values.shape[0] == 0:
+            return out
+        first, last = self._bounds(starts)
+        uf = {"sum": np.add, "count": np.add, "min": np.minimum, "max": np.maximum}[op]
+        out[last] = uf.reduceat(values, first)
+        return out
+
+    def seg_reduce_lex(self, words: Sequence[np.ndarray], starts: np.ndarray, op: str,
+                       payload: Sequence[np.ndarray] = ()):
+        words = [np.asarray(w, dtype=np.uint64) for w in words]
+        n = words[0].shape[0] if words else 0
+        out = [w.copy() for w in words]
+        pay = [np.array(p, copy=True) for p in payload]
+        if n == 0:
+            return out, pay
+        seg = np.cumsum(np.asarray(starts, dtype=np.int64))
+        order = np.lexsort(words[::-1] + [seg])  # by segment, then value
+        first, last = self._bounds(starts)
+        pick = order[first] if op == "min" else order[last]
+        for o, w in zip(out + pay, words + list(payload)):
+            o[last] = w[pick]
+        return out, pay
+
+    def seg_prefix(self, values: np.ndarray, starts: np.ndarray, op: str = "sum") -> np.ndarray:
+        v = np.asarray(values).astype(np.int64) if op == "count" else np.asarray(values)
+        c = np.cumsum(v)
+        before = c - v
+        return c - self.seg_first(before, starts)
+
+    def seg_first(self, values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        n = values.shape[0]
+        if n == 0:
+            return values.copy()
+        s = np.asarray(starts, dtype=bool).copy()
+        s[0] = True
+        idx = np.maximum.accumulate(np.where(s, np.arange(n), 0))
+        return values[idx]
+
+    def seg_last(self, values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        n = values.shape[0]
+        if n == 0:
+            return values.copy()
+        first, last = self._bounds(starts)
+        seg = np.cumsum(np.asarray(starts, dtype=np.int64))
+        seg = seg - seg[0]
+        return values[last[seg]]
+
+
+def kernels_for(mode: str, trace: Trace) -> Kernels:
+    if mode == "plain":
+        return PlainKernels(trace)
+    return ObliviousKernels(trace)

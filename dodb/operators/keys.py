@@ -1,0 +1,150 @@
+"""Order-preserving key encoding: columns → bit fields → packed ``uint64`` words.
+
+A sort or grouping key is a bitstring whose unsigned big-endian order equals SQL order:
+for each key column an optional NULL flag bit (NULLS LAST, DuckDB's default for both
+directions), then the value's order-preserving bits (sign-flipped integers, IEEE total
+order for floats, two's-complement-flipped 128-bit decimals, string bytes then length),
+complemented for DESC.  The fields are concatenated and cut into 64-bit words, so a
+key of at most 64 bits is a single word and the sorting network compares one word.
+All transforms are element-wise over every row.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from .table import Column
+
+__all__ = ["KeyField", "column_fields", "pack_fields", "encode_keys", "EncodedKey"]
+
+_SIGN64 = np.uint64(1 << 63)
+
+
+@dataclass(frozen=True)
+class KeyField:
+    """``bits`` low bits of ``values`` (uint64), most significant first."""
+
+    values: np.ndarray
+    bits: int
+
+
+def _mask(bits: int) -> np.uint64:
+    return np.uint64((1 << bits) - 1) if bits < 64 else np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def _int_field(v: np.ndarray) -> KeyField:
+    bits = v.dtype.itemsize * 8
+    if np.issubdtype(v.dtype, np.signedinteger):
+        u = v.astype(np.int64).view(np.uint64) + np.uint64(1 << (bits - 1))
+        return KeyField(u & _mask(bits), bits)
+    return KeyField(v.astype(np.uint64), bits)
+
+
+def _float_field(v: np.ndarray) -> KeyField:
+    f = v.astype(np.float64)
+    f = np.where(f == 0, 0.0, f)  # -0.0 and 0.0 are equal in SQL
+    u = f.view(np.uint64)
+    neg = (u >> np.uint64(63)) == 1
+    return KeyField(np.where(neg, ~u, u | _SIGN64), 64)
+
+
+def _string_fields(c: Column) -> list[KeyField]:
+    w = c.values.shape[1]
+    padded = (w + 7) // 8 * 8
+    mat = np.zeros((c.values.shape[0], padded), dtype=np.uint8)
+    mat[:, :w] = c.values
+    words = mat.view(">u8").astype(np.uint64)  # (n, padded/8) big-endian words
+    out = []
+    for j in range(words.shape[1]):
+        bits = 64 if (j + 1) * 8 <= w else (w - j * 8) * 8
+        out.append(KeyField(words[:, j] >> np.uint64(64 - bits) if bits < 64 else words[:, j], bits))
+    # the length breaks ties between strings that differ only in trailing NUL bytes
+    out.append(KeyField(c.lengths.astype(np.uint64), max(1, int(w).bit_length())))
+    return out
+
+
+def column_fields(c: Column, descending: bool = False, nullable: bool = True,
+                  nulls_first: bool = False) -> list[KeyField]:
+    """Order-preserving fields of one column (NULL flag first; NULLS LAST unless asked)."""
+    t = c.type
+    if c.is_string:
+        fields = _string_fields(c)
+    elif pa.types.is_decimal(t):
+        lo = c.values[:, 0]
+        hi = c.values[:, 1] ^ _SIGN64
+        fields = [KeyField(hi, 64), KeyField(lo, 64)] if t.precision > 18 else [KeyField(lo ^ _SIGN64, 64)]
+    elif pa.types.is_boolean(t):
+        fields = [KeyField(c.values.astype(np.uint64), 1)]
+    elif pa.types.is_null(t):
+        fields = []
+    elif np.issubdtype(c.values.dtype, np.floating):
+        fields = [_float_field(c.values)]
+    else:
+        fields = [_int_field(c.values)]
+    valid = c.valid
+    fields = [KeyField(np.where(valid, f.values, np.uint64(0)), f.bits) for f in fields]
+    if descending:
+        fields = [KeyField(~f.values & _mask(f.bits), f.bits) for f in fields]
+    if nullable:
+        fields = [KeyField((valid if nulls_first else ~valid).astype(np.uint64), 1)] + fields
+    return fields
+
+
+def pack_fields(fields: Sequence[KeyField], n: int) -> tuple[list[np.ndarray], int]:
+    """Concatenate fields into big-endian 64-bit words; returns ``(words, total_bits)``."""
+    words: list[np.ndarray] = []
+    cur = np.zeros(n, dtype=np.uint64)
+    used = 0
+    total = 0
+    for f in fields:
+        v = f.values.astype(np.uint64) & _mask(f.bits)
+        remaining = f.bits
+        total += f.bits
+        while remaining > 0:
+            room = 64 - used
+            take = min(room, remaining)
+            part = (v >> np.uint64(remaining - take)) & _mask(take)
+            cur = (cur << np.uint64(take)) | part if take < 64 else part
+            used += take
+            remaining -= take
+            if used == 64:
+                words.append(cur)
+                cur = np.zeros(n, dtype=np.uint64)
+                used = 0
+    if used or not words:
+        # left-align the last partial word so that comparison stays lexicographic
+        words.append(cur << np.uint64(64 - used) if 0 < used < 64 else cur)
+    return words, total
+
+
+@dataclass
+class EncodedKey:
+    words: list[np.ndarray]
+    bits: int
+
+    @property
+    def single_word_bits(self) -> int | None:
+        """Bit width for the sort's packed fast path, when the key is one word."""
+        return self.bits if len(self.words) == 1 and self.bits <= 64 else None
+
+    def packed_single(self) -> np.ndarray:
+        """The single key word right-aligned (value < 2^bits), for ``key_bits`` sorting."""
+        return self.words[0] >> np.uint64(64 - self.bits) if 0 < self.bits < 64 else self.words[0]
+
+
+def encode_keys(columns: Sequence[Column], descending: Sequence[bool] | None = None,
+                leading: Sequence[KeyField] = (), n: int | None = None,
+                nulls_first: Sequence[bool] | None = None) -> EncodedKey:
+    """Encode key columns (with optional leading fields such as a dummy flag)."""
+    descending = list(descending) if descending is not None else [False] * len(columns)
+    nulls_first = list(nulls_first) if nulls_first is not None else [False] * len(columns)
+    fields = list(leading)
+    for c, d, nf in zip(columns, descending, nulls_first):
+        fields.extend(column_fields(c, d, nulls_first=nf))
+    if n is None:
+        n = int(columns[0].valid.shape[0]) if columns else int(leading[0].values.shape[0])
+    words, bits = pack_fields(fields, n)
+    return EncodedKey(words, bits)

@@ -1,0 +1,107 @@
+"""Projection: scalar SQL expressions evaluated over whole columns (DESIGN §3).
+
+Every row — real or dummy — is evaluated, so the access pattern is a linear scan of
+the padded table.  Evaluation is delegated to DuckDB over an Arrow batch, *projection
+only* (``SELECT expr, … FROM batch`` — never a filter, join or aggregate), which gives
+the full SQL function library.  Dummy rows are handed over as all-NULL so that no
+expression can fail on their placeholder contents.  The SQL is built and rendered by
+sqlglot; no value is ever pasted into SQL text.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Mapping, Sequence
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+
+from .context import ExecContext, OpResult
+from .table import Column, PaddedTable, column_from_arrow
+
+__all__ = ["evaluate", "project", "predicate_mask", "BATCH_NAME"]
+
+BATCH_NAME = "__dodb_batch"
+_local = threading.local()
+
+
+def _connection() -> duckdb.DuckDBPyConnection:
+    # One private in-memory connection per thread: expressions never see user tables.
+    con = getattr(_local, "con", None)
+    if con is None:
+        con = duckdb.connect()
+        con.execute("SET preserve_insertion_order = true")
+        _local.con = con
+    return con
+
+
+def _as_arrow(table: PaddedTable, needed: Sequence[str] | None) -> pa.Table:
+    names = list(table.names) if needed is None else [n for n in table.names if n in set(needed)]
+    arrays = []
+    for nm in names:
+        c = table.column(nm)
+        masked = Column(c.type, c.values, c.valid & table.is_real, c.lengths)
+        arrays.append(masked.to_arrow())
+    if not arrays:
+        return pa.table({"__dodb_rows": pa.array(np.zeros(table.padded_size, np.int8))})
+    return pa.table(arrays, names=names)
+
+
+def _parse(expr: exp.Expression | str) -> exp.Expression:
+    return sqlglot.parse_one(expr, read="duckdb") if isinstance(expr, str) else expr
+
+
+def evaluate(table: PaddedTable, exprs: Mapping[str, exp.Expression | str]) -> pa.Table:
+    """Evaluate named scalar expressions over all padded rows; returns an Arrow table."""
+    parsed = {name: _parse(e) for name, e in exprs.items()}
+    needed = {c.name for e in parsed.values() for c in e.find_all(exp.Column)}
+    batch = _as_arrow(table, needed)
+    if not parsed:
+        return pa.table({})
+    select = exp.select(*[e.copy().as_(name, quoted=True) for name, e in parsed.items()]).from_(
+        exp.to_identifier(BATCH_NAME, quoted=True))
+    sql = select.sql(dialect="duckdb")
+    con = _connection()
+    con.register(BATCH_NAME, batch)
+    try:
+        out = con.sql(sql).to_arrow_table()
+    finally:
+        con.unregister(BATCH_NAME)
+    if out.num_rows != table.padded_size:
+        raise RuntimeError("projection changed the number of rows")  # cannot happen for scalar SELECTs
+    return out
+
+
+def project(
+    table: PaddedTable,
+    exprs: Mapping[str, exp.Expression | str],
+    *,
+    widths: Mapping[str, int] | None = None,
+    mode: str = "do",
+    ctx: ExecContext | None = None,
+) -> OpResult:
+    """New columns ``name = expr`` (in order).  Sizes and stability are unchanged."""
+    ctx = ctx or ExecContext(mode=mode)
+    widths = dict(widths or {})
+    out = evaluate(table, exprs)
+    cols = []
+    for name in exprs:
+        arr = out.column(name)
+        w = widths.get(name)
+        if w is None and name in table.names and table.column(name).is_string:
+            w = table.column(name).width
+        cols.append(column_from_arrow(arr, w))
+    ctx.trace.record("project:scan", -1, table.padded_size, len(cols))
+    res = PaddedTable(list(exprs), cols, table.is_real.copy(), table.stability, dict(table.meta))
+    return OpResult(res, [], ctx.trace)
+
+
+def predicate_mask(table: PaddedTable, predicate: exp.Expression | str) -> np.ndarray:
+    """Boolean mask of a WHERE/HAVING predicate over all rows (NULL counts as false)."""
+    out = evaluate(table, {"__pred": predicate}).column("__pred")
+    c = column_from_arrow(out)
+    if not pa.types.is_boolean(c.type) and not pa.types.is_null(c.type):
+        raise TypeError(f"predicate is not boolean: {predicate}")
+    return np.asarray(c.values, dtype=bool) & c.valid & table.is_real
