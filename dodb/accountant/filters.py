@@ -11,7 +11,8 @@ because inside one query the plan fixes every parameter before execution.
 Every filter here works on *additive coordinates*: a query's cost is a dict of
 non-negative numbers, the ledger stores them per query and sums them (so the state
 is recomputed from the rows, crash-safe), and ``admits(totals, cost)`` is monotone:
-once a condition fails it stays failed.  Rejected queries cost nothing (rejection
+once a condition fails it stays failed.  Comparisons allow a relative 1e-12 for the
+float rounding of the sums (so ten queries of 0.1 fit a budget of 1.0).  Rejected queries cost nothing (rejection
 depends only on parameters, which are functions of public history).
 
 * ``basic``     sum eps_q <= eps, sum delta_q <= delta (Rogers et al. 2016 Thm 3.6;
@@ -73,6 +74,14 @@ class QueryCharge:
     event: PrivacyEvent
 
 
+_ROUND = 1e-12  # relative slack for float rounding of stored sums (10 x 0.1 must fit in 1.0)
+
+
+def _leq(total: float, cap: float) -> bool:
+    """``total <= cap`` up to float rounding of the summed coordinates."""
+    return total <= cap + _ROUND * abs(cap)
+
+
 def _check_share(share: float) -> float:
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share < 1:
         raise ValueError(f"approx_share must lie in (0, 1), got {share!r}")
@@ -124,7 +133,7 @@ class BasicFilter(PrivacyFilter):
     def admits(self, totals: Mapping[str, float], cost: Mapping[str, float]) -> bool:
         e = math.fsum([self._get(totals, "eps"), cost.get("eps", 0.0)])
         d = math.fsum([self._get(totals, "delta"), cost.get("delta", 0.0)])
-        return e <= self.epsilon and d <= self.delta
+        return _leq(e, self.epsilon) and _leq(d, self.delta)
 
     def spent(self, totals: Mapping[str, float]) -> Budget:
         return Budget(self._get(totals, "eps"), self._get(totals, "delta"))
@@ -150,7 +159,7 @@ class AdvancedFilter(PrivacyFilter):
     def admits(self, totals: Mapping[str, float], cost: Mapping[str, float]) -> bool:
         v = math.fsum([self._get(totals, "eps_sq"), cost.get("eps_sq", 0.0)])
         d = math.fsum([self._get(totals, "delta"), cost.get("delta", 0.0)])
-        return v <= self.v_max and d <= self.delta_cap
+        return _leq(v, self.v_max) and _leq(d, self.delta_cap)
 
     def spent(self, totals: Mapping[str, float]) -> Budget:
         v = self._get(totals, "eps_sq")
@@ -200,11 +209,11 @@ class RenyiFilter(PrivacyFilter):
 
     def _alive(self, totals: Mapping[str, float], cost: Mapping[str, float]) -> np.ndarray:
         tot = np.array([math.fsum([self._get(totals, _okey(x)), cost.get(_okey(x), 0.0)]) for x in self.orders])
-        return tot <= self.rho_max
+        return tot <= self.rho_max + _ROUND * np.abs(self.rho_max)
 
     def admits(self, totals: Mapping[str, float], cost: Mapping[str, float]) -> bool:
         d = math.fsum([self._get(totals, "approx_delta"), cost.get("approx_delta", 0.0)])
-        return d <= self.delta_cap and bool(self._alive(totals, cost).any())
+        return _leq(d, self.delta_cap) and bool(self._alive(totals, cost).any())
 
     def spent(self, totals: Mapping[str, float]) -> Budget:
         rho = [self._get(totals, _okey(x)) for x in self.orders]
