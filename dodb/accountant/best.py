@@ -117,7 +117,8 @@ def _bound(method: str, acc: Accountant, delta: float) -> Bound:
         return Bound(method, math.inf, acc.delta, acc.theorem,
                      note=f"needs δ >= {acc.delta:.3g} (sum of the leaks' deltas)")
     eps = acc.get_epsilon(delta)
-    note = "" if eps < math.inf else "target δ is below what the leaks' own deltas allow"
+    note = "" if eps < math.inf else ("no finite ε at this δ with this method "
+                                      "(the leaks' own deltas or infinite-loss mass exceed it)")
     return Bound(method, eps, delta, acc.theorem, note=note)
 
 

@@ -51,6 +51,7 @@ _U = 2.0**-53  # unit roundoff
 _LOSS_MARGIN = 1e-11  # absolute float error allowed on a computed loss value
 _REL_PMF = 1e-10  # relative error allowance for pmf values evaluated in doubles
 _DIRECT_MAX = 4_000_000  # use direct convolution below this many multiply-adds
+_LOSS_CAP = 60.0  # per-leak losses beyond +-60 are treated pessimistically (see from_losses)
 _erfc = np.vectorize(math.erfc, otypes=[np.float64])
 
 
@@ -71,6 +72,13 @@ class DiscretePLD:
         probs = np.asarray(probs, dtype=np.float64)
         keep = probs > 0
         losses, probs = losses[keep], probs[keep]
+        # Bound the grid: losses above _LOSS_CAP count as +inf, below -_LOSS_CAP are
+        # raised to it — both pessimistic, and (1 - e^{eps-L}) ~ 1 there anyway.
+        big = losses > _LOSS_CAP
+        if big.any():
+            inf_mass += float(probs[big].sum())
+            losses, probs = losses[~big], probs[~big]
+        losses = np.maximum(losses, -_LOSS_CAP)
         if len(probs) == 0:
             return cls(h, 0, np.zeros(1), min(1.0, inf_mass), 0.0, _LOSS_MARGIN)
         idx = np.ceil((losses - _LOSS_MARGIN) / h).astype(np.int64)  # round *up* to the grid

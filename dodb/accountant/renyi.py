@@ -88,8 +88,11 @@ def _truncated_rdp(mech, sensitivity: int, a: np.ndarray) -> np.ndarray:
             return np.full_like(a, np.inf)  # no common support: all mass is "bad"
         lp_p, lp_q = lp[d:], lp[: n - d]  # P' on [d, 2s], Q' = shifted noise on [d, 2s]
         log_in = logsumexp(lp_p)  # log(1 - delta_d); equal for P and Q by symmetry
-        s = logsumexp(a[:, None] * lp_p[None, :] + (1 - a)[:, None] * lp_q[None, :], axis=1)
-        out = np.maximum(out, (s - log_in) / (a - 1))
+        step = max(1, 2_000_000 // len(lp_p))  # bound the (orders x support) temporaries
+        for i in range(0, len(a), step):
+            ai = a[i: i + step]
+            s = logsumexp(ai[:, None] * lp_p[None, :] + (1 - ai)[:, None] * lp_q[None, :], axis=1)
+            out[i: i + step] = np.maximum(out[i: i + step], (s - log_in) / (ai - 1))
     return out
 
 
