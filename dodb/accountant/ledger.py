@@ -111,7 +111,10 @@ class Charge:
         if exc_type is None:
             self.complete()
         else:
-            self.fail(exc if exc is not None else exc_type.__name__)
+            try:
+                self.fail(exc if exc is not None else exc_type.__name__)
+            except Exception:  # noqa: BLE001 - the charge stands; keep the original error
+                self.status = "failed"
         return False  # never swallow the exception
 
 
@@ -245,6 +248,50 @@ class Ledger:
         of its leaks' deltas).  Raises :class:`BudgetExceededError` (nothing charged)
         if the filter would be exceeded; any error before the commit charges nothing.
         """
+        event, report, chosen, charge_in = self._price(query_event, method, delta)
+        ops = [str(o) if not isinstance(o, (dict, list, str, int, float)) else o for o in (operators or [])]
+
+        def body(cur: duckdb.DuckDBPyConnection) -> Charge:
+            # Write first: any concurrent admit that also updates this row conflicts.
+            cur.execute(f"UPDATE {self._s}.budget SET version = version + 1 WHERE id = 1")
+            info, filt, cost, totals = self._check(cur, charge_in)
+            if not filt.admits(totals, cost):
+                raise BudgetExceededError(Budget(chosen.epsilon, chosen.delta), filt.spent(totals),
+                                          filt.remaining(totals), info.filter)
+            qid = cur.execute(f"SELECT coalesce(max(query_id), 0) + 1 FROM {self._s}.ledger").fetchone()[0]
+            cur.execute(
+                f"INSERT INTO {self._s}.ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'charged', NULL, NULL)",
+                [qid, _now(), session or self.session, sql, _json(ops), chosen.method, chosen.epsilon,
+                 chosen.delta, info.filter, _json(report.as_dict()), _json(event.describe())])
+            cur.executemany(f"INSERT INTO {self._s}.ledger_cost VALUES (?, ?, ?)",
+                            [[qid, k, min(float(v), _CAP)] for k, v in sorted(cost.items())])
+            return Charge(qid, chosen.epsilon, chosen.delta, chosen.method, info.filter, report, self)
+
+        return self._transact(body)
+
+    def preview(self, query_event: PrivacyEvent | Iterable[PrivacyEvent], *, method: str = "best",
+                delta: float | None = None) -> dict[str, Any]:
+        """What ``admit`` would do, without charging: the composition report, whether
+        the filter admits the query now, and the budget spent / remaining (for EXPLAIN)."""
+        _, report, chosen, charge_in = self._price(query_event, method, delta)
+
+        def body(cur: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+            info, filt, cost, totals = self._check(cur, charge_in)
+            return {"report": report, "requested": Budget(chosen.epsilon, chosen.delta),
+                    "admissible": filt.admits(totals, cost), "filter": info.filter,
+                    "spent": filt.spent(totals), "remaining": filt.remaining(totals)}
+
+        return self._transact(body)
+
+    def _check(self, cur: duckdb.DuckDBPyConnection, charge_in: QueryCharge):
+        info = self._read_budget(cur)
+        if info is None:
+            raise BudgetNotSetError("no privacy budget set for this dataset; call set_budget() first")
+        filt = info.make_filter()
+        return info, filt, filt.cost(charge_in), self._read_totals(cur)
+
+    def _price(self, query_event: PrivacyEvent | Iterable[PrivacyEvent], method: str, delta: float | None):
+        """The query's fixed-sequence bound (planning step: errors here charge nothing)."""
         event = query_event if isinstance(query_event, PrivacyEvent) else PrivacyEvent.compose(query_event)
         if method != "best" and method not in METHODS:
             raise ValueError(f"unknown composition method {method!r}; choose from {sorted(METHODS) + ['best']}")
@@ -262,31 +309,7 @@ class Ledger:
         if not chosen.applicable:
             why = "; ".join(f"{k}: {b.note}" for k, b in report.items())
             raise NotApplicableError(f"no composition method certifies this query at δ={delta:.3g} ({why})")
-        charge_in = QueryCharge(chosen.epsilon, chosen.delta, event)
-        ops = [str(o) if not isinstance(o, (dict, list, str, int, float)) else o for o in (operators or [])]
-
-        def body(cur: duckdb.DuckDBPyConnection) -> Charge:
-            # Write first: any concurrent admit that also updates this row conflicts.
-            cur.execute(f"UPDATE {self._s}.budget SET version = version + 1 WHERE id = 1")
-            info = self._read_budget(cur)
-            if info is None:
-                raise BudgetNotSetError("no privacy budget set for this dataset; call set_budget() first")
-            filt = info.make_filter()
-            cost = filt.cost(charge_in)
-            totals = self._read_totals(cur)
-            if not filt.admits(totals, cost):
-                raise BudgetExceededError(Budget(chosen.epsilon, chosen.delta), filt.spent(totals),
-                                          filt.remaining(totals), info.filter)
-            qid = cur.execute(f"SELECT coalesce(max(query_id), 0) + 1 FROM {self._s}.ledger").fetchone()[0]
-            cur.execute(
-                f"INSERT INTO {self._s}.ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'charged', NULL, NULL)",
-                [qid, _now(), session or self.session, sql, _json(ops), chosen.method, chosen.epsilon,
-                 chosen.delta, info.filter, _json(report.as_dict()), _json(event.describe())])
-            cur.executemany(f"INSERT INTO {self._s}.ledger_cost VALUES (?, ?, ?)",
-                            [[qid, k, min(float(v), _CAP)] for k, v in sorted(cost.items())])
-            return Charge(qid, chosen.epsilon, chosen.delta, chosen.method, info.filter, report, self)
-
-        return self._transact(body)
+        return event, report, chosen, QueryCharge(chosen.epsilon, chosen.delta, event)
 
     def mark(self, query_id: int, status: str, error: str | None = None) -> None:
         """Record a query's outcome.  The charge itself never changes."""

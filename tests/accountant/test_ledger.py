@@ -310,3 +310,18 @@ def test_sigkill_leaves_a_consistent_ledger(tmp_path, hang_at):
     led.admit(PrivacyEvent.generic(0.01))
     assert count(con) == n + 1
     con.close()
+
+
+def test_preview_reports_without_charging(con):
+    led = Ledger(con)
+    led.set_budget(0.3, 1e-6, filter="basic")
+    p = led.preview(padding_query())
+    assert p["admissible"] and p["requested"].epsilon == pytest.approx(0.2)
+    assert p["remaining"].epsilon == pytest.approx(0.3) and count(con) == 0
+    assert "privacy composition" in p["report"].explain()
+    led.admit(padding_query())
+    p2 = led.preview(padding_query())
+    assert not p2["admissible"] and p2["spent"].epsilon == pytest.approx(0.2)
+    with pytest.raises(BudgetExceededError):
+        led.admit(padding_query())
+    assert count(con) == 1
