@@ -178,15 +178,18 @@ def join(
     (dl, _, _), (dr, rank_r, own_r) = _degrees(ctx, lcols, rcols, l_ok, r_ok, left_degree, right_degree)
     name = ctx.op_name(f"{how}_join")
 
+    # Which left rows have a partner changes with either side: s_L + s_R * deg_L.
+    s_match = s_l + s_r * (deg_l or 0)
     if how in ("semi", "anti"):
         mask = dl > 0 if how == "semi" else dl == 0
-        res = filter_table(lt, mask, epsilon=epsilon, delta=delta, ctx=ctx)
+        res = filter_table(lt.with_stability(s_match), mask, epsilon=epsilon, delta=delta, ctx=ctx)
         return OpResult(res.table.with_stability(s_out), ctx.leaks[leaks_before:], ctx.trace)
 
     eps_inner, delta_inner = (epsilon / 2, delta / 2) if how == "left" else (epsilon, delta)
     inner = _inner(ctx, name, lt, rt, dl, dr, rank_r, own_r, deg_l, deg_r, s_out, eps_inner, delta_inner)
     if how == "left":
-        unmatched = filter_table(lt, dl == 0, epsilon=epsilon / 2, delta=delta / 2, ctx=ctx).table
+        unmatched = filter_table(lt.with_stability(s_match), dl == 0, epsilon=epsilon / 2, delta=delta / 2,
+                                 ctx=ctx).table
         null_right = [_null_column(c, unmatched.padded_size) for c in rt.columns]
         padded = PaddedTable(inner.names, unmatched.columns + null_right, unmatched.is_real)
         inner = concat_tables([inner, padded], stability=s_out)

@@ -136,6 +136,16 @@ def test_stability_propagation():
     assert not join(pub, pub, ["k"], ["k"], ctx=ctx).leaks  # public inputs leak nothing
 
 
+def test_semi_and_left_join_leaks_count_both_sides():
+    t = pa.table({"k": [1, 2, 2, 3]})
+    ctx = ExecContext(mode="do", rng=new_rng(0))
+    left, right = from_arrow(t, stability=2), from_arrow(t, stability=3)
+    semi = join(left, right, ["k"], ["k"], how="semi", ctx=ctx, left_degree=2, right_degree=2)
+    assert [lk.sensitivity for lk in semi.leaks] == [2 + 3 * 2]
+    lj = join(left, right, ["k"], ["k"], how="left", ctx=ctx, left_degree=2, right_degree=2)
+    assert sorted(lk.sensitivity for lk in lj.leaks) == sorted([2 * 2 + 2 * 3 * 2, 2 + 3 * 2])
+
+
 def test_join_without_degree_bound_is_refused():
     t = pa.table({"k": [1, 2, 2], "v": [1, 2, 3]})
     with pytest.raises(UnboundedStabilityError, match="degree bound"):

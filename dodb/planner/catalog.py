@@ -1,0 +1,128 @@
+"""The catalog: schema read from DuckDB plus dodb's privacy declarations.
+
+A table is *private* when it has been protected (``db.protect``); every other table is
+public.  A private table names its privacy unit either directly — a column whose value
+identifies the unit (``orders.o_custkey`` → customers) — or through a foreign-key hop to
+another private table (``lineitem.l_orderkey`` → ``orders.o_orderkey``), like Qrlew's
+privacy-unit paths.  ``max_contributions`` bounds rows per unit (direct) or rows per
+parent row (hop).  The stability of a base scan — the rows one privacy unit can own —
+is the product of the bounds along the path.
+
+Declarations are kept in ``dodb_meta.protected`` inside the same DuckDB database, so
+they travel with the data.  Bounds are verified against the data when declared and
+re-verified when the table's row count has changed since (see :meth:`Catalog.verify`).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+from ..errors import CatalogError
+
+__all__ = ["TableInfo", "Catalog", "META_SCHEMA"]
+
+META_SCHEMA = "dodb_meta"
+
+
+@dataclass
+class TableInfo:
+    name: str
+    columns: dict[str, str]                  # column -> DuckDB type
+    not_null: set[str] = field(default_factory=set)
+    private: bool = False
+    privacy_unit: str | None = None           # column identifying the unit (direct) or the FK column (hop)
+    parent: tuple[str, str] | None = None     # (parent table, parent key) for a hop
+    max_contributions: int = 1
+    keys: list[list[str]] = field(default_factory=list)      # declared unique keys
+    max_degree: dict[str, int] = field(default_factory=dict)  # column -> max rows per value
+    widths: dict[str, int] = field(default_factory=dict)      # public byte widths of strings
+    verified_rows: int | None = None
+
+    def degree(self, column: str) -> int | None:
+        """Declared bound on rows per value of ``column`` (1 for a declared key)."""
+        if [column] in self.keys:
+            return 1
+        if column in self.max_degree:
+            return self.max_degree[column]
+        if self.privacy_unit == column:
+            return self.max_contributions
+        return None
+
+
+class Catalog:
+    """Tables of one DuckDB database and their privacy declarations."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self.con = con
+        self.tables: dict[str, TableInfo] = {}
+        self.refresh()
+
+    # -- loading -----------------------------------------------------------------------
+    def refresh(self) -> None:
+        rows = self.con.execute(
+            "SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns "
+            "WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position").fetchall()
+        tables: dict[str, TableInfo] = {}
+        for t, c, ty, nullable in rows:
+            info = tables.setdefault(t, TableInfo(t, {}))
+            info.columns[c] = ty
+            if nullable == "NO":
+                info.not_null.add(c)
+        self.tables = tables
+        if self._has_meta():
+            for row in self.con.execute(
+                    f"SELECT table_name, privacy_unit, parent_table, parent_key, max_contributions, "
+                    f"keys, max_degree, widths, verified_rows FROM {META_SCHEMA}.protected").fetchall():
+                name, unit, pt, pk, mc, keys, md, widths, vr = row
+                if name not in self.tables:
+                    continue  # the table was dropped; its declaration is inert
+                info = self.tables[name]
+                info.private = True
+                info.privacy_unit = unit
+                info.parent = (pt, pk) if pt else None
+                info.max_contributions = int(mc)
+                info.keys = json.loads(keys or "[]")
+                info.max_degree = {k: int(v) for k, v in json.loads(md or "{}").items()}
+                info.widths = {k: int(v) for k, v in json.loads(widths or "{}").items()}
+                info.verified_rows = vr
+
+    def _has_meta(self) -> bool:
+        return bool(self.con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = 'protected'",
+            [META_SCHEMA]).fetchall()[0][0])
+
+    # -- queries -----------------------------------------------------------------------
+    def table(self, name: str) -> TableInfo:
+        info = self.tables.get(name)
+        if info is None:
+            raise CatalogError(f"unknown table {name!r}")
+        return info
+
+    def sqlglot_schema(self) -> dict[str, dict[str, str]]:
+        return {t: dict(i.columns) for t, i in self.tables.items() if not t.startswith("dodb_")}
+
+    def stability(self, name: str, _seen: tuple[str, ...] = ()) -> int:
+        """Rows of ``name`` one privacy unit can own (0 for public tables)."""
+        info = self.table(name)
+        if not info.private:
+            return 0
+        if info.parent is None:
+            return info.max_contributions
+        if name in _seen:
+            raise CatalogError(f"privacy-unit path of {name!r} is cyclic")
+        return info.max_contributions * self.stability(info.parent[0], _seen + (name,))
+
+    def unit_path(self, name: str) -> list[str]:
+        info = self.table(name)
+        path = [name]
+        while info.parent is not None:
+            path.append(info.parent[0])
+            info = self.table(info.parent[0])
+        return path
+
+    def describe(self) -> dict[str, Any]:
+        return {t: {"private": i.private, "stability": self.stability(t), "unit_path": self.unit_path(t)}
+                for t, i in self.tables.items()}

@@ -1,0 +1,229 @@
+"""Logical plan nodes with the public facts the privacy analysis needs.
+
+Every node knows, before anything runs: its output columns (internal names), its
+stability (rows one privacy unit can change), degree bounds per column (rows per value),
+unique column sets, and whether it yields exactly one row.  These are derived from the
+catalog's declarations only (DESIGN §4), so the query's privacy events are fixed by the
+plan, and the accountant can admit the query before execution (invariant 3).
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from sqlglot import exp
+
+from ..operators.aggregate import Agg
+
+__all__ = [
+    "Node", "Scan", "Filter", "Project", "Join", "CrossOne", "Aggregate", "Sort", "Distinct", "SetOp",
+    "walk", "leaking_nodes",
+]
+
+_ids = itertools.count()
+
+
+@dataclass(eq=False)
+class Node:
+    columns: list[str] = field(default_factory=list, kw_only=True)
+    stability: int = field(default=0, kw_only=True)
+    degrees: dict[str, int] = field(default_factory=dict, kw_only=True)
+    unique: list[frozenset[str]] = field(default_factory=list, kw_only=True)
+    one_row: bool = field(default=False, kw_only=True)
+    rows_hint: int = field(default=0, kw_only=True)  # public padded-size estimate (EXPLAIN, allocation)
+    node_id: int = field(default_factory=lambda: next(_ids), kw_only=True)
+
+    @property
+    def children(self) -> list["Node"]:
+        return []
+
+    @property
+    def kind(self) -> str:
+        return type(self).__name__
+
+    def degree(self, cols: list[str]) -> int | None:
+        """Bound on rows sharing one value of ``cols`` (``None`` = unknown)."""
+        if self.one_row:
+            return 1
+        if any(u <= frozenset(cols) for u in self.unique):
+            return 1
+        known = [self.degrees[c] for c in cols if c in self.degrees]
+        return min(known) if known else None
+
+    def describe(self) -> str:
+        return self.kind
+
+
+@dataclass(eq=False)
+class Scan(Node):
+    table: str
+    alias: str
+    source_columns: list[str] = field(default_factory=list)
+    predicate: exp.Expression | None = None  # pushed into DuckDB (public tables only)
+    private: bool = False
+    widths: dict[str, int] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        where = f" WHERE {self.predicate.sql(dialect='duckdb')}" if self.predicate is not None else ""
+        return f"Scan {self.table} AS {self.alias} ({'private' if self.private else 'public'}){where}"
+
+
+@dataclass(eq=False)
+class Filter(Node):
+    child: Node
+    predicate: exp.Expression
+
+    @property
+    def children(self):
+        return [self.child]
+
+    def describe(self) -> str:
+        return f"Filter {self.predicate.sql(dialect='duckdb')[:120]}"
+
+
+@dataclass(eq=False)
+class Project(Node):
+    child: Node
+    exprs: dict[str, exp.Expression]
+
+    @property
+    def children(self):
+        return [self.child]
+
+    def describe(self) -> str:
+        parts = [f"{k}={v.sql(dialect='duckdb')}" for k, v in self.exprs.items()]
+        s = ", ".join(parts)
+        return f"Project {s[:160]}{'…' if len(s) > 160 else ''}"
+
+
+@dataclass(eq=False)
+class Join(Node):
+    left: Node
+    right: Node
+    how: str
+    left_keys: list[str]
+    right_keys: list[str]
+    left_degree: int | None = None
+    right_degree: int | None = None
+
+    @property
+    def children(self):
+        return [self.left, self.right]
+
+    def describe(self) -> str:
+        on = " AND ".join(f"{a} = {b}" for a, b in zip(self.left_keys, self.right_keys))
+        return f"Join {self.how.upper()} ON {on} (deg L≤{self.left_degree}, R≤{self.right_degree})"
+
+
+@dataclass(eq=False)
+class CrossOne(Node):
+    """Cross join with a one-row relation: its values broadcast to every row."""
+
+    left: Node
+    right: Node
+
+    @property
+    def children(self):
+        return [self.left, self.right]
+
+    def describe(self) -> str:
+        return "CrossJoin (one-row right side)"
+
+
+@dataclass(eq=False)
+class Aggregate(Node):
+    child: Node
+    keys: list[str]
+    aggs: list[Agg]
+
+    @property
+    def children(self):
+        return [self.child]
+
+    def describe(self) -> str:
+        aggs = ", ".join(f"{a.name}={a.func}({a.column or '*'})" for a in self.aggs)
+        return f"Aggregate by [{', '.join(self.keys)}] {aggs}"
+
+
+@dataclass(eq=False)
+class Sort(Node):
+    child: Node
+    keys: list  # list[SortKey]
+    limit: int | None = None
+    offset: int = 0
+
+    @property
+    def children(self):
+        return [self.child]
+
+    def describe(self) -> str:
+        ks = ", ".join(f"{k.column}{' DESC' if k.descending else ''}" for k in self.keys)
+        lim = f" LIMIT {self.limit}" if self.limit is not None else ""
+        off = f" OFFSET {self.offset}" if self.offset else ""
+        return f"Sort [{ks}]{lim}{off}"
+
+
+@dataclass(eq=False)
+class Distinct(Node):
+    child: Node
+
+    @property
+    def children(self):
+        return [self.child]
+
+
+@dataclass(eq=False)
+class SetOp(Node):
+    op: str  # union_all, union, intersect, except
+    left: Node
+    right: Node
+
+    @property
+    def children(self):
+        return [self.left, self.right]
+
+    def describe(self) -> str:
+        return f"SetOp {self.op.upper().replace('_', ' ')}"
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Every node once (children before parents; shared sub-plans — CTEs — once)."""
+    seen: set[int] = set()
+
+    def go(n: Node) -> Iterator[Node]:
+        if n.node_id in seen:
+            return
+        seen.add(n.node_id)
+        for c in n.children:
+            yield from go(c)
+        yield n
+
+    yield from go(node)
+
+
+def leaks(node: Node) -> list[tuple[str, int]]:
+    """The noisy releases a node makes in ``do`` mode: (name, sensitivity) each."""
+    from ..operators.context import ExecContext  # noqa: F401  (kept for the docstring's reference)
+
+    if isinstance(node, Filter):
+        s = node.child.stability
+        return [("bin_counts", s)] if s > 0 else []
+    if isinstance(node, Aggregate):
+        return [("groups", node.stability)] if node.keys and node.stability > 0 else []
+    if isinstance(node, Distinct) or (isinstance(node, SetOp) and node.op != "union_all"):
+        return [("rows", node.stability)] if node.stability > 0 else []
+    if isinstance(node, Join):
+        sl, sr = node.left.stability, node.right.stability
+        s_match = sl + sr * (node.left_degree or 0)
+        if node.how in ("semi", "anti"):
+            return [("bin_counts", s_match)] if s_match > 0 else []
+        out = [("output_size", node.stability)] if node.stability > 0 else []
+        if node.how == "left" and s_match > 0:
+            out.append(("bin_counts", s_match))
+        return out
+    return []
+
+
+def leaking_nodes(root: Node) -> list[Node]:
+    return [n for n in walk(root) if leaks(n)]

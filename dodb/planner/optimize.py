@@ -1,0 +1,76 @@
+"""Parse and optimise SQL with sqlglot's optimizer plus dodb's own rules.
+
+sqlglot's rules do the heavy lifting (qualify, normalise, push predicates and
+projections down, decorrelate scalar subqueries, merge subqueries, simplify).  dodb adds
+:func:`~dodb.planner.rules.reject_unsupported` (before anything else) and
+:func:`~dodb.planner.rules.unnest_exists` (EXISTS/IN → SEMI/ANTI joins, before
+sqlglot's ``unnest_subqueries``).
+"""
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import OptimizeError, ParseError, SqlglotError
+from sqlglot.optimizer import RULES
+from sqlglot.optimizer import optimize as sqlglot_optimize
+from sqlglot.optimizer.unnest_subqueries import unnest_subqueries
+
+from ..errors import CatalogError, PlanningError, UnsupportedQueryError
+from .catalog import Catalog
+from .rules import reject_unsupported, unnest_exists
+from .rules.reject_unsupported import position_of
+
+__all__ = ["parse", "optimize"]
+
+
+def parse(sql: str) -> exp.Expression:
+    """Parse one SQL statement (DuckDB dialect); malformed SQL raises :class:`PlanningError`."""
+    if not isinstance(sql, str) or not sql.strip():
+        raise PlanningError("empty SQL")
+    try:
+        statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
+    except ParseError as e:
+        errs = e.errors[0] if getattr(e, "errors", None) else {}
+        where = f" at line {errs.get('line')}, col {errs.get('col')}" if errs else ""
+        raise PlanningError(f"malformed SQL{where}: {errs.get('description') or e}") from None
+    except SqlglotError as e:
+        raise PlanningError(f"malformed SQL: {e}") from None
+    if len(statements) != 1:
+        raise UnsupportedQueryError(f"{len(statements)} statements (send one query at a time)")
+    return statements[0]
+
+
+def _check_tables(e: exp.Expression, catalog: Catalog) -> None:
+    ctes = {c.alias_or_name for c in e.find_all(exp.CTE)}
+    for t in e.find_all(exp.Table):
+        if t.name in ctes:
+            continue
+        if t.args.get("db") or t.args.get("catalog"):
+            raise UnsupportedQueryError(f"qualified table name {t.sql(dialect='duckdb')}", position_of(t))
+        if t.name not in catalog.tables or t.name.startswith("dodb_"):
+            raise CatalogError(f"unknown table {t.name!r}" + (f" ({position_of(t)})" if position_of(t) else ""))
+
+
+def optimize(sql: str | exp.Expression, catalog: Catalog) -> exp.Expression:
+    """The optimised, fully qualified AST of one SELECT query."""
+    e = parse(sql) if isinstance(sql, str) else sql
+    reject_unsupported(e)
+    _check_tables(e, catalog)
+    schema = catalog.sqlglot_schema()
+    not_null = {t: set(i.not_null) for t, i in catalog.tables.items()}
+    def dodb_unnest_exists(expression: exp.Expression) -> exp.Expression:
+        return unnest_exists(expression, not_null)
+
+    # sqlglot's rule sequence with dodb's EXISTS/IN rule in front of unnest_subqueries
+    rules = []
+    for rule in RULES:
+        if rule is unnest_subqueries:
+            rules.append(dodb_unnest_exists)
+        rules.append(rule)
+    try:
+        e = sqlglot_optimize(e, schema=schema, dialect="duckdb", rules=rules, validate_qualify_columns=True)
+    except OptimizeError as err:
+        raise PlanningError(str(err)) from None
+    # decorrelation may have produced constructs we cannot run (e.g. ARRAY_AGG)
+    reject_unsupported(e)
+    return e

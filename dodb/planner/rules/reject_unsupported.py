@@ -1,0 +1,81 @@
+"""Refuse SQL outside dodb's surface before anything else happens.
+
+Example:
+    >>> import sqlglot
+    >>> reject_unsupported(sqlglot.parse_one("SELECT rank() OVER (ORDER BY x) FROM t"))
+    Traceback (most recent call last):
+    ...
+    dodb.errors.UnsupportedQueryError: unsupported SQL: window function RANK() OVER (ORDER BY x NULLS FIRST) (at line 1, col 11)
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ...errors import UnsupportedQueryError
+
+__all__ = ["reject_unsupported", "position_of"]
+
+_STATEMENTS = (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Subquery)
+_BANNED = {
+    exp.Window: "window function",
+    exp.Lateral: "LATERAL",
+    exp.Unnest: "UNNEST",
+    exp.Pivot: "PIVOT",
+    exp.ArrayAgg: "ARRAY_AGG",
+    exp.GroupConcat: "STRING_AGG/GROUP_CONCAT",
+    exp.Rollup: "ROLLUP",
+    exp.Cube: "CUBE",
+    exp.GroupingSets: "GROUPING SETS",
+    exp.Qualify: "QUALIFY",
+    exp.TableSample: "TABLESAMPLE",
+}
+_AGGS_OK = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+
+
+def position_of(node: exp.Expression) -> str | None:
+    """``line L, col C`` of the token behind ``node`` when the parser recorded it."""
+    meta = getattr(node, "meta", None) or {}
+    if "line" in meta:
+        return f"line {meta['line']}, col {meta.get('col', '?')}"
+    for child in node.walk():
+        m = getattr(child, "meta", None) or {}
+        if "line" in m:
+            return f"line {m['line']}, col {m.get('col', '?')}"
+    return None
+
+
+def _fail(what: str, node: exp.Expression) -> None:
+    raise UnsupportedQueryError(f"{what} {node.sql(dialect='duckdb')[:80]}".strip(), position_of(node))
+
+
+def reject_unsupported(expression: exp.Expression) -> exp.Expression:
+    """Raise :class:`UnsupportedQueryError` on constructs dodb cannot run privately."""
+    if not isinstance(expression, _STATEMENTS):
+        raise UnsupportedQueryError(f"{expression.key.upper()} statement (only SELECT queries run privately)",
+                                    position_of(expression))
+    with_ = expression.args.get("with") or expression.args.get("with_")
+    if with_ is not None and with_.args.get("recursive"):
+        _fail("WITH RECURSIVE", with_)
+    for node in expression.walk():
+        for cls, what in _BANNED.items():
+            if isinstance(node, cls):
+                _fail(what, node)
+        if isinstance(node, exp.AggFunc) and not isinstance(node, _AGGS_OK):
+            _fail(f"aggregate {node.key.upper()}", node)
+        if isinstance(node, exp.Join):
+            side, kind = (node.args.get("side") or "").upper(), (node.args.get("kind") or "").upper()
+            if side in ("RIGHT", "FULL"):
+                _fail(f"{side} OUTER JOIN", node)
+            if node.args.get("using"):
+                _fail("JOIN … USING", node)
+            if kind in ("ASOF", "POSITIONAL", "NATURAL") or node.args.get("method"):
+                _fail(f"{kind or node.args.get('method')} JOIN", node)
+        if isinstance(node, (exp.Union, exp.Intersect, exp.Except)) and not isinstance(node, exp.Union) \
+                and node.args.get("distinct") is False:
+            _fail(f"{node.key.upper()} ALL", node)
+        if isinstance(node, exp.Select) and node.args.get("distinct") is not None \
+                and node.args["distinct"].args.get("on"):
+            _fail("DISTINCT ON", node)
+        if isinstance(node, exp.Order) and isinstance(node.parent, exp.AggFunc):
+            _fail("ORDER BY inside an aggregate", node)
+    return expression
