@@ -107,7 +107,10 @@ class PrivacyEvent:
             raise ValueError(f"mechanism must be one of the noise samplers, got {type(mechanism).__name__}")
         s = check_sensitivity(sensitivity)
         nd = None if nominal_delta is None else check_delta(nominal_delta, "nominal_delta", allow_zero=False)
-        return cls("padding", mechanism=mechanism, sensitivity=s, nominal_delta=nd, operator=operator, query=query)
+        ev = cls("padding", mechanism=mechanism, sensitivity=s, nominal_delta=nd, operator=operator, query=query)
+        if nd is not None:
+            _ = ev.nominal  # validate now (planning time), not when the ledger needs it
+        return ev
 
     @classmethod
     def generic(cls, epsilon: float, delta: float = 0.0, *, operator: str | None = None,
@@ -228,11 +231,20 @@ class PrivacyEvent:
                 return (float(Fraction(self.sensitivity) / m.scale), 0.0)
         if self.nominal_delta is None:
             return None
-        from .pld import leaf_epsilon_at  # exact single-leak epsilon (lazy: avoids a cycle)
-        if self.kind == "renyi":
+        # the leak's own epsilon at nominal_delta (imports are lazy: they import events)
+        if self.kind == "gaussian":
+            from .gaussian import gdp_epsilon
+            eps = gdp_epsilon(float(self.mu), self.nominal_delta)
+        elif self.kind == "renyi":
             from .renyi import leaf_epsilon_at as renyi_eps
-            return (renyi_eps(self, self.nominal_delta), self.nominal_delta)
-        return (leaf_epsilon_at(self, self.nominal_delta), self.nominal_delta)
+            eps = renyi_eps(self, self.nominal_delta)
+        else:
+            from .pld import leaf_epsilon_at
+            eps = leaf_epsilon_at(self, self.nominal_delta)
+        if not math.isfinite(eps):
+            raise ValueError(f"nominal_delta={self.nominal_delta:g} is below what this leak can certify "
+                             f"(its excluded mass is {self.approx_delta:g})")
+        return (eps, self.nominal_delta)
 
     @cached_property
     def approx_delta(self) -> float:

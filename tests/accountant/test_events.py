@@ -108,3 +108,13 @@ def test_renyi_nominal_uses_conversion():
     eps, d = ev.nominal
     # rho-zCDP -> eps ~ rho + 2 sqrt(rho log(1/delta)) (Bun-Steinke) is an upper bound
     assert 0 < eps < 0.005 + 2 * math.sqrt(0.005 * math.log(1e5))
+
+
+def test_nominal_delta_below_truncation_mass_is_rejected():
+    m = ShiftedTruncatedDiscreteGaussian.for_tail(25, 1e-6, 1)
+    with pytest.raises(ValueError, match="nominal_delta"):
+        PrivacyEvent.padding(m, 1, nominal_delta=m.truncation_delta(1) / 2)
+    ok = PrivacyEvent.padding(m, 1, nominal_delta=1e-5)
+    assert ok.nominal[1] == 1e-5 and math.isfinite(ok.nominal[0])
+    g = PrivacyEvent.gaussian(1.0, nominal_delta=1e-5)
+    assert g.nominal[0] == pytest.approx(4.3772, abs=1e-3)  # mu = 1 at delta = 1e-5
