@@ -12,10 +12,11 @@ Every filter here works on *additive coordinates*: a query's cost is a dict of
 non-negative numbers, the ledger stores them per query and sums them (so the state
 is recomputed from the rows, crash-safe), and ``admits(totals, cost)`` is monotone:
 once a condition fails it stays failed.  Comparisons allow a relative 1e-12 for the
-float rounding of the sums (so ten queries of 0.1 fit a budget of 1.0).  Rejected queries cost nothing (rejection
-depends only on parameters, which are functions of public history).
+float rounding of the sums (so ten queries of 0.1 fit a budget of 1.0).  Rejected
+queries cost nothing: rejection depends only on parameters, which are functions of
+public history.
 
-* ``basic``     sum eps_q <= eps, sum delta_q <= delta (Rogers et al. 2016 Thm 3.6;
+* ``basic``     sum eps_q <= eps, sum delta_q <= delta (basic filter, Rogers et al. 2016;
                 004 Thm 1.3 for NPDO).
 * ``advanced``  Whitehouse, Ramdas, Rogers, Wu 2023 (ICML), the filter matching
                 advanced composition: with ``delta = delta' + delta''`` admit while

@@ -3,7 +3,9 @@
 All sessions on a dataset share one ledger.  That is sound by concurrent composition
 (001, Vadhan & Zhang: interleaved interactive sessions compose like the
 non-interactive mechanisms for (eps, delta), optimal/f-DP and Rényi DP), provided the
-shared filter sees every query — which a single table does.
+shared filter sees every query — which a single table does.  Queries of different
+sessions may *run* concurrently; each query's parameters are fixed when it is
+admitted, and the filter treats the admission order as the adaptive sequence.
 
 Tables (schema ``dodb_meta`` by default, in the connection's database, so an
 in-memory database gets an in-memory ledger):
