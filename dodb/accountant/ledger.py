@@ -198,39 +198,42 @@ class Ledger:
 
     # -- budget ---------------------------------------------------------------------------
 
-    def set_budget(self, epsilon: float, delta: float, *, filter: str = "best",
+    def set_budget(self, epsilon: float, delta: float, *, filter: str | None = None,
                    orders: Sequence[float] | None = None, approx_share: float | None = None) -> BudgetInfo:
         """Set (or raise/lower) the dataset's budget and choose the adaptive filter.
 
         ``filter``: 'basic', 'advanced', 'renyi' or 'best' (their union; module doc
-        of ``filters.py``).  The filter and its configuration cannot change once
-        queries were charged (their costs are stored in that filter's coordinates).
+        of ``filters.py``); ``None`` keeps the current filter and its configuration
+        ('best' for a new ledger).  The filter and its configuration cannot change
+        once queries were charged (their costs are stored in that filter's coordinates).
         """
-        config: dict[str, Any] = {}
-        if orders is not None:
-            config["orders"] = [float(a) for a in orders]
-        if approx_share is not None:
-            config["approx_share"] = approx_share
-        filt = make_filter(filter, epsilon, delta, **config)  # validates everything
-        config = filt.config()
+        make_filter(filter or "best", epsilon, delta)  # validate before touching the database
 
         def body(cur: duckdb.DuckDBPyConnection) -> BudgetInfo:
             old = self._read_budget(cur)
+            name = filter or (old.filter if old is not None else "best")
+            config: dict[str, Any] = dict(old.config) if old is not None and old.filter == name else {}
+            if orders is not None:
+                config["orders"] = [float(a) for a in orders]
+            if approx_share is not None:
+                config["approx_share"] = approx_share
+            filt = make_filter(name, epsilon, delta, **config)  # validates everything
+            config = filt.config()
             n = cur.execute(f"SELECT count(*) FROM {self._s}.ledger").fetchone()[0]
-            if old is not None and n > 0 and (old.filter != filter or old.config != config):
+            if old is not None and n > 0 and (old.filter != name or old.config != config):
                 raise LedgerError(
-                    f"cannot change the filter from {old.filter!r} {old.config} to {filter!r} {config} "
+                    f"cannot change the filter from {old.filter!r} {old.config} to {name!r} {config} "
                     f"after {n} queries were charged")
             if old is None:
                 cur.execute(f"INSERT INTO {self._s}.budget VALUES (1, ?, ?, ?, ?, 1, ?)",
-                            [filt.epsilon, filt.delta, filter, json.dumps(config), _now()])
+                            [filt.epsilon, filt.delta, name, json.dumps(config), _now()])
                 version = 1
             else:
                 cur.execute(f"UPDATE {self._s}.budget SET epsilon = ?, delta = ?, filter = ?, config = ?, "
                             f"version = version + 1, updated_at = ? WHERE id = 1",
-                            [filt.epsilon, filt.delta, filter, json.dumps(config), _now()])
+                            [filt.epsilon, filt.delta, name, json.dumps(config), _now()])
                 version = old.version + 1
-            return BudgetInfo(filt.epsilon, filt.delta, filter, config, version)
+            return BudgetInfo(filt.epsilon, filt.delta, name, config, version)
 
         return self._transact(body)
 

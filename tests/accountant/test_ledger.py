@@ -136,8 +136,9 @@ def test_filter_cannot_change_after_charges(con):
     led.admit(padding_query())
     with pytest.raises(LedgerError, match="cannot change the filter"):
         led.set_budget(1.0, 1e-6, filter="renyi")
-    info = led.set_budget(2.0, 1e-6, filter="basic")  # raising the budget is a policy decision
-    assert info.epsilon == 2.0 and led.remaining().epsilon == pytest.approx(1.8)
+    info = led.set_budget(2.0, 1e-6)  # raising the budget (a policy decision) keeps the filter
+    assert info.epsilon == 2.0 and info.filter == "basic"
+    assert led.remaining().epsilon == pytest.approx(1.8)
 
 
 def test_sql_text_is_bound_not_pasted(con):
