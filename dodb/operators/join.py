@@ -75,7 +75,8 @@ def _sorted_side(ctx: ExecContext, t: PaddedTable, keys: list[str]) -> PaddedTab
     return t.with_arrays(arrays)
 
 
-def _degrees(ctx: ExecContext, lcols, rcols, l_ok, r_ok, bound_l: int | None, bound_r: int | None):
+def _degrees(ctx: ExecContext, lcols, rcols, l_ok, r_ok, bound_l: int | None, bound_r: int | None,
+             l_dummy: np.ndarray, r_dummy: np.ndarray):
     """Per side and row: partner count ``deg``, rank in its key run, and its run's own count.
 
     Declared degree bounds are enforced: rows ranked beyond the bound become ineligible.
@@ -84,7 +85,9 @@ def _degrees(ctx: ExecContext, lcols, rcols, l_ok, r_ok, bound_l: int | None, bo
     nl, nr = l_ok.shape[0], r_ok.shape[0]
     n = nl + nr
     cols = [c.with_arrays([np.concatenate([a, b]) for a, b in zip(c.arrays(), d.arrays())]) for c, d in zip(lcols, rcols)]
-    fields = []
+    # The dummy flag leads so that each side's part of the union keeps that side's
+    # (is_dummy, key, position) order — the order its payload was sorted in.
+    fields = [KeyField(np.concatenate([l_dummy, r_dummy]).astype(np.uint64), 1)]
     for c in cols:
         fields.extend(column_fields(c))
     tag = np.concatenate([np.zeros(nl, np.uint64), np.ones(nr, np.uint64)])
@@ -175,7 +178,8 @@ def join(
     rt = _sorted_side(ctx, right, right_keys)
     lcols, rcols = _key_columns(lt, rt, left_keys, right_keys)
     l_ok, r_ok = _eligible(lt, lcols), _eligible(rt, rcols)
-    (dl, _, _), (dr, rank_r, own_r) = _degrees(ctx, lcols, rcols, l_ok, r_ok, left_degree, right_degree)
+    (dl, _, _), (dr, rank_r, own_r) = _degrees(ctx, lcols, rcols, l_ok, r_ok, left_degree, right_degree,
+                                               ~lt.is_real, ~rt.is_real)
     name = ctx.op_name(f"{how}_join")
 
     # Which left rows have a partner changes with either side: s_L + s_R * deg_L.
@@ -185,7 +189,9 @@ def join(
         res = filter_table(lt.with_stability(s_match), mask, epsilon=epsilon, delta=delta, ctx=ctx)
         return OpResult(res.table.with_stability(s_out), ctx.leaks[leaks_before:], ctx.trace)
 
-    eps_inner, delta_inner = (epsilon / 2, delta / 2) if how == "left" else (epsilon, delta)
+    # a left join makes two releases (join size, unmatched rows) unless the second is public
+    two = how == "left" and s_match > 0
+    eps_inner, delta_inner = (epsilon / 2, delta / 2) if two else (epsilon, delta)
     inner = _inner(ctx, name, lt, rt, dl, dr, rank_r, own_r, deg_l, deg_r, s_out, eps_inner, delta_inner)
     if how == "left":
         unmatched = filter_table(lt.with_stability(s_match), dl == 0, epsilon=epsilon / 2, delta=delta / 2,

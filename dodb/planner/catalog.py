@@ -126,3 +126,96 @@ class Catalog:
     def describe(self) -> dict[str, Any]:
         return {t: {"private": i.private, "stability": self.stability(t), "unit_path": self.unit_path(t)}
                 for t, i in self.tables.items()}
+
+
+# -- declaring private tables --------------------------------------------------------------
+
+def _ident(name: str) -> str:
+    from sqlglot import exp
+
+    return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
+
+
+def _max_per_value(con: duckdb.DuckDBPyConnection, table: str, cols: list[str]) -> int:
+    group = ", ".join(_ident(c) for c in cols)
+    rows = con.execute(f"SELECT coalesce(max(c), 0) FROM (SELECT count(*) AS c FROM {_ident(table)} "
+                       f"GROUP BY {group})").fetchall()
+    return int(rows[0][0])
+
+
+def protect_table(catalog: Catalog, table: str, *, privacy_unit: str, parent: tuple[str, str] | None = None,
+                  max_contributions: int | None = None, keys: list[list[str]] | None = None,
+                  max_degree: dict[str, int] | None = None) -> TableInfo:
+    """Declare ``table`` private; verify every bound against the data; persist the declaration.
+
+    ``privacy_unit``: the column identifying the unit, or — with ``parent=(table, key)`` —
+    the foreign-key column pointing at a protected parent.  ``max_contributions``: rows
+    per unit (or per parent row); computed from the data when omitted (and public from
+    then on).  ``keys``: unique column sets; ``max_degree``: rows per value of a column.
+    Violated declarations raise :class:`CatalogError` and change nothing.
+    """
+    con = catalog.con
+    info = catalog.table(table)
+    if table.startswith("dodb_"):
+        raise CatalogError("dodb's own tables cannot be protected")
+
+    def need(col: str, where: TableInfo) -> None:
+        if col not in where.columns:
+            raise CatalogError(f"table {where.name!r} has no column {col!r}")
+
+    need(privacy_unit, info)
+    keys = [list(k) for k in (keys or [])]
+    max_degree = dict(max_degree or {})
+    for k in keys:
+        for c in k:
+            need(c, info)
+    for c, d in max_degree.items():
+        need(c, info)
+        if not isinstance(d, int) or d < 1:
+            raise CatalogError(f"max_degree for {c!r} must be a positive integer")
+    if parent is not None:
+        ptable, pkey = parent
+        pinfo = catalog.table(ptable)
+        if not pinfo.private:
+            raise CatalogError(f"parent table {ptable!r} must be protected first")
+        need(pkey, pinfo)
+        if [pkey] not in pinfo.keys:
+            raise CatalogError(f"parent key {ptable}.{pkey} must be a declared key of {ptable!r}")
+        orphans = con.execute(
+            f"SELECT count(*) FROM {_ident(table)} t WHERE NOT EXISTS (SELECT 1 FROM {_ident(ptable)} p "
+            f"WHERE p.{_ident(pkey)} = t.{_ident(privacy_unit)})").fetchall()[0][0]
+        if orphans:
+            raise CatalogError(f"{orphans} rows of {table!r} have no parent row in {ptable!r}")
+    nulls = con.execute(f"SELECT count(*) FROM {_ident(table)} WHERE {_ident(privacy_unit)} IS NULL").fetchall()[0][0]
+    if nulls:
+        raise CatalogError(f"{nulls} rows of {table!r} have a NULL privacy unit {privacy_unit!r}")
+    actual = _max_per_value(con, table, [privacy_unit])
+    if max_contributions is None:
+        max_contributions = max(1, actual)
+    if not isinstance(max_contributions, int) or max_contributions < 1:
+        raise CatalogError("max_contributions must be a positive integer")
+    if actual > max_contributions:
+        raise CatalogError(f"{table!r}: a privacy unit has {actual} rows, more than max_contributions="
+                           f"{max_contributions}")
+    for k in keys:
+        if _max_per_value(con, table, k) > 1:
+            raise CatalogError(f"{table!r}: declared key {k} is not unique")
+    for c, d in max_degree.items():
+        got = _max_per_value(con, table, [c])
+        if got > d:
+            raise CatalogError(f"{table!r}: {got} rows share one value of {c!r}, more than max_degree={d}")
+    widths = {}
+    for c, ty in info.columns.items():
+        if ty.upper().startswith(("VARCHAR", "BLOB", "TEXT")):
+            widths[c] = max(1, int(con.execute(
+                f"SELECT coalesce(max(octet_length({_ident(c)}::BLOB)), 1) FROM {_ident(table)}").fetchall()[0][0]))
+    rows = int(con.execute(f"SELECT count(*) FROM {_ident(table)}").fetchall()[0][0])
+    con.execute(f"CREATE SCHEMA IF NOT EXISTS {META_SCHEMA}")
+    con.execute(f"CREATE TABLE IF NOT EXISTS {META_SCHEMA}.protected (table_name VARCHAR PRIMARY KEY, "
+                "privacy_unit VARCHAR, parent_table VARCHAR, parent_key VARCHAR, max_contributions BIGINT, "
+                "keys VARCHAR, max_degree VARCHAR, widths VARCHAR, verified_rows BIGINT)")
+    con.execute(f"INSERT OR REPLACE INTO {META_SCHEMA}.protected VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [table, privacy_unit, parent[0] if parent else None, parent[1] if parent else None,
+                 max_contributions, json.dumps(keys), json.dumps(max_degree), json.dumps(widths), rows])
+    catalog.refresh()
+    return catalog.table(table)

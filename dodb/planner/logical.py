@@ -18,7 +18,7 @@ from ..operators.aggregate import Agg
 
 __all__ = [
     "Node", "Scan", "Filter", "Project", "Join", "CrossOne", "Aggregate", "Sort", "Distinct", "SetOp",
-    "walk", "leaking_nodes",
+    "walk", "leaking_nodes", "leaks", "upper_rows",
 ]
 
 _ids = itertools.count()
@@ -31,7 +31,7 @@ class Node:
     degrees: dict[str, int] = field(default_factory=dict, kw_only=True)
     unique: list[frozenset[str]] = field(default_factory=list, kw_only=True)
     one_row: bool = field(default=False, kw_only=True)
-    rows_hint: int = field(default=0, kw_only=True)  # public padded-size estimate (EXPLAIN, allocation)
+    max_rows: int = field(default=0, kw_only=True)  # public bound on the padded size (scans; see upper_rows)
     node_id: int = field(default_factory=lambda: next(_ids), kw_only=True)
 
     @property
@@ -187,6 +187,32 @@ class SetOp(Node):
         return f"SetOp {self.op.upper().replace('_', ' ')}"
 
 
+def upper_rows(node: Node) -> int:
+    """A public upper bound on a node's padded output size (worst case, from the plan)."""
+    if isinstance(node, Scan):
+        return node.max_rows
+    if isinstance(node, Aggregate) and not node.keys:
+        return 1
+    if isinstance(node, (Filter, Project, Distinct, Aggregate)) or node.kind == "AddRowId":
+        return upper_rows(node.children[0])
+    if isinstance(node, Sort):
+        n = upper_rows(node.child)
+        return n if node.limit is None else min(n, node.limit)
+    if isinstance(node, CrossOne):
+        return upper_rows(node.left)
+    if isinstance(node, SetOp):
+        return upper_rows(node.left) + upper_rows(node.right)
+    if isinstance(node, Join):
+        nl, nr = upper_rows(node.left), upper_rows(node.right)
+        if node.how in ("semi", "anti"):
+            return nl
+        dl = node.left_degree if node.left_degree is not None else nl
+        dr = node.right_degree if node.right_degree is not None else nr
+        inner = min(nl * dr, nr * dl)
+        return inner + nl if node.how == "left" else inner
+    return max((upper_rows(c) for c in node.children), default=0)
+
+
 def walk(node: Node) -> Iterator[Node]:
     """Every node once (children before parents; shared sub-plans — CTEs — once)."""
     seen: set[int] = set()
@@ -204,8 +230,6 @@ def walk(node: Node) -> Iterator[Node]:
 
 def leaks(node: Node) -> list[tuple[str, int]]:
     """The noisy releases a node makes in ``do`` mode: (name, sensitivity) each."""
-    from ..operators.context import ExecContext  # noqa: F401  (kept for the docstring's reference)
-
     if isinstance(node, Filter):
         s = node.child.stability
         return [("bin_counts", s)] if s > 0 else []

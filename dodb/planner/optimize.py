@@ -17,7 +17,7 @@ from sqlglot.optimizer.unnest_subqueries import unnest_subqueries
 
 from ..errors import CatalogError, PlanningError, UnsupportedQueryError
 from .catalog import Catalog
-from .rules import reject_unsupported, unnest_exists
+from .rules import factor_disjunctions, reject_unsupported, unnest_exists
 from .rules.reject_unsupported import position_of
 
 __all__ = ["parse", "optimize"]
@@ -65,6 +65,7 @@ def optimize(sql: str | exp.Expression, catalog: Catalog) -> exp.Expression:
     rules = []
     for rule in RULES:
         if rule is unnest_subqueries:
+            rules.append(factor_disjunctions)
             rules.append(dodb_unnest_exists)
         rules.append(rule)
     try:

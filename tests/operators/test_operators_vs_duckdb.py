@@ -25,6 +25,30 @@ def ctx_for(mode, seed=0):
     return ExecContext(mode=mode, rng=new_rng(seed))
 
 
+@st.composite
+def padded(draw, table_strategy, stability=1):
+    """A padded table holding ``table``'s rows as real rows among random dummy rows.
+
+    Dummies carry copies of real contents (as operators leave them), so an operator that
+    forgets ``is_real`` anywhere produces wrong answers here.
+    """
+    t = draw(table_strategy)
+    extra = draw(st.integers(0, 6)) if t.num_rows else draw(st.integers(0, 3))
+    n = t.num_rows + extra
+    real_pos = sorted(draw(st.permutations(range(n)))[: t.num_rows])
+    src = [None] * n
+    for i, p in enumerate(real_pos):
+        src[p] = i
+    # dummy slots copy a random real row (or row 0 of a dummy-only table)
+    fill = [s if s is not None else (draw(st.integers(0, t.num_rows - 1)) if t.num_rows else None) for s in src]
+    if t.num_rows:
+        full = t.take(pa.array(fill))
+    else:
+        full = pa.table({c: pa.nulls(n, type=t.schema.field(c).type) for c in t.column_names})
+    is_real = [s is not None for s in src]
+    return t, from_arrow(full, stability=stability, is_real=is_real)
+
+
 def check_padding(table):
     assert table.padded_size >= table.real_count
 
@@ -33,8 +57,7 @@ def check_padding(table):
 @given(data=st.data(), kind=st.sampled_from(KINDS), bins=st.sampled_from([None, 1, 2, 8]),
        s=st.integers(1, 3))
 def test_filter(mode, data, kind, bins, s):
-    t = data.draw(tables(kinds=[kind, "int"]))
-    pt = from_arrow(t, stability=s)
+    t, pt = data.draw(padded(tables(kinds=[kind, "int"]), stability=s))
     mask = predicate_mask(pt, PRED[kind])
     res = filter_table(pt, mask, ctx=ctx_for(mode), epsilon=0.7, delta=1e-5, bin_size=bins)
     check_padding(res.table)
@@ -79,11 +102,12 @@ def agg_sql(keys, aggs):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@given(q=group_query(), replace=st.booleans())
-def test_group_by(mode, q, replace):
+@given(q=group_query(), replace=st.booleans(), data=st.data())
+def test_group_by(mode, q, replace, data):
     t, keys, aggs = q
+    _, pt = data.draw(padded(st.just(t), stability=2))
     ctx = ExecContext(mode=mode, rng=new_rng(1), neighbour="replace" if replace else "add_remove")
-    res = group_by(from_arrow(t, stability=2), keys, aggs, ctx=ctx, epsilon=1.0, delta=1e-6)
+    res = group_by(pt, keys, aggs, ctx=ctx, epsilon=1.0, delta=1e-6)
     check_padding(res.table)
     assert_same_rows(res.table.to_arrow(), duck(agg_sql(keys, aggs), t=t))
     if keys:
@@ -111,14 +135,16 @@ def max_degree(t, col):
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("how", ["inner", "left", "semi", "anti"])
-@given(inp=join_inputs(), private=st.sampled_from(["left", "right", "both"]))
-def test_join(mode, how, inp, private):
+@given(inp=join_inputs(), private=st.sampled_from(["left", "right", "both"]), data=st.data())
+def test_join(mode, how, inp, private, data):
     l, r = inp
     sl = 1 if private in ("left", "both") else 0
     sr = 2 if private in ("right", "both") else 0
+    _, lp = data.draw(padded(st.just(l), stability=sl))
+    _, rp = data.draw(padded(st.just(r), stability=sr))
     # declared bounds that hold on the data (dodb verifies declarations at protect time)
     dl, dr = max(1, max_degree(l, "lk")), max(1, max_degree(r, "rk"))
-    res = join(from_arrow(l, stability=sl), from_arrow(r, stability=sr), ["lk"], ["rk"], how=how,
+    res = join(lp, rp, ["lk"], ["rk"], how=how,
                ctx=ctx_for(mode), left_degree=dl if sr else None, right_degree=dr if sl else None)
     check_padding(res.table)
     want = duck(f"SELECT * FROM l {JOIN_SQL[how]} r ON lk = rk", l=l, r=r)
@@ -126,11 +152,12 @@ def test_join(mode, how, inp, private):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@given(t=tables(kinds=["int", "str", "dec"]), desc=st.lists(st.booleans(), min_size=3, max_size=3),
+@given(tp=padded(tables(kinds=["int", "str", "dec"])), desc=st.lists(st.booleans(), min_size=3, max_size=3),
        limit=st.none() | st.integers(0, 10), offset=st.integers(0, 5))
-def test_order_by_limit(mode, t, desc, limit, offset):
+def test_order_by_limit(mode, tp, desc, limit, offset):
+    t, pt = tp
     keys = [SortKey(c, d) for c, d in zip(t.column_names, desc)]
-    res = order_by(from_arrow(t, stability=1), keys, limit=limit, offset=offset, ctx=ctx_for(mode))
+    res = order_by(pt, keys, limit=limit, offset=offset, ctx=ctx_for(mode))
     order = ", ".join(f"{c} {'DESC' if d else 'ASC'}" for c, d in zip(t.column_names, desc))
     sql = f"SELECT * FROM t ORDER BY {order}" + (f" LIMIT {limit}" if limit is not None else "") + f" OFFSET {offset}"
     assert_same_rows(res.table.to_arrow(), duck(sql, t=t), ordered=True)
@@ -138,18 +165,20 @@ def test_order_by_limit(mode, t, desc, limit, offset):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@given(t=tables(kinds=["int", "str"], max_rows=30))
-def test_distinct(mode, t):
-    res = distinct(from_arrow(t, stability=1), ctx=ctx_for(mode))
+@given(tp=padded(tables(kinds=["int", "str"], max_rows=30)))
+def test_distinct(mode, tp):
+    t, pt = tp
+    res = distinct(pt, ctx=ctx_for(mode))
     check_padding(res.table)
     assert_same_rows(res.table.to_arrow(), duck("SELECT DISTINCT * FROM t", t=t))
 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("kind", ["union_all", "union", "intersect", "except"])
-@given(a=tables(kinds=["int", "str"], max_rows=20), b=tables(kinds=["int", "str"], max_rows=20))
-def test_set_operations(mode, kind, a, b):
-    res = set_operation(kind, from_arrow(a, stability=1), from_arrow(b, stability=1), ctx=ctx_for(mode))
+@given(ap=padded(tables(kinds=["int", "str"], max_rows=20)), bp=padded(tables(kinds=["int", "str"], max_rows=20)))
+def test_set_operations(mode, kind, ap, bp):
+    (a, pa_), (b, pb) = ap, bp
+    res = set_operation(kind, pa_, pb, ctx=ctx_for(mode))
     check_padding(res.table)
     op = {"union_all": "UNION ALL", "union": "UNION", "intersect": "INTERSECT", "except": "EXCEPT"}[kind]
     assert_same_rows(res.table.to_arrow(), duck(f"SELECT * FROM a {op} SELECT * FROM b", a=a, b=b))

@@ -1,0 +1,157 @@
+"""The tail of a SELECT: GROUP BY / aggregates / HAVING, projection, DISTINCT, ORDER BY, LIMIT.
+
+Aggregate calls are pulled out of the SELECT, HAVING and ORDER BY expressions (as
+sqlglot's own planner does): their arguments and the GROUP BY expressions become a
+narrow pre-projection, one :class:`Aggregate` node computes them, and the original
+expressions are rewritten over its output columns.
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ..errors import UnsupportedQueryError
+from ..operators.aggregate import Agg
+from ..operators.sort_limit import SortKey
+from .logical import Aggregate, Distinct, Filter, Project
+from .rules.reject_unsupported import position_of
+from .widths import string_width
+
+__all__ = ["plan_aggregation"]
+
+
+def _col(name: str) -> exp.Column:
+    return exp.Column(this=exp.to_identifier(name, quoted=True))
+
+
+def _agg_func(a: exp.AggFunc) -> tuple[str, exp.Expression | None]:
+    arg = a.this
+    if isinstance(a, exp.Count):
+        if isinstance(arg, exp.Star) or arg is None:
+            return "count_star", None
+        if isinstance(arg, exp.Distinct):
+            if len(arg.expressions) != 1:
+                raise UnsupportedQueryError("COUNT(DISTINCT …) over several expressions", position_of(a))
+            return "count_distinct", arg.expressions[0]
+        return "count", arg
+    if isinstance(arg, exp.Distinct):
+        raise UnsupportedQueryError(f"{a.key.upper()}(DISTINCT …)", position_of(a))
+    return {exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}[type(a)], arg
+
+
+def _replace(e: exp.Expression, table: dict[str, exp.Expression]) -> exp.Expression:
+    """Replace subtrees whose SQL matches a key of ``table`` (outermost first)."""
+    def rw(node):
+        key = node.sql(dialect="duckdb") if isinstance(node, exp.Expression) else None
+        if key in table:
+            return table[key].copy()
+        return node
+    return e.copy().transform(rw, copy=False) if e.sql(dialect="duckdb") not in table else table[e.sql(dialect="duckdb")].copy()
+
+
+def _widths(node, names) -> dict[str, int]:
+    """Public string widths known for a node's columns (from scans and earlier projections)."""
+    return dict(getattr(node, "_widths", {}) or {})
+
+
+def plan_aggregation(builder, sel: exp.Select, rel):
+    node = rel.node
+    group_exprs = [builder._expr(g, rel) for g in (sel.args["group"].expressions if sel.args.get("group") else [])]
+    having = builder._expr(sel.args["having"].this, rel) if sel.args.get("having") else None
+    outputs = [(p.alias_or_name, builder._expr(p.unalias() if isinstance(p, exp.Alias) else p, rel))
+               for p in sel.expressions]
+    if any(isinstance(p, exp.Star) for _, p in outputs):
+        raise UnsupportedQueryError("SELECT * after optimisation", position_of(sel))
+    order = sel.args.get("order")
+    order_items = list(order.expressions) if order is not None else []
+    alias_names = {name for name, _ in outputs}
+
+    def order_expr(o: exp.Ordered) -> exp.Expression:
+        t = o.this
+        if isinstance(t, exp.Column) and not t.table and t.name in alias_names:
+            return exp.Column(this=exp.to_identifier(f"@out:{t.name}"))
+        return builder._expr(t, rel)
+
+    order_exprs = [order_expr(o) for o in order_items]
+    has_agg = bool(group_exprs) or any(
+        e.find(exp.AggFunc) for e in [p for _, p in outputs] + order_exprs + ([having] if having is not None else []))
+
+    if has_agg:
+        pre: dict[str, exp.Expression] = {}
+        repl: dict[str, exp.Expression] = {}
+        keys = []
+        for i, g in enumerate(group_exprs):
+            name = g.name if isinstance(g, exp.Column) else f"_g{i}"
+            pre[name] = g
+            keys.append(name)
+            repl[g.sql(dialect="duckdb")] = _col(name)
+        aggs: list[Agg] = []
+        seen: dict[str, str] = {}
+        for e in [p for _, p in outputs] + order_exprs + ([having] if having is not None else []):
+            for a in e.find_all(exp.AggFunc):
+                key = a.sql(dialect="duckdb")
+                if key in seen:
+                    continue
+                func, arg = _agg_func(a)
+                out = f"_agg{len(aggs)}"
+                col = None
+                if arg is not None:
+                    col = arg.name if isinstance(arg, exp.Column) else f"_a{len(aggs)}"
+                    pre[col] = arg
+                aggs.append(Agg(func, col, out))
+                seen[key] = out
+                repl[key] = _col(out)
+        if not pre:  # COUNT(*) only: keep one column so the row count is known
+            pre[node.columns[0]] = _col(node.columns[0])
+        pnode = _project(node, pre)
+        s = node.stability
+        agg_s = builder._group_s(s) if keys else (1 if s > 0 else 0)
+        node = Aggregate(pnode, keys, aggs, columns=keys + [a.name for a in aggs], stability=agg_s,
+                         unique=[frozenset(keys)] if keys else [], one_row=not keys,
+                         degrees={} if len(keys) != 1 else {keys[0]: 1})
+        if having is not None:
+            node = Filter(node, _replace(having, repl), columns=list(node.columns), stability=node.stability,
+                          unique=list(node.unique), degrees=dict(node.degrees))
+        outputs = [(n, _replace(p, repl)) for n, p in outputs]
+        order_exprs = [e if e.name.startswith("@out:") else _replace(e, repl) for e in order_exprs]
+
+    # final projection (+ hidden ORDER BY columns)
+    proj: dict[str, exp.Expression] = {}
+    internal = []
+    for name, e in outputs:
+        iname = name if name not in proj else f"{name}#{len(proj)}"
+        proj[iname] = e
+        internal.append(iname)
+    out_of_alias = {n: i for (n, _), i in zip(outputs, internal)}
+    sort_keys = []
+    hidden = []
+    for o, e in zip(order_items, order_exprs):
+        if e.name.startswith("@out:"):
+            col = out_of_alias[e.name[5:]]
+        else:
+            col = f"_o{len(hidden)}"
+            proj[col] = e
+            hidden.append(col)
+        sort_keys.append(SortKey(col, bool(o.args.get("desc")), bool(o.args.get("nulls_first"))))
+    node = _project(node, proj)
+    if sel.args.get("distinct") is not None:
+        if hidden:
+            raise UnsupportedQueryError("SELECT DISTINCT with ORDER BY on a non-selected expression",
+                                        position_of(sel))
+        node = Distinct(node, columns=list(node.columns), stability=builder._group_s(node.stability),
+                        unique=[frozenset(node.columns)])
+    if sort_keys or sel.args.get("limit") is not None or sel.args.get("offset") is not None:
+        node = builder._sort(node, sort_keys, sel)
+    if hidden:
+        node = _project(node, {c: _col(c) for c in internal})
+    from .build import BuiltQuery
+
+    return BuiltQuery(node, [n for n, _ in outputs], internal)
+
+
+def _project(child, exprs: dict[str, exp.Expression]) -> Project:
+    """A projection node; plain column references keep their degree bounds and uniqueness."""
+    mapping = {e.name: n for n, e in exprs.items() if isinstance(e, exp.Column)}
+    degrees = {mapping[c]: d for c, d in child.degrees.items() if c in mapping}
+    unique = [frozenset(mapping[c] for c in u) for u in child.unique if u <= set(mapping)]
+    return Project(child, dict(exprs), columns=list(exprs), stability=child.stability, degrees=degrees,
+                   unique=unique, one_row=child.one_row, max_rows=child.max_rows)

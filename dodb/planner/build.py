@@ -1,0 +1,411 @@
+"""Build a logical DO plan from an optimised sqlglot AST.
+
+Columns of a source aliased ``a`` are named ``a.col`` inside the plan; a SELECT's
+outputs are its aliases (made unique).  Scalar expressions are rewritten to reference
+those names and later evaluated whole-column by DuckDB over Arrow (projection only).
+Stability and degree bounds are derived here, from the catalog alone, so the plan fixes
+every privacy event before execution.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import duckdb
+from sqlglot import exp
+
+from ..errors import PlanningError, UnsupportedQueryError
+from ..operators.aggregate import Agg
+from ..operators.sort_limit import SortKey
+from .catalog import Catalog
+from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, upper_rows
+from .rules.reject_unsupported import position_of
+from .widths import string_width
+
+__all__ = ["PlanBuilder", "BuiltQuery", "AddRowId"]
+
+
+@dataclass(eq=False)
+class AddRowId(Node):
+    """Adds a column holding each slot's position (positions are public)."""
+
+    child: Node = None
+    name: str = "__rid"
+
+    @property
+    def children(self):
+        return [self.child]
+
+    def describe(self) -> str:
+        return f"AddRowId {self.name}"
+
+
+@dataclass
+class BuiltQuery:
+    root: Node
+    names: list[str]          # display names of the result columns, in order
+    internal: list[str]       # the root's internal column names, same order
+
+
+@dataclass
+class _Rel:
+    """A relation under construction: plan node + (alias, column) → internal name."""
+
+    node: Node
+    cols: dict[tuple[str, str], str]
+    aliases: set[str] = field(default_factory=set)
+
+
+def _conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
+    if e is None:
+        return []
+    if isinstance(e, exp.And):
+        return _conjuncts(e.left) + _conjuncts(e.right)
+    if isinstance(e, exp.Paren):
+        return _conjuncts(e.this)
+    if isinstance(e, exp.Boolean) and e.this is True:
+        return []
+    return [e]
+
+
+def _refs(e: exp.Expression) -> set[str]:
+    return {c.table for c in e.find_all(exp.Column) if c.table}
+
+
+def _col(name: str) -> exp.Column:
+    return exp.Column(this=exp.to_identifier(name, quoted=True))
+
+
+def _int_literal(node: exp.Expression | None, what: str) -> int | None:
+    if node is None:
+        return None
+    val = node.args.get("expression") if isinstance(node, (exp.Limit, exp.Offset)) else node
+    if isinstance(val, exp.Literal) and not val.is_string:
+        try:
+            return int(val.this)
+        except ValueError:
+            pass
+    raise UnsupportedQueryError(f"{what} must be an integer constant", position_of(node))
+
+
+class PlanBuilder:
+    def __init__(self, catalog: Catalog, neighbour: str = "add_remove"):
+        self.catalog = catalog
+        self.neighbour = neighbour
+        self._n = itertools.count()
+        self._public_degree_cache: dict[tuple, int] = {}
+        self._rows_cache: dict[str, int] = {}
+
+    # -- public facts ------------------------------------------------------------------
+    def _group_s(self, s: int) -> int:
+        return 2 * s if self.neighbour == "replace" else s
+
+    def _public_degree(self, table: str, cols: tuple[str, ...]) -> int:
+        key = (table, cols)
+        if key not in self._public_degree_cache:
+            con: duckdb.DuckDBPyConnection = self.catalog.con
+            group = ", ".join(exp.column(c, quoted=True).sql(dialect="duckdb") for c in cols)
+            tbl = exp.to_table(table, quoted=True).sql(dialect="duckdb")
+            rows = con.execute(f"SELECT coalesce(max(c), 0) FROM (SELECT count(*) AS c FROM {tbl} GROUP BY {group})").fetchall()
+            self._public_degree_cache[key] = int(rows[0][0])
+        return self._public_degree_cache[key]
+
+    def _row_count(self, table: str) -> int:
+        """Padded size of a base table (public: DESIGN §1)."""
+        if table not in self._rows_cache:
+            tbl = exp.to_table(table, quoted=True).sql(dialect="duckdb")
+            self._rows_cache[table] = int(self.catalog.con.execute(f"SELECT count(*) FROM {tbl}").fetchall()[0][0])
+        return self._rows_cache[table]
+
+    def degree(self, node: Node, cols: list[str]) -> int | None:
+        d = node.degree(cols)
+        base = _base_scan(node)
+        if base is not None and not base.private:
+            exact = self._public_degree(base.table, tuple(c.split(".", 1)[1] for c in cols))
+            d = exact if d is None else min(d, exact)
+        return d
+
+    # -- queries -------------------------------------------------------------------------
+    def build(self, e: exp.Expression) -> BuiltQuery:
+        return self._query(e, {})
+
+    def _query(self, e: exp.Expression, ctes: dict[str, BuiltQuery]) -> BuiltQuery:
+        ctes = dict(ctes)
+        with_ = e.args.get("with") or e.args.get("with_")
+        if with_ is not None:
+            for cte in with_.expressions:
+                ctes[cte.alias_or_name] = self._query(cte.this, ctes)
+        if isinstance(e, exp.Subquery):
+            return self._query(e.this, ctes)
+        if isinstance(e, (exp.Union, exp.Intersect, exp.Except)):
+            return self._setop(e, ctes)
+        if isinstance(e, exp.Select):
+            return self._select(e, ctes)
+        raise UnsupportedQueryError(f"{e.key.upper()} as a query", position_of(e))
+
+    def _setop(self, e: exp.Expression, ctes) -> BuiltQuery:
+        left, right = self._query(e.left, ctes), self._query(e.right, ctes)
+        if len(left.names) != len(right.names):
+            raise PlanningError("set operation inputs have different numbers of columns")
+        distinct = e.args.get("distinct", True) is not False
+        op = {exp.Union: "union" if distinct else "union_all", exp.Intersect: "intersect",
+              exp.Except: "except"}[type(e)]
+        l_node, r_node = left.root, right.root
+        s = l_node.stability + r_node.stability
+        node = SetOp(op, l_node, r_node, columns=list(left.internal),
+                     stability=s if op == "union_all" else self._group_s(s),
+                     unique=[] if op == "union_all" else [frozenset(left.internal)])
+        out = BuiltQuery(node, list(left.names), list(left.internal))
+        order = e.args.get("order")
+        if order is not None or e.args.get("limit") is not None or e.args.get("offset") is not None:
+            cols = {(None, n): i for n, i in zip(out.names, out.internal)}
+            keys = []
+            for o in (order.expressions if order is not None else []):
+                target = o.this
+                if not (isinstance(target, exp.Column) and (None, target.name) in cols):
+                    raise UnsupportedQueryError("ORDER BY of a set operation must name an output column",
+                                                position_of(o))
+                keys.append(SortKey(cols[(None, target.name)], bool(o.args.get("desc")),
+                                    _nulls_first(o)))
+            node = self._sort(node, keys, e)
+            out = BuiltQuery(node, out.names, out.internal)
+        return out
+
+    # -- SELECT ----------------------------------------------------------------------------
+    def _source(self, src: exp.Expression, select: exp.Select, ctes) -> _Rel:
+        alias = src.alias_or_name
+        if isinstance(src, exp.Table) and src.name in ctes:
+            sub = ctes[src.name]
+            return self._rename(sub, alias)
+        if isinstance(src, exp.Table):
+            info = self.catalog.table(src.name)
+            used = sorted({c.name for c in select.find_all(exp.Column) if c.table == alias} & set(info.columns))
+            if not used:
+                used = [next(iter(info.columns))]
+            internal = [f"{alias}.{c}" for c in used]
+            s = self.catalog.stability(src.name)
+            degrees = {f"{alias}.{c}": d for c in used if (d := info.degree(c)) is not None}
+            unique = [frozenset(f"{alias}.{c}" for c in k) for k in info.keys if set(k) <= set(used)]
+            node = Scan(src.name, alias, used, private=info.private, max_rows=self._row_count(src.name),
+                        widths={f"{alias}.{c}": w for c, w in info.widths.items() if c in used},
+                        columns=internal, stability=s, degrees=degrees, unique=unique)
+            return _Rel(node, {(alias, c): f"{alias}.{c}" for c in used}, {alias})
+        if isinstance(src, exp.Subquery):
+            return self._rename(self._query(src.this, ctes), alias)
+        raise UnsupportedQueryError(f"FROM item {src.sql(dialect='duckdb')[:60]}", position_of(src))
+
+    def _rename(self, sub: BuiltQuery, alias: str) -> _Rel:
+        exprs = {f"{alias}.{n}": _col(i) for n, i in zip(sub.names, sub.internal)}
+        child = sub.root
+        mapping = dict(zip(sub.internal, exprs))
+        node = Project(child, exprs, columns=list(exprs), stability=child.stability,
+                       degrees={mapping[c]: d for c, d in child.degrees.items() if c in mapping},
+                       unique=[frozenset(mapping[c] for c in u) for u in child.unique if u <= set(mapping)],
+                       one_row=child.one_row)
+        return _Rel(node, {(alias, n): f"{alias}.{n}" for n in sub.names}, {alias})
+
+    def _expr(self, e: exp.Expression, rel: _Rel) -> exp.Expression:
+        """Rewrite column references to the relation's internal names."""
+        def rw(node):
+            if isinstance(node, exp.Column):
+                key = (node.table, node.name)
+                if key not in rel.cols:
+                    raise PlanningError(f"column {node.sql(dialect='duckdb')} is not available here")
+                return _col(rel.cols[key])
+            if isinstance(node, (exp.Subquery, exp.Exists)) or (isinstance(node, exp.In) and node.args.get("query")):
+                raise UnsupportedQueryError(f"subquery in this position: {node.sql(dialect='duckdb')[:60]}",
+                                            position_of(node))
+            return node
+        return e.copy().transform(rw)
+
+    def _filter(self, rel: _Rel, preds: list[exp.Expression]) -> _Rel:
+        if not preds:
+            return rel
+        node = rel.node
+        pred = exp.and_(*[self._expr(p, rel) for p in preds])
+        if isinstance(node, Scan) and not node.private and node.predicate is None:
+            # public base table: DuckDB evaluates the predicate on public data directly
+            node.predicate = exp.and_(*[p.copy() for p in preds])
+            return rel
+        f = Filter(node, pred, columns=list(node.columns), stability=node.stability,
+                   degrees=dict(node.degrees), unique=list(node.unique), one_row=False)
+        return _Rel(f, rel.cols, rel.aliases)
+
+    def _select(self, sel: exp.Select, ctes) -> BuiltQuery:
+        from_ = sel.args.get("from") or sel.args.get("from_")
+        if from_ is None:
+            raise UnsupportedQueryError("SELECT without FROM", position_of(sel))
+        first = self._source(from_.this, sel, ctes)
+        inner: list[_Rel] = [first]
+        outer: list[tuple[str, _Rel, list[exp.Expression]]] = []
+        preds = _conjuncts(sel.args["where"].this) if sel.args.get("where") else []
+        for j in sel.args.get("joins") or []:
+            rel = self._source(j.this, sel, ctes)
+            side, kind = (j.args.get("side") or "").upper(), (j.args.get("kind") or "").upper()
+            on = _conjuncts(j.args.get("on"))
+            if side == "LEFT":
+                outer.append(("left", rel, on))
+            elif kind in ("SEMI", "ANTI"):
+                outer.append((kind.lower(), rel, on))
+            elif kind in ("", "INNER", "CROSS"):
+                inner.append(rel)
+                preds += on
+            else:
+                raise UnsupportedQueryError(f"{side} {kind} JOIN".strip(), position_of(j))
+        inner_aliases = set().union(*(r.aliases for r in inner))
+        post: list[exp.Expression] = []
+        per_source: dict[int, list[exp.Expression]] = {}
+        spanning: list[exp.Expression] = []
+        for p in preds:
+            refs = _refs(p)
+            if not refs or not refs <= inner_aliases:
+                post.append(p)
+                continue
+            owners = [i for i, r in enumerate(inner) if refs <= r.aliases]
+            if owners:
+                per_source.setdefault(owners[0], []).append(p)
+            else:
+                spanning.append(p)
+        inner = [self._filter(r, per_source.get(i, [])) for i, r in enumerate(inner)]
+        rel = self._join_inner(inner, spanning)
+        for how, r, on in outer:
+            rel = self._join_outer(rel, how, r, on)
+        rel = self._filter(rel, post)
+        return self._finish(sel, rel)
+
+    # -- joins -----------------------------------------------------------------------------
+    def _equi(self, p: exp.Expression, left: _Rel, right: _Rel):
+        if isinstance(p, exp.EQ) and isinstance(p.left, exp.Column) and isinstance(p.right, exp.Column):
+            a, b = p.left, p.right
+            if a.table in left.aliases and b.table in right.aliases:
+                return left.cols[(a.table, a.name)], right.cols[(b.table, b.name)]
+            if b.table in left.aliases and a.table in right.aliases:
+                return left.cols[(b.table, b.name)], right.cols[(a.table, a.name)]
+        return None
+
+    def _join_inner(self, rels: list[_Rel], spanning: list[exp.Expression]) -> _Rel:
+        cur, rest = rels[0], rels[1:]
+        pending = list(spanning)
+        while rest:
+            pick = next((i for i, r in enumerate(rest) if any(self._equi(p, cur, r) for p in pending)), None)
+            if pick is None:
+                pick = next((i for i, r in enumerate(rest) if r.node.one_row or cur.node.one_row), None)
+                if pick is None:
+                    raise UnsupportedQueryError("cross join between relations with no join condition")
+                r = rest.pop(pick)
+                big, one = (cur, r) if r.node.one_row else (r, cur)
+                # A private one-row value (e.g. an average) reaches every row of the other
+                # side: then every output row can change, and the stability is its size bound.
+                s = upper_rows(big.node) if one.node.stability > 0 else big.node.stability
+                node = CrossOne(big.node, one.node, columns=big.node.columns + one.node.columns,
+                                stability=s, degrees=dict(big.node.degrees), unique=list(big.node.unique),
+                                one_row=big.node.one_row and one.node.one_row)
+                cur = _Rel(node, {**cur.cols, **r.cols}, cur.aliases | r.aliases)
+            else:
+                r = rest.pop(pick)
+                keys = [k for p in pending if (k := self._equi(p, cur, r))]
+                used = [p for p in pending if self._equi(p, cur, r)]
+                pending = [p for p in pending if p not in used]
+                cur = self._join_node(cur, r, "inner", [k[0] for k in keys], [k[1] for k in keys])
+            ready = [p for p in pending if _refs(p) <= cur.aliases]
+            pending = [p for p in pending if p not in ready]
+            cur = self._filter(cur, ready)
+        return self._filter(cur, pending)
+
+    def _join_node(self, left: _Rel, right: _Rel, how: str, lk: list[str], rk: list[str]) -> _Rel:
+        ln, rn = left.node, right.node
+        dl, dr = self.degree(ln, lk), self.degree(rn, rk)
+        sl, sr = ln.stability, rn.stability
+        if how in ("semi", "anti"):
+            if sr > 0 and dl is None:
+                raise PlanningError(f"{how} join on {lk}: the left side needs a declared degree bound because "
+                                    f"the right side is private")
+            s = sl + sr * (dl or 0)
+            cols, degrees, unique = list(ln.columns), dict(ln.degrees), list(ln.unique)
+            rel_cols, aliases = left.cols, left.aliases
+        else:
+            if (sl > 0 and dr is None) or (sr > 0 and dl is None):
+                side, keys = ("right", rk) if sl > 0 and dr is None else ("left", lk)
+                raise PlanningError(f"join on {lk} = {rk}: no degree bound for the {side} side's {keys}; declare "
+                                    f"one with protect(..., max_degree=...) or keys=...")
+            s = sl * (dr or 0) + sr * (dl or 0)
+            if how == "left":
+                s = sl * max(dr or 0, 1) + 2 * sr * (dl or 0)
+            degrees = {}
+            for c, d in ln.degrees.items():
+                degrees[c] = d * max(dr or 1, 1)
+            for c, d in rn.degrees.items():
+                degrees[c] = d * max(dl or 1, 1)
+            unique = [u for u in ln.unique if dr == 1] + [u for u in rn.unique if dl == 1]
+            cols = ln.columns + rn.columns
+            rel_cols, aliases = {**left.cols, **right.cols}, left.aliases | right.aliases
+        node = Join(ln, rn, how, lk, rk, left_degree=dl, right_degree=dr, columns=cols, stability=s,
+                    degrees=degrees, unique=unique)
+        return _Rel(node, rel_cols, aliases)
+
+    def _join_outer(self, cur: _Rel, how: str, r: _Rel, on: list[exp.Expression]) -> _Rel:
+        right_only = [p for p in on if _refs(p) and _refs(p) <= r.aliases]
+        left_only = [p for p in on if _refs(p) and _refs(p) <= cur.aliases]
+        rest = [p for p in on if p not in right_only and p not in left_only]
+        r = self._filter(r, right_only)
+        keys = [k for p in rest if (k := self._equi(p, cur, r))]
+        residual = [p for p in rest if not self._equi(p, cur, r)]
+        if left_only:
+            if how != "semi":
+                raise UnsupportedQueryError(f"{how.upper()} JOIN condition on the left side only: "
+                                            f"{left_only[0].sql(dialect='duckdb')}", position_of(left_only[0]))
+            cur = self._filter(cur, left_only)
+        if not keys:
+            raise UnsupportedQueryError(f"{how.upper()} JOIN without an equality condition")
+        lk, rk = [k[0] for k in keys], [k[1] for k in keys]
+        if not residual:
+            return self._join_node(cur, r, how, lk, rk)
+        if how == "left":
+            raise UnsupportedQueryError("LEFT JOIN with a non-equality condition: "
+                                        f"{residual[0].sql(dialect='duckdb')}", position_of(residual[0]))
+        # semi/anti with a residual: inner-join a narrow copy, filter, then semi/anti on row id
+        rid = f"__rid{next(self._n)}"
+        base = cur.node
+        with_id = AddRowId(columns=base.columns + [rid], child=base, name=rid, stability=base.stability,
+                           degrees={**base.degrees, rid: 1}, unique=base.unique + [frozenset([rid])])
+        cur_id = _Rel(with_id, {**cur.cols, ("", rid): rid}, cur.aliases)
+        needed = {rid, *lk} | {cur.cols[(c.table, c.name)] for p in residual for c in p.find_all(exp.Column)
+                              if c.table in cur.aliases}
+        narrow_node = Project(with_id, {c: _col(c) for c in with_id.columns if c in needed},
+                              columns=[c for c in with_id.columns if c in needed], stability=with_id.stability,
+                              degrees={c: d for c, d in with_id.degrees.items() if c in needed},
+                              unique=[u for u in with_id.unique if u <= needed])
+        narrow = _Rel(narrow_node, {k: v for k, v in cur_id.cols.items() if v in needed}, cur.aliases)
+        matched = self._filter(self._join_node(narrow, r, "inner", lk, rk), residual)
+        return self._join_node(cur_id, matched, how, [rid], [rid])
+
+    # -- aggregation, projection, order ------------------------------------------------------
+    def _finish(self, sel: exp.Select, rel: _Rel) -> BuiltQuery:
+        from .aggregation import plan_aggregation
+
+        return plan_aggregation(self, sel, rel)
+
+    def _sort(self, node: Node, keys: list[SortKey], e: exp.Expression) -> Node:
+        limit = _int_literal(e.args.get("limit"), "LIMIT")
+        offset = _int_literal(e.args.get("offset"), "OFFSET") or 0
+        s = node.stability
+        if limit is not None or offset:
+            s = min(2 * s, 2 * limit) if limit is not None else 2 * s
+        return Sort(node, keys, limit, offset, columns=list(node.columns), stability=s,
+                    degrees=dict(node.degrees), unique=list(node.unique), one_row=node.one_row)
+
+
+def _nulls_first(o: exp.Ordered) -> bool:
+    nf = o.args.get("nulls_first")
+    return bool(nf)
+
+
+def _base_scan(node: Node) -> Scan | None:
+    """The public/private base Scan under pure filters/renames, if any."""
+    while True:
+        if isinstance(node, Scan):
+            return node
+        if isinstance(node, Filter):
+            node = node.child
+        else:
+            return None

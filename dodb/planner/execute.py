@@ -1,0 +1,161 @@
+"""Execute a logical plan with the DO operators.
+
+Private data flows only through the operators of :mod:`dodb.operators` (DuckDB is used
+for whole-column scalar expressions and for reading tables).  Sub-plans whose inputs are
+all public run the same operators in ``plain`` mode: nothing private is involved.  Every
+noisy release is checked against the events the plan announced before execution; a
+mismatch is a bug and stops the query (the charge stays, as the leak may have happened).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+from sqlglot import exp
+
+from ..operators import (
+    ExecContext, PaddedTable, distinct, filter_table, from_arrow, group_by, join, order_by,
+    predicate_mask, project, set_operation,
+)
+from ..operators.table import Column
+from .build import AddRowId
+from .catalog import Catalog
+from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, leaks
+from .widths import string_width
+
+__all__ = ["Executor", "NodeStats"]
+
+
+@dataclass
+class NodeStats:
+    padded_in: list[int] = field(default_factory=list)
+    padded_out: int = 0
+    seconds: float = 0.0
+    leaked: list[int] = field(default_factory=list)
+
+
+class Executor:
+    def __init__(self, catalog: Catalog, ctx: ExecContext, allocation: dict[int, tuple[float, float]],
+                 bin_size: int | None = None):
+        self.catalog = catalog
+        self.ctx = ctx
+        self.public_ctx = ExecContext(mode="plain", neighbour=ctx.neighbour)
+        self.allocation = allocation
+        self.bin_size = bin_size
+        self.results: dict[int, PaddedTable] = {}
+        self.stats: dict[int, NodeStats] = {}
+
+    def run(self, node: Node) -> PaddedTable:
+        if node.node_id in self.results:
+            return self.results[node.node_id]
+        inputs = [self.run(c) for c in node.children]
+        public = node.stability == 0 and all(c.stability == 0 for c in node.children)
+        ctx = self.public_ctx if public else self.ctx
+        eps, delta = self.allocation.get(node.node_id, (1.0, 0.5))
+        before = len(ctx.leaks)
+        t0 = time.perf_counter()
+        out = self._dispatch(node, inputs, ctx, eps, delta)
+        made = ctx.leaks[before:] if ctx is self.ctx else []
+        planned = leaks(node) if self.ctx.mode == "do" else []
+        share = eps / max(1, len(planned))
+        if [lk.sensitivity for lk in made] != [s for _, s in planned] or \
+                any(abs(lk.epsilon - share) > 1e-12 * max(1.0, share) for lk in made):
+            raise RuntimeError(f"internal error: {node.describe()} released {[lk.sensitivity for lk in made]} "
+                               f"but the plan announced {[s for _, s in planned]}")
+        self.stats[node.node_id] = NodeStats([t.padded_size for t in inputs], out.padded_size,
+                                             time.perf_counter() - t0, [v for lk in made for v in lk.values])
+        self.results[node.node_id] = out
+        return out
+
+    # -- per node kind ---------------------------------------------------------------------
+    def _dispatch(self, node: Node, inputs: list[PaddedTable], ctx, eps, delta) -> PaddedTable:
+        if isinstance(node, Scan):
+            return self._scan(node)
+        if isinstance(node, Filter):
+            t = inputs[0]
+            mask = predicate_mask(t, node.predicate)
+            return filter_table(t, mask, epsilon=eps, delta=delta, ctx=ctx, bin_size=self.bin_size).table
+        if isinstance(node, Project):
+            return self._project(node, inputs[0], ctx)
+        if isinstance(node, Join):
+            return join(inputs[0], inputs[1], node.left_keys, node.right_keys, how=node.how, epsilon=eps,
+                        delta=delta, ctx=ctx, left_degree=node.left_degree, right_degree=node.right_degree).table
+        if isinstance(node, CrossOne):
+            return _broadcast(inputs[0], inputs[1], node.stability)
+        if isinstance(node, Aggregate):
+            return group_by(inputs[0], node.keys, node.aggs, epsilon=eps, delta=delta, ctx=ctx).table
+        if isinstance(node, Sort):
+            return order_by(inputs[0], node.keys, limit=node.limit, offset=node.offset, ctx=ctx).table
+        if isinstance(node, Distinct):
+            return distinct(inputs[0], epsilon=eps, delta=delta, ctx=ctx).table
+        if isinstance(node, SetOp):
+            left, right = _unify_types(inputs[0], inputs[1])
+            return set_operation(node.op, left, right, epsilon=eps, delta=delta, ctx=ctx).table
+        if isinstance(node, AddRowId):
+            t = inputs[0]
+            n = t.padded_size
+            col = Column(pa.int64(), np.arange(n, dtype=np.int64), np.ones(n, dtype=bool))
+            return PaddedTable(t.names + [node.name], t.columns + [col], t.is_real, t.stability, dict(t.meta))
+        raise NotImplementedError(node.kind)
+
+    def _scan(self, node: Scan) -> PaddedTable:
+        info = self.catalog.table(node.table)
+        q = exp.select(*[exp.column(c, table=node.alias, quoted=True).as_(f"{node.alias}.{c}", quoted=True)
+                         for c in node.source_columns]).from_(
+            exp.to_table(node.table, quoted=True).as_(node.alias, quoted=True))
+        if node.predicate is not None:
+            q = q.where(node.predicate.copy())
+        con: duckdb.DuckDBPyConnection = self.catalog.con
+        data = con.sql(q.sql(dialect="duckdb")).to_arrow_table()
+        widths = {f"{node.alias}.{c}": w for c, w in info.widths.items()} if node.private else {}
+        return from_arrow(data, stability=node.stability, widths=widths)
+
+    def _project(self, node: Project, t: PaddedTable, ctx) -> PaddedTable:
+        if all(isinstance(e, exp.Column) for e in node.exprs.values()):
+            out = t.select([e.name for e in node.exprs.values()], rename=list(node.exprs))
+            return out.with_stability(node.stability)
+        col_widths = {n: c.width for n, c in zip(t.names, t.columns) if c.is_string}
+        widths = {}
+        for name, e in node.exprs.items():
+            w = string_width(e, col_widths)
+            if w is not None:
+                widths[name] = max(1, w)
+        return project(t, node.exprs, widths=widths, ctx=ctx).table.with_stability(node.stability)
+
+
+def _broadcast(big: PaddedTable, one: PaddedTable, stability: int) -> PaddedTable:
+    """Append the single row of ``one`` to every row of ``big`` (reads only slot 0)."""
+    n = big.padded_size
+    cols = []
+    for c in one.columns:
+        arrays = [np.repeat(a[:1], n, axis=0) for a in c.arrays()]
+        arrays[1] = arrays[1] & one.is_real[:1].repeat(n)
+        cols.append(c.with_arrays(arrays))
+    return PaddedTable(big.names + one.names, big.columns + cols, big.is_real, stability, dict(big.meta))
+
+
+def _unify_types(a: PaddedTable, b: PaddedTable) -> tuple[PaddedTable, PaddedTable]:
+    """Cast both inputs of a set operation to DuckDB's common column types."""
+    if [str(c.type) for c in a.columns] == [str(c.type) for c in b.columns]:
+        return a, PaddedTable(list(a.names), b.columns, b.is_real, b.stability, dict(b.meta))
+    con = duckdb.connect()
+    ea, eb = a.to_arrow().slice(0, 0), b.to_arrow().slice(0, 0)
+    con.register("ea", ea)
+    con.register("eb", eb.rename_columns(a.names))
+    target = con.sql("SELECT * FROM ea UNION ALL SELECT * FROM eb").to_arrow_table().schema
+    out = []
+    for t in (a, b):
+        exprs = {n: exp.cast(exp.column(src, quoted=True), exp.DataType.build(str(_duck_type(f.type))))
+                 for n, src, f in zip(a.names, t.names, target)}
+        out.append(project(t, exprs, ctx=ExecContext(mode="plain")).table.with_stability(t.stability))
+    return out[0], out[1]
+
+
+def _duck_type(t: pa.DataType) -> str:
+    if pa.types.is_decimal(t):
+        return f"DECIMAL({t.precision},{t.scale})"
+    return {pa.int32(): "INTEGER", pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.string(): "VARCHAR",
+            pa.date32(): "DATE", pa.bool_(): "BOOLEAN", pa.int16(): "SMALLINT", pa.int8(): "TINYINT"}.get(t, "VARCHAR")

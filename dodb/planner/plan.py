@@ -1,0 +1,195 @@
+"""Query plans: build, allocate the privacy budget, announce events, explain, execute.
+
+``plan_query`` does everything that happens before a query may run — parse, optimise,
+build the DO plan, split ``(epsilon, delta)`` over the leaking operators and describe
+every release as a :class:`~dodb.accountant.PrivacyEvent` — and charges nothing.
+The caller (the session) asks the ledger to admit ``plan.events`` and only then calls
+:meth:`QueryPlan.execute`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from ..accountant import PrivacyEvent, compose_all
+from ..errors import PlanningError
+from ..oblivious.noise import ShiftedTruncatedDiscreteLaplace
+from ..oblivious.rng import RandomSource, new_rng
+from ..operators import ExecContext
+from ..operators.context import MODES, check_privacy_params
+from .build import PlanBuilder
+from .catalog import Catalog
+from .execute import Executor, NodeStats
+from .logical import Node, leaks, upper_rows, walk
+from .optimize import optimize
+
+__all__ = ["QueryPlan", "plan_query", "ALLOCATIONS"]
+
+ALLOCATIONS = ("even", "cost")
+
+
+def _downstream_cost(root: Node) -> dict[int, float]:
+    """Per node: oblivious work per extra padded row it hands downstream (log-sort units)."""
+    parents: dict[int, list[Node]] = {}
+    for n in walk(root):
+        for c in n.children:
+            parents.setdefault(c.node_id, []).append(n)
+
+    def own(n: Node) -> float:
+        size = max(2, upper_rows(n))
+        lg = math.log2(size)
+        return {"Aggregate": lg * lg / 2, "Join": lg * lg, "Sort": lg * lg / 2, "Distinct": lg * lg / 2,
+                "SetOp": lg * lg / 2, "Filter": math.log2(max(2, min(size, 1024)))}.get(n.kind, 1.0)
+
+    memo: dict[int, float] = {}
+
+    def cost(n: Node) -> float:
+        if n.node_id not in memo:
+            memo[n.node_id] = sum(own(p) + cost(p) for p in parents.get(n.node_id, []))
+        return memo[n.node_id]
+
+    return {n.node_id: cost(n) for n in walk(root)}
+
+
+def allocate(root: Node, epsilon: float, delta: float, strategy: str = "even") -> dict[int, tuple[float, float]]:
+    """Split ``(epsilon, delta)`` over the leaking nodes so that they sum to the totals.
+
+    ``even``: equal shares.  ``cost``: ``epsilon_i ∝ sqrt(c_i * s_i)`` with ``c_i`` the
+    downstream work per padded row and ``s_i`` the release's sensitivity — the minimiser
+    of the expected padding cost ``sum_i c_i * s_i / epsilon_i`` at fixed total epsilon
+    (Lagrange), in the spirit of Shrinkwrap's cost-aware budget split.
+    """
+    if strategy not in ALLOCATIONS:
+        raise ValueError(f"unknown allocation {strategy!r}; choose one of {ALLOCATIONS}")
+    nodes = [n for n in walk(root) if leaks(n)]
+    if not nodes:
+        return {}
+    if strategy == "even":
+        w = {n.node_id: 1.0 for n in nodes}
+    else:
+        c = _downstream_cost(root)
+        w = {n.node_id: math.sqrt((1.0 + c[n.node_id]) * max(s for _, s in leaks(n))) for n in nodes}
+    total = sum(w.values())
+    return {n.node_id: (epsilon * w[n.node_id] / total, delta / len(nodes)) for n in nodes}
+
+
+@dataclass
+class QueryPlan:
+    sql: str
+    root: Node
+    names: list[str]
+    internal: list[str]
+    mode: str
+    epsilon: float
+    delta: float
+    neighbour: str
+    allocation: dict[int, tuple[float, float]]
+    events: list[PrivacyEvent]
+    event_nodes: list[tuple[Node, str, int, float, float, ShiftedTruncatedDiscreteLaplace]]
+    catalog: Catalog
+    stats: dict[int, NodeStats] = field(default_factory=dict)
+
+    # -- privacy -------------------------------------------------------------------------
+    def composition(self):
+        """Every composition method's total for this query at its delta (best marked)."""
+        return compose_all(self.events, self.delta) if self.events else None
+
+    # -- execution -------------------------------------------------------------------------
+    def execute(self, rng: RandomSource | None = None, bin_size: int | None = None) -> pa.Table:
+        """Run the plan (the caller has admitted ``events``); returns the exact answer."""
+        ctx = ExecContext(mode=self.mode, rng=rng or new_rng(), neighbour=self.neighbour)
+        ex = Executor(self.catalog, ctx, self.allocation, bin_size=bin_size)
+        out = ex.run(self.root)
+        self.stats = ex.stats
+        self.trace = ctx.trace
+        self.leaks = ctx.leaks
+        table = out.select(self.internal).to_arrow()
+        return pa.Table.from_arrays(table.columns, names=self.names)
+
+    # -- EXPLAIN ------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        by_node: dict[int, list] = {}
+        for node, name, s, eps, delta, mech in self.event_nodes:
+            by_node.setdefault(node.node_id, []).append(
+                {"release": name, "sensitivity": s, "epsilon": eps, "delta": delta,
+                 "mechanism": f"shifted truncated discrete Laplace(scale={float(mech.scale):.4g}, shift={mech.shift})"})
+
+        def node_dict(n: Node, seen: set) -> dict[str, Any]:
+            st = self.stats.get(n.node_id)
+            d = {"id": n.node_id, "operator": n.describe(), "mode": self._mode_of(n), "stability": n.stability,
+                 "padded_out_bound": upper_rows(n),
+                 "padded_out": st.padded_out if st else None, "padded_in": st.padded_in if st else None,
+                 "seconds": round(st.seconds, 4) if st else None, "leaks": by_node.get(n.node_id, [])}
+            if n.node_id in seen:
+                d["shared"] = True
+                return d
+            seen.add(n.node_id)
+            d["children"] = [node_dict(c, seen) for c in n.children]
+            return d
+
+        comp = self.composition()
+        return {"sql": self.sql, "mode": self.mode, "epsilon": self.epsilon, "delta": self.delta,
+                "neighbour": self.neighbour, "plan": node_dict(self.root, set()),
+                "composition": comp.as_dict() if comp else {},
+                "chosen": comp.best.method if comp else None}
+
+    def _mode_of(self, n: Node) -> str:
+        public = n.stability == 0 and all(c.stability == 0 for c in n.children)
+        return "plain (public inputs)" if public else self.mode
+
+    def explain(self) -> str:
+        d = self.to_dict()
+        lines = [f"dodb plan  mode={self.mode}  ε={self.epsilon:g}  δ={self.delta:g}  neighbours={self.neighbour}"]
+
+        def fmt(nd: dict, depth: int) -> None:
+            pad = "  " * depth
+            size = f"padded ≤{nd['padded_out_bound']}" if nd["padded_out"] is None else \
+                f"padded {nd['padded_in']}→{nd['padded_out']}"
+            lines.append(f"{pad}- {nd['operator']}  [{nd['mode']}, stability {nd['stability']}, {size}]")
+            for lk in nd["leaks"]:
+                lines.append(f"{pad}    leaks {lk['release']}: sensitivity {lk['sensitivity']}, "
+                             f"ε={lk['epsilon']:.4g}, δ={lk['delta']:.3g}, {lk['mechanism']}")
+            if nd.get("shared"):
+                lines.append(f"{pad}    (shared sub-plan, shown above)")
+            for c in nd.get("children", []):
+                fmt(c, depth + 1)
+
+        fmt(d["plan"], 1)
+        comp = self.composition()
+        lines.append(comp.explain() if comp else "privacy: this query leaks nothing (public inputs only)")
+        return "\n".join(lines)
+
+
+def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode: str = "do",
+               neighbour: str = "add_remove", allocation: str = "cost") -> QueryPlan:
+    """Everything before execution; raises on any problem and charges nothing."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; choose one of {MODES}")
+    check_privacy_params(epsilon, delta)
+    ast = optimize(sql, catalog)
+    builder = PlanBuilder(catalog, neighbour)
+    built = builder.build(ast)
+    alloc = allocate(built.root, epsilon, delta, allocation) if mode == "do" else {}
+    events, event_nodes = [], []
+    for n in walk(built.root):
+        if mode != "do":
+            break
+        releases = leaks(n)
+        if not releases:
+            continue
+        eps_n, delta_n = alloc[n.node_id]
+        if len(releases) > 1:  # a left join splits its share between its two releases
+            eps_n, delta_n = eps_n / len(releases), delta_n / len(releases)
+        for name, s in releases:
+            try:
+                mech = ShiftedTruncatedDiscreteLaplace.for_privacy(eps_n, delta_n, s)
+            except ValueError as e:
+                raise PlanningError(f"{n.describe()}: cannot calibrate noise: {e}") from None
+            op = f"{n.kind}#{n.node_id}:{name}"
+            events.append(PrivacyEvent.padding(mechanism=mech, sensitivity=s, operator=op, query=sql))
+            event_nodes.append((n, name, s, eps_n, delta_n, mech))
+    return QueryPlan(sql, built.root, built.names, built.internal, mode, float(epsilon), float(delta), neighbour,
+                     alloc, events, event_nodes, catalog)
