@@ -306,6 +306,24 @@ class ShiftedTruncatedDiscreteLaplace(_ShiftedTruncated):
     def epsilon(self, sensitivity: int) -> float:
         return float(Fraction(sensitivity) / self.scale)
 
+    def truncation_delta(self, sensitivity: int) -> float:
+        """Closed form of the mass of the ``sensitivity`` lowest outcomes (O(1), any shift).
+
+        With ``a = 1/scale`` and ``S = shift``:
+        ``sum_{k<D} e^{-a(S-k)} / Z``, ``Z = (1 + e^{-a} - 2 e^{-a(S+1)}) / (1 - e^{-a})``.
+        """
+        a = 1.0 / float(self.scale)
+        S = self.shift
+        d = min(int(sensitivity), 2 * S + 1)
+        if d <= 0:
+            return 0.0
+        if d > S + 1:  # past the mode: by symmetry, one minus the mass of the top 2S+1-d outcomes
+            return max(0.0, 1.0 - self.truncation_delta(2 * S + 1 - d))
+        # log of the numerator: e^{-aS} * (e^{aD} - 1) / (e^a - 1), computed without overflow
+        log_num = -a * S + a * d + math.log(-math.expm1(-a * d)) - (a + math.log(-math.expm1(-a)))
+        log_z = math.log1p(math.exp(-a) - 2 * math.exp(-a * (S + 1))) - math.log(-math.expm1(-a))
+        return min(1.0, math.exp(log_num - log_z))
+
 
 @dataclass(frozen=True)
 class ShiftedTruncatedDiscreteGaussian(_ShiftedTruncated):

@@ -151,7 +151,9 @@ def plan_aggregation(builder, sel: exp.Select, rel):
 def _project(child, exprs: dict[str, exp.Expression]) -> Project:
     """A projection node; plain column references keep their degree bounds and uniqueness."""
     mapping = {e.name: n for n, e in exprs.items() if isinstance(e, exp.Column)}
-    degrees = {mapping[c]: d for c, d in child.degrees.items() if c in mapping}
+    degrees = {mapping[c]: d for c, d in child.degrees.items() if not isinstance(c, frozenset) and c in mapping}
+    degrees.update({frozenset(mapping[x] for x in c): d for c, d in child.degrees.items()
+                    if isinstance(c, frozenset) and c <= set(mapping)})
     unique = [frozenset(mapping[c] for c in u) for u in child.unique if u <= set(mapping)]
     return Project(child, dict(exprs), columns=list(exprs), stability=child.stability, degrees=degrees,
                    unique=unique, one_row=child.one_row, max_rows=child.max_rows)

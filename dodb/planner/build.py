@@ -95,6 +95,7 @@ class PlanBuilder:
         self._n = itertools.count()
         self._public_degree_cache: dict[tuple, int] = {}
         self._rows_cache: dict[str, int] = {}
+        self._public_results: dict[int, object] = {}
 
     # -- public facts ------------------------------------------------------------------
     def _group_s(self, s: int) -> int:
@@ -118,12 +119,41 @@ class PlanBuilder:
         return self._rows_cache[table]
 
     def degree(self, node: Node, cols: list[str]) -> int | None:
+        """Best public bound on rows per value of ``cols``: declared, or exact for public data."""
         d = node.degree(cols)
         base = _base_scan(node)
-        if base is not None and not base.private:
+        if base is not None and not base.private and base.predicate is None:
             exact = self._public_degree(base.table, tuple(c.split(".", 1)[1] for c in cols))
             d = exact if d is None else min(d, exact)
+        elif _all_public(node):
+            exact = self._public_result_degree(node, cols)
+            d = exact if d is None else min(d, exact)
         return d
+
+    def _public_result_degree(self, node: Node, cols: list[str]) -> int:
+        """Exact key multiplicity of a public sub-plan, computed by running it (no privacy cost)."""
+        key = (node.node_id, tuple(cols))
+        if key not in self._public_degree_cache:
+            from ..operators import ExecContext
+            from .execute import Executor
+
+            if node.node_id not in self._public_results:
+                ex = Executor(self.catalog, ExecContext(mode="plain"), {})
+                self._public_results[node.node_id] = ex.run(node)
+            t = self._public_results[node.node_id].to_arrow().select(cols)
+            if t.num_rows == 0:
+                self._public_degree_cache[key] = 0
+            else:
+                g = t.group_by(cols).aggregate([([], "count_all")])
+                self._public_degree_cache[key] = int(g.column("count_all").to_numpy().max())
+        return self._public_degree_cache[key]
+
+    def bounded_degree(self, node: Node, cols: list[str]) -> tuple[int, str]:
+        """A degree bound that always exists: declared/public, else the node's size bound."""
+        d = self.degree(node, cols)
+        if d is not None:
+            return d, "declared" if not _all_public(node) else "public data"
+        return max(1, upper_rows(node)), "size bound (no declaration)"
 
     # -- queries -------------------------------------------------------------------------
     def build(self, e: exp.Expression) -> BuiltQuery:
@@ -196,12 +226,9 @@ class PlanBuilder:
 
     def _rename(self, sub: BuiltQuery, alias: str) -> _Rel:
         exprs = {f"{alias}.{n}": _col(i) for n, i in zip(sub.names, sub.internal)}
-        child = sub.root
-        mapping = dict(zip(sub.internal, exprs))
-        node = Project(child, exprs, columns=list(exprs), stability=child.stability,
-                       degrees={mapping[c]: d for c, d in child.degrees.items() if c in mapping},
-                       unique=[frozenset(mapping[c] for c in u) for u in child.unique if u <= set(mapping)],
-                       one_row=child.one_row)
+        from .aggregation import _project
+
+        node = _project(sub.root, exprs)
         return _Rel(node, {(alias, n): f"{alias}.{n}" for n in sub.names}, {alias})
 
     def _expr(self, e: exp.Expression, rel: _Rel) -> exp.Expression:
@@ -313,34 +340,48 @@ class PlanBuilder:
         return self._filter(cur, pending)
 
     def _join_node(self, left: _Rel, right: _Rel, how: str, lk: list[str], rk: list[str]) -> _Rel:
+        """A join with its stability (DESIGN §4: s_L * deg_R + s_R * deg_L).
+
+        A degree needed for the stability comes from a declaration, from public data, or —
+        failing both — from the public size bound of that side (every row could share one
+        key).  The last is always valid, never under-noises, and EXPLAIN says it was used.
+        """
         ln, rn = left.node, right.node
-        dl, dr = self.degree(ln, lk), self.degree(rn, rk)
         sl, sr = ln.stability, rn.stability
+        dl, dr = self.degree(ln, lk), self.degree(rn, rk)
+        sources = {}
+        if dl is None and sr > 0:
+            dl, sources["left"] = self.bounded_degree(ln, lk)
+        if dr is None and sl > 0 and how not in ("semi", "anti"):
+            dr, sources["right"] = self.bounded_degree(rn, rk)
         if how in ("semi", "anti"):
-            if sr > 0 and dl is None:
-                raise PlanningError(f"{how} join on {lk}: the left side needs a declared degree bound because "
-                                    f"the right side is private")
             s = sl + sr * (dl or 0)
             cols, degrees, unique = list(ln.columns), dict(ln.degrees), list(ln.unique)
             rel_cols, aliases = left.cols, left.aliases
         else:
-            if (sl > 0 and dr is None) or (sr > 0 and dl is None):
-                side, keys = ("right", rk) if sl > 0 and dr is None else ("left", lk)
-                raise PlanningError(f"join on {lk} = {rk}: no degree bound for the {side} side's {keys}; declare "
-                                    f"one with protect(..., max_degree=...) or keys=...")
             s = sl * (dr or 0) + sr * (dl or 0)
             if how == "left":
                 s = sl * max(dr or 0, 1) + 2 * sr * (dl or 0)
+            # each left row appears at most deg_R times, each right row at most deg_L times;
+            # with an unknown factor the column's bound is unknown too
             degrees = {}
-            for c, d in ln.degrees.items():
-                degrees[c] = d * max(dr or 1, 1)
-            for c, d in rn.degrees.items():
-                degrees[c] = d * max(dl or 1, 1)
-            unique = [u for u in ln.unique if dr == 1] + [u for u in rn.unique if dl == 1]
+            if dr is not None:
+                degrees.update({c: d * max(dr, 1) for c, d in ln.degrees.items()})
+            if dl is not None:
+                degrees.update({c: d * max(dl, 1) for c, d in rn.degrees.items()})
+            # the join keys themselves: rows per key value = (left rows) x (right rows)
+            kl, kr = self.degree(ln, lk), self.degree(rn, rk)
+            if kl is not None and kr is not None:
+                for keyset, d in ((lk, kl * max(kr, 1)), (rk, kl * kr)):
+                    degrees[frozenset(keyset)] = d
+                    if len(keyset) == 1:
+                        degrees[keyset[0]] = min(d, degrees.get(keyset[0], d))
+            unique = [u for u in ln.unique if dr == 1] + [u for u in rn.unique if dl == 1 and how != "left"]
             cols = ln.columns + rn.columns
             rel_cols, aliases = {**left.cols, **right.cols}, left.aliases | right.aliases
         node = Join(ln, rn, how, lk, rk, left_degree=dl, right_degree=dr, columns=cols, stability=s,
                     degrees=degrees, unique=unique)
+        node.degree_sources = sources
         return _Rel(node, rel_cols, aliases)
 
     def _join_outer(self, cur: _Rel, how: str, r: _Rel, on: list[exp.Expression]) -> _Rel:
@@ -398,6 +439,10 @@ class PlanBuilder:
 def _nulls_first(o: exp.Ordered) -> bool:
     nf = o.args.get("nulls_first")
     return bool(nf)
+
+
+def _all_public(node: Node) -> bool:
+    return node.stability == 0 and all(_all_public(c) for c in node.children)
 
 
 def _base_scan(node: Node) -> Scan | None:

@@ -169,10 +169,12 @@ def protect_table(catalog: Catalog, table: str, *, privacy_unit: str, parent: tu
     for k in keys:
         for c in k:
             need(c, info)
-    for c, d in max_degree.items():
+    for c, d in list(max_degree.items()):
         need(c, info)
+        if d is None:  # "use the data's maximum" (public from now on, like the widths)
+            max_degree[c] = d = max(1, _max_per_value(con, table, [c]))
         if not isinstance(d, int) or d < 1:
-            raise CatalogError(f"max_degree for {c!r} must be a positive integer")
+            raise CatalogError(f"max_degree for {c!r} must be a positive integer or None (computed)")
     if parent is not None:
         ptable, pkey = parent
         pinfo = catalog.table(ptable)

@@ -49,6 +49,7 @@ class Node:
         if any(u <= frozenset(cols) for u in self.unique):
             return 1
         known = [self.degrees[c] for c in cols if c in self.degrees]
+        known += [d for k, d in self.degrees.items() if isinstance(k, frozenset) and k <= frozenset(cols)]
         return min(known) if known else None
 
     def describe(self) -> str:
@@ -111,9 +112,12 @@ class Join(Node):
     def children(self):
         return [self.left, self.right]
 
+    degree_sources: dict = field(default_factory=dict)
+
     def describe(self) -> str:
         on = " AND ".join(f"{a} = {b}" for a, b in zip(self.left_keys, self.right_keys))
-        return f"Join {self.how.upper()} ON {on} (deg L≤{self.left_degree}, R≤{self.right_degree})"
+        note = "".join(f"; {side} bound is a {src}" for side, src in self.degree_sources.items())
+        return f"Join {self.how.upper()} ON {on} (deg L≤{self.left_degree}, R≤{self.right_degree}{note})"
 
 
 @dataclass(eq=False)
