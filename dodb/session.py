@@ -1,0 +1,258 @@
+"""The Python API: ``dodb.connect()`` / ``dodb.attach()`` and private SQL with a budget.
+
+Modelled on DuckDB's Python API: a :class:`Database` runs ``.sql()`` and returns a
+:class:`Result` with ``.arrow()``, ``.df()``, ``.fetchall()`` and ``.relation`` (a DuckDB
+relation on the same connection, for further chaining).  Every query is planned,
+admitted by the dataset's ledger *before* it runs (charging nothing if it does not fit),
+executed on the DO operators, and returned with its privacy report.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import duckdb
+import pyarrow as pa
+
+from .accountant import BudgetExceededError, BudgetNotSetError, Ledger
+from .errors import CatalogError, DodbError
+from .oblivious.rng import new_rng
+from .operators.context import MODES
+from .planner import Catalog, QueryPlan, plan_query
+from .planner.catalog import protect_table
+
+__all__ = ["connect", "attach", "Database", "Result", "PrivacyReport", "DEFAULT_QUERY_DELTA_SHARE"]
+
+DEFAULT_QUERY_DELTA_SHARE = 0.01  # a query's default delta: 1% of the dataset's delta budget
+
+
+@dataclass
+class PrivacyReport:
+    """What a query leaked and what it cost: per-operator releases, every composition
+    method's total (the one charged marked), and the budget left afterwards."""
+
+    sql: str
+    mode: str
+    epsilon: float
+    delta: float
+    operators: list[dict[str, Any]]
+    composition: dict[str, dict[str, Any]]
+    chosen: str | None
+    charged_epsilon: float
+    charged_delta: float
+    query_id: int | None
+    spent: tuple[float, float] | None = None
+    remaining: tuple[float, float] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    def __str__(self) -> str:
+        lines = [f"privacy report (mode={self.mode}, requested ε={self.epsilon:g}, δ={self.delta:g})"]
+        if not self.operators:
+            lines.append("  no data-dependent size was released (public inputs only, or no private operator)")
+        for op in self.operators:
+            v = op.get("value")
+            shown = f"{sum(v)} in {len(v)} bins" if isinstance(v, list) and len(v) > 1 else \
+                (v[0] if isinstance(v, list) and v else v)
+            lines.append(f"  {op['operator']}: {op['release']} sensitivity {op['sensitivity']}, "
+                         f"ε={op['epsilon']:.4g}, δ={op['delta']:.3g}, released size {shown}")
+        for name, b in self.composition.items():
+            mark = "*" if name == self.chosen else " "
+            eps = b.get("epsilon")
+            lines.append(f"  {mark} {name:<10} ε={eps:.4g}" if isinstance(eps, (int, float)) and eps != float("inf")
+                         else f"    {name:<10} n/a ({str(b.get('note', ''))[:70]})")
+        lines.append(f"  charged: ε={self.charged_epsilon:.4g}, δ={self.charged_delta:.3g}"
+                     + (f" (query #{self.query_id})" if self.query_id else ""))
+        if self.remaining is not None:
+            lines.append(f"  budget spent ε={self.spent[0]:.4g}, δ={self.spent[1]:.3g}; "
+                         f"remaining ε={self.remaining[0]:.4g}, δ={self.remaining[1]:.3g}")
+        return "\n".join(lines)
+
+
+class Result:
+    """A private query's exact answer plus its privacy report."""
+
+    def __init__(self, table: pa.Table, report: PrivacyReport, con: duckdb.DuckDBPyConnection, plan: QueryPlan):
+        self._table = table
+        self.privacy = report
+        self._con = con
+        self.plan = plan
+
+    def arrow(self) -> pa.Table:
+        return self._table
+
+    def df(self):
+        return self._table.to_pandas()
+
+    def fetchall(self) -> list[tuple]:
+        return [tuple(r.values()) for r in self._table.to_pylist()]
+
+    @property
+    def relation(self) -> duckdb.DuckDBPyRelation:
+        """The answer as a DuckDB relation on the same connection (join it, write Parquet, …)."""
+        return self._con.from_arrow(self._table)
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self._table.column_names)
+
+    def __len__(self) -> int:
+        return self._table.num_rows
+
+    def __repr__(self) -> str:
+        return f"<dodb.Result {self._table.num_rows} rows × {self._table.num_columns} columns>\n{self._table}"
+
+    def explain(self) -> str:
+        """The plan with the padded sizes measured in this run."""
+        return self.plan.explain()
+
+
+class Database:
+    """A DuckDB database with dodb's catalog of private tables and its privacy ledger."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, *, owned: bool, neighbour: str = "add_remove",
+                 allow_insecure: bool = False, seed: int | None = None):
+        if neighbour not in ("add_remove", "replace"):
+            raise ValueError("neighbour must be 'add_remove' or 'replace'")
+        self.con = con
+        self._owned = owned
+        self.neighbour = neighbour
+        self.allow_insecure = allow_insecure
+        self._seed = seed
+        self._rng = new_rng(seed)
+        self._lock = threading.RLock()
+        self.ledger = Ledger(con)
+        self.catalog = Catalog(con)
+
+    # -- declarations -----------------------------------------------------------------------
+    def protect(self, table: str, privacy_unit: str, *, parent: tuple[str, str] | None = None,
+                max_contributions: int | None = None, keys: Sequence[Sequence[str]] | None = None,
+                max_degree: dict[str, int | None] | None = None) -> None:
+        """Declare ``table`` private (see :func:`dodb.planner.catalog.protect_table`).
+
+        ``parent=("orders", "o_orderkey")`` makes ``privacy_unit`` a foreign key into a
+        protected table (the unit is inherited).  Every bound is verified against the data.
+        """
+        with self._lock:
+            self.catalog.refresh()
+            protect_table(self.catalog, table, privacy_unit=privacy_unit, parent=parent,
+                          max_contributions=max_contributions, keys=[list(k) for k in (keys or [])],
+                          max_degree=max_degree)
+
+    def set_budget(self, epsilon: float, delta: float, *, filter: str | None = None) -> None:
+        """The dataset's total privacy budget (persisted with the data, shared by all sessions)."""
+        self.ledger.set_budget(epsilon, delta, filter=filter)
+
+    @property
+    def budget(self) -> dict[str, Any]:
+        """Budget, spent and remaining (ε, δ) as measured by the ledger's filter."""
+        st = self.ledger.status()
+        return {"budget": tuple(st["budget"]), "spent": tuple(st["spent"]), "remaining": tuple(st["remaining"]),
+                "filter": st["filter"], "queries": st["totals"].get("queries")}
+
+    def history(self) -> list[dict[str, Any]]:
+        return self.ledger.history()
+
+    # -- queries ----------------------------------------------------------------------------
+    def _default_delta(self) -> float:
+        info = self.ledger.budget
+        if info is None:
+            raise BudgetNotSetError("no privacy budget is set for this dataset: call "
+                                    "db.set_budget(epsilon=..., delta=...) first")
+        return info.delta * DEFAULT_QUERY_DELTA_SHARE
+
+    def plan(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do",
+             allocation: str = "cost") -> QueryPlan:
+        """Plan without running or charging (what :meth:`explain` shows)."""
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; choose one of {MODES}")
+        with self._lock:
+            self.catalog.refresh()
+            d = self._default_delta() if delta is None else delta
+            return plan_query(query, self.catalog, epsilon=epsilon, delta=d, mode=mode,
+                              neighbour=self.neighbour, allocation=allocation)
+
+    def explain(self, query: str, *, epsilon: float = 1.0, delta: float | None = None, mode: str = "do",
+                as_dict: bool = False):
+        """The plan as text (or a dict): operators, sizes, stability, ε/δ, composition."""
+        p = self.plan(query, epsilon=epsilon, delta=delta if delta is not None else 1e-6, mode=mode)
+        return p.to_dict() if as_dict else p.explain()
+
+    def sql(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do",
+            allocation: str = "cost") -> Result:
+        """Run a private query: plan, admit (charge) before execution, execute, report."""
+        p = self.plan(query, epsilon=epsilon, delta=delta, mode=mode, allocation=allocation)
+        private = any(self.catalog.table(t).private for t in _tables_of(p))
+        if mode == "plain" and private and not self.allow_insecure:
+            raise DodbError("mode='plain' runs private data without protection; it is only available with "
+                            "dodb.connect(..., allow_insecure=True) for benchmarks")
+        charge = None
+        if p.events:
+            charge = self.ledger.admit(p.events, sql=query, operators=[e.operator for e in p.events],
+                                       delta=p.delta)
+        try:
+            table = p.execute(rng=self._rng)
+        except BaseException as e:
+            if charge is not None:
+                charge.fail(e)
+            raise
+        if charge is not None:
+            charge.complete()
+        return Result(table, self._report(p, charge), self.con, p)
+
+    def _report(self, p: QueryPlan, charge) -> PrivacyReport:
+        values = {}
+        for lk in getattr(p, "leaks", []):
+            values.setdefault(lk.operator, []).append(lk.values)
+        ops = []
+        seen: dict[int, int] = {}
+        for node, name, s, eps, delta, mech in p.event_nodes:
+            i = seen.get(node.node_id, 0)
+            seen[node.node_id] = i + 1
+            leaked = p.stats[node.node_id].leaked if node.node_id in p.stats else []
+            # releases of one node come in plan order; a binned filter releases one value per bin
+            value = leaked if len(leaked) != len([e for e in p.event_nodes if e[0] is node]) else leaked[i]
+            ops.append({"operator": f"{node.kind}#{node.node_id}", "release": name, "sensitivity": s,
+                        "epsilon": eps, "delta": delta, "scale": float(mech.scale), "shift": mech.shift,
+                        "value": value})
+        comp = charge.report.as_dict() if charge is not None and charge.report is not None else {}
+        spent = remaining = None
+        try:
+            st = self.ledger.status()
+            spent, remaining = tuple(st["spent"]), tuple(st["remaining"])
+        except BudgetNotSetError:
+            pass
+        return PrivacyReport(p.sql, p.mode, p.epsilon, p.delta, ops, comp, charge.method if charge else None,
+                             charge.epsilon if charge else 0.0, charge.delta if charge else 0.0,
+                             charge.query_id if charge else None, spent, remaining)
+
+    def close(self) -> None:
+        if self._owned:
+            self.con.close()
+
+    def __enter__(self) -> "Database":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _tables_of(p: QueryPlan) -> set[str]:
+    from .planner.logical import Scan, walk
+
+    return {n.table for n in walk(p.root) if isinstance(n, Scan)}
+
+
+def connect(database: str = ":memory:", *, neighbour: str = "add_remove", allow_insecure: bool = False,
+            seed: int | None = None, read_only: bool = False) -> Database:
+    """Open (or create) a DuckDB database file with dodb on top.  ``seed`` only in test mode."""
+    con = duckdb.connect(database, read_only=read_only)
+    return Database(con, owned=True, neighbour=neighbour, allow_insecure=allow_insecure, seed=seed)
+
+
+def attach(con: duckdb.DuckDBPyConnection, *, neighbour: str = "add_remove", allow_insecure: bool = False,
+           seed: int | None = None) -> Database:
+    """Put dodb on an existing DuckDB connection (the script keeps using it)."""
+    return Database(con, owned=False, neighbour=neighbour, allow_insecure=allow_insecure, seed=seed)
