@@ -24,7 +24,7 @@ from .build import PlanBuilder
 from .catalog import Catalog
 from .execute import Executor, NodeStats
 from .logical import Node, leaks, upper_rows, walk
-from .optimize import optimize
+from .optimize import optimize, parse
 
 __all__ = ["QueryPlan", "plan_query", "ALLOCATIONS"]
 
@@ -163,15 +163,31 @@ class QueryPlan:
         return "\n".join(lines)
 
 
+def _result_names(parsed, catalog: Catalog) -> list[str]:
+    """DuckDB's own names for the result columns (``DESCRIBE`` binds the query, reads no data)."""
+    from sqlglot import exp
+    import duckdb
+
+    try:
+        rows = catalog.con.execute(exp.Describe(this=parsed.copy()).sql(dialect="duckdb")).fetchall()
+    except duckdb.Error as e:
+        raise PlanningError(str(e).split("\n")[0]) from None
+    return [r[0] for r in rows]
+
+
 def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode: str = "do",
                neighbour: str = "add_remove", allocation: str = "cost") -> QueryPlan:
     """Everything before execution; raises on any problem and charges nothing."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose one of {MODES}")
     check_privacy_params(epsilon, delta)
-    ast = optimize(sql, catalog)
+    parsed = parse(sql)
+    ast = optimize(parsed.copy(), catalog)
+    names = _result_names(parsed, catalog)
     builder = PlanBuilder(catalog, neighbour)
     built = builder.build(ast)
+    if len(names) == len(built.names):
+        built.names = names
     alloc = allocate(built.root, epsilon, delta, allocation) if mode == "do" else {}
     events, event_nodes = [], []
     for n in walk(built.root):
