@@ -7,6 +7,8 @@
   :class:`OptimalAccountant` (Remark 4.3 / KOV15), :class:`RenyiAccountant`
   (Thms 6.3, 6.5), :class:`GaussianAccountant` (Thm 6.16), :class:`PLDAccountant`
   (Thm 6.13, numerically), :class:`BestAccountant`; :func:`compose_all` reports all.
+* :mod:`._closed`  — closed forms / proven bounds for the padding noise, so that no
+  accountant's cost depends on the shift, scale or sensitivity (no pmf over the support).
 * :mod:`.filters`  — adaptive privacy filters used across queries.
 * :mod:`.ledger`   — :class:`Ledger`, the per-dataset budget in DuckDB.
 

@@ -24,6 +24,10 @@ is the truncation mass ``sum_{k<Delta} pmf(k)``; removing it (conditioning both
 neighbours on the common support — both lose exactly ``delta_A`` by the symmetry of
 the noise) leaves a *core* pair with finite divergences.  Rényi accounting composes
 the cores and adds the ``delta_A`` separately (see ``renyi.py``).
+
+Nothing here (or in any accountant) materialises a pmf over a huge support: the
+planner emits shifts up to ~1e10 and sensitivities up to ~1e7, so per-leaf facts come
+from the closed forms and bounds of ``_closed.py``.
 """
 from __future__ import annotations
 
@@ -42,7 +46,9 @@ from dodb.oblivious.noise import (
     ShiftedTruncatedDiscreteLaplace,
 )
 
+from ._closed import truncation_delta
 from ._math import check_delta, check_epsilon
+from .errors import NotApplicableError
 
 __all__ = ["PrivacyEvent", "NoiseMechanism", "check_sensitivity"]
 
@@ -240,7 +246,11 @@ class PrivacyEvent:
             eps = renyi_eps(self, self.nominal_delta)
         else:
             from .pld import leaf_epsilon_at
-            eps = leaf_epsilon_at(self, self.nominal_delta)
+            try:
+                eps = leaf_epsilon_at(self, self.nominal_delta)
+            except NotApplicableError:  # support too large for an exact PLD: Rényi bound
+                from .renyi import leaf_epsilon_at as renyi_eps
+                eps = renyi_eps(self, self.nominal_delta)
         if not math.isfinite(eps):
             raise ValueError(f"nominal_delta={self.nominal_delta:g} is below what this leak can certify "
                              f"(its excluded mass is {self.approx_delta:g})")
@@ -248,15 +258,17 @@ class PrivacyEvent:
 
     @cached_property
     def approx_delta(self) -> float:
-        """Weight of the outcomes only one neighbour can produce (see module doc)."""
+        """Weight of the outcomes only one neighbour can produce (see module doc).
+
+        O(1) in the support: the Laplace closed form; for Gaussian noise on supports
+        above ``_closed.SUPPORT_LIMIT`` a proven upper bound (sound wherever it is used:
+        every composed delta is non-decreasing in it)."""
         self._require_leaf()
         if self.kind in ("generic", "renyi"):
             return float(self.delta)
         if self.kind == "padding" and isinstance(self.mechanism, (ShiftedTruncatedDiscreteLaplace,
                                                                   ShiftedTruncatedDiscreteGaussian)):
-            if self.sensitivity == 0:
-                return 0.0
-            return self.mechanism.truncation_delta(self.sensitivity)
+            return truncation_delta(self.mechanism, self.sensitivity)  # O(1) in the support
         return 0.0
 
     @cached_property

@@ -58,6 +58,22 @@ _CAP = 1e250  # stored coordinates are capped so DuckDB's fsum never meets inf (
 _STATUSES = ("charged", "completed", "failed")
 
 
+def _run(cur: duckdb.DuckDBPyConnection, sql: str, params: Any = None, *, many: bool = False) -> list[tuple]:
+    """Execute one statement and consume its whole result.
+
+    DuckDB 2.0 refuses a new statement on a connection/cursor that still has an
+    unfinished result ("connection has an unfinished result from execute()"), and
+    ``fetchone()`` can leave one open — so every statement here is drained with
+    ``fetchall()``, including DDL/DML whose result (a row count) nobody reads."""
+    if many:
+        res = cur.executemany(sql, params)
+    elif params is None:
+        res = cur.execute(sql)
+    else:
+        res = cur.execute(sql, params)
+    return res.fetchall()
+
+
 def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
@@ -140,17 +156,17 @@ class Ledger:
 
     def _create_tables(self, cur: duckdb.DuckDBPyConnection) -> None:
         s = self._s
-        cur.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
-        cur.execute(f"""CREATE TABLE IF NOT EXISTS {s}.budget (
+        _run(cur, f"CREATE SCHEMA IF NOT EXISTS {s}")
+        _run(cur, f"""CREATE TABLE IF NOT EXISTS {s}.budget (
             id INTEGER PRIMARY KEY, epsilon DOUBLE NOT NULL, delta DOUBLE NOT NULL,
             filter VARCHAR NOT NULL, config VARCHAR NOT NULL, version BIGINT NOT NULL,
             updated_at TIMESTAMP NOT NULL)""")
-        cur.execute(f"""CREATE TABLE IF NOT EXISTS {s}.ledger (
+        _run(cur, f"""CREATE TABLE IF NOT EXISTS {s}.ledger (
             query_id BIGINT PRIMARY KEY, charged_at TIMESTAMP NOT NULL, session VARCHAR,
             sql VARCHAR, operators VARCHAR, method VARCHAR NOT NULL, epsilon DOUBLE NOT NULL,
             delta DOUBLE NOT NULL, filter VARCHAR NOT NULL, bounds VARCHAR, event VARCHAR,
             status VARCHAR NOT NULL, status_at TIMESTAMP, error VARCHAR)""")
-        cur.execute(f"""CREATE TABLE IF NOT EXISTS {s}.ledger_cost (
+        _run(cur, f"""CREATE TABLE IF NOT EXISTS {s}.ledger_cost (
             query_id BIGINT NOT NULL, coord VARCHAR NOT NULL, value DOUBLE NOT NULL,
             PRIMARY KEY (query_id, coord))""")
 
@@ -161,9 +177,9 @@ class Ledger:
             with self._lock:
                 cur = self._con.cursor()
                 try:
-                    cur.execute("BEGIN TRANSACTION")
+                    _run(cur, "BEGIN TRANSACTION")
                     result = body(cur, *args)
-                    cur.execute("COMMIT")
+                    _run(cur, "COMMIT")
                     return result
                 except duckdb.TransactionException as exc:
                     self._rollback(cur)
@@ -181,19 +197,19 @@ class Ledger:
     @staticmethod
     def _rollback(cur: duckdb.DuckDBPyConnection) -> None:
         try:
-            cur.execute("ROLLBACK")
+            _run(cur, "ROLLBACK")
         except duckdb.Error:
             pass  # DuckDB already aborted the transaction
 
     def _read_budget(self, cur: duckdb.DuckDBPyConnection) -> BudgetInfo | None:
-        row = cur.execute(
-            f"SELECT epsilon, delta, filter, config, version FROM {self._s}.budget WHERE id = 1").fetchone()
-        if row is None:
+        rows = _run(cur, f"SELECT epsilon, delta, filter, config, version FROM {self._s}.budget WHERE id = 1")
+        if not rows:
             return None
+        row = rows[0]
         return BudgetInfo(row[0], row[1], row[2], json.loads(row[3]), row[4])
 
     def _read_totals(self, cur: duckdb.DuckDBPyConnection) -> dict[str, float]:
-        rows = cur.execute(f"SELECT coord, fsum(value) FROM {self._s}.ledger_cost GROUP BY coord").fetchall()
+        rows = _run(cur, f"SELECT coord, fsum(value) FROM {self._s}.ledger_cost GROUP BY coord")
         return {k: (math.inf if v is None or math.isnan(v) or v >= _CAP else float(v)) for k, v in rows}
 
     # -- budget ---------------------------------------------------------------------------
@@ -219,19 +235,19 @@ class Ledger:
                 config["approx_share"] = approx_share
             filt = make_filter(name, epsilon, delta, **config)  # validates everything
             config = filt.config()
-            n = cur.execute(f"SELECT count(*) FROM {self._s}.ledger").fetchone()[0]
+            n = _run(cur, f"SELECT count(*) FROM {self._s}.ledger")[0][0]
             if old is not None and n > 0 and (old.filter != name or old.config != config):
                 raise LedgerError(
                     f"cannot change the filter from {old.filter!r} {old.config} to {name!r} {config} "
                     f"after {n} queries were charged")
             if old is None:
-                cur.execute(f"INSERT INTO {self._s}.budget VALUES (1, ?, ?, ?, ?, 1, ?)",
-                            [filt.epsilon, filt.delta, name, json.dumps(config), _now()])
+                _run(cur, f"INSERT INTO {self._s}.budget VALUES (1, ?, ?, ?, ?, 1, ?)",
+                     [filt.epsilon, filt.delta, name, json.dumps(config), _now()])
                 version = 1
             else:
-                cur.execute(f"UPDATE {self._s}.budget SET epsilon = ?, delta = ?, filter = ?, config = ?, "
-                            f"version = version + 1, updated_at = ? WHERE id = 1",
-                            [filt.epsilon, filt.delta, name, json.dumps(config), _now()])
+                _run(cur, f"UPDATE {self._s}.budget SET epsilon = ?, delta = ?, filter = ?, config = ?, "
+                     f"version = version + 1, updated_at = ? WHERE id = 1",
+                     [filt.epsilon, filt.delta, name, json.dumps(config), _now()])
                 version = old.version + 1
             return BudgetInfo(filt.epsilon, filt.delta, name, config, version)
 
@@ -258,18 +274,18 @@ class Ledger:
 
         def body(cur: duckdb.DuckDBPyConnection) -> Charge:
             # Write first: any concurrent admit that also updates this row conflicts.
-            cur.execute(f"UPDATE {self._s}.budget SET version = version + 1 WHERE id = 1")
+            _run(cur, f"UPDATE {self._s}.budget SET version = version + 1 WHERE id = 1")
             info, filt, cost, totals = self._check(cur, charge_in)
             if not filt.admits(totals, cost):
                 raise BudgetExceededError(Budget(chosen.epsilon, chosen.delta), filt.spent(totals),
                                           filt.remaining(totals), info.filter)
-            qid = cur.execute(f"SELECT coalesce(max(query_id), 0) + 1 FROM {self._s}.ledger").fetchone()[0]
-            cur.execute(
-                f"INSERT INTO {self._s}.ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'charged', NULL, NULL)",
+            qid = _run(cur, f"SELECT coalesce(max(query_id), 0) + 1 FROM {self._s}.ledger")[0][0]
+            _run(
+                cur, f"INSERT INTO {self._s}.ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'charged', NULL, NULL)",
                 [qid, _now(), session or self.session, sql, _json(ops), chosen.method, chosen.epsilon,
                  chosen.delta, info.filter, _json(report.as_dict()), _json(event.describe())])
-            cur.executemany(f"INSERT INTO {self._s}.ledger_cost VALUES (?, ?, ?)",
-                            [[qid, k, min(float(v), _CAP)] for k, v in sorted(cost.items())])
+            _run(cur, f"INSERT INTO {self._s}.ledger_cost VALUES (?, ?, ?)",
+                 [[qid, k, min(float(v), _CAP)] for k, v in sorted(cost.items())], many=True)
             return Charge(qid, chosen.epsilon, chosen.delta, chosen.method, info.filter, report, self)
 
         return self._transact(body)
@@ -322,11 +338,11 @@ class Ledger:
             raise ValueError(f"status must be one of {_STATUSES}, got {status!r}")
 
         def body(cur: duckdb.DuckDBPyConnection) -> None:
-            n = cur.execute(f"SELECT count(*) FROM {self._s}.ledger WHERE query_id = ?", [query_id]).fetchone()[0]
+            n = _run(cur, f"SELECT count(*) FROM {self._s}.ledger WHERE query_id = ?", [query_id])[0][0]
             if n != 1:
                 raise LedgerError(f"no charged query with id {query_id}")
-            cur.execute(f"UPDATE {self._s}.ledger SET status = ?, status_at = ?, error = ? WHERE query_id = ?",
-                        [status, _now(), error, query_id])
+            _run(cur, f"UPDATE {self._s}.ledger SET status = ?, status_at = ?, error = ? WHERE query_id = ?",
+                 [status, _now(), error, query_id])
 
         self._transact(body)
 
@@ -350,9 +366,9 @@ class Ledger:
     def totals(self) -> dict[str, Any]:
         """Number of queries, plain sums of their (epsilon, delta), filter coordinates."""
         def body(cur: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-            n, e, d = cur.execute(
-                f"SELECT count(*), coalesce(fsum(epsilon), 0), coalesce(fsum(delta), 0) FROM {self._s}.ledger"
-            ).fetchone()
+            n, e, d = _run(
+                cur, f"SELECT count(*), coalesce(fsum(epsilon), 0), coalesce(fsum(delta), 0) FROM {self._s}.ledger"
+            )[0]
             return {"queries": n, "epsilon": e, "delta": d, "coordinates": self._read_totals(cur)}
         return self._transact(body)
 

@@ -14,7 +14,17 @@ about its centre, so one direction suffices):
   ``(Z, Z + Delta)``.  Log-concave location families have a monotone likelihood
   ratio, so the Neyman–Pearson tests for any shift ``d <= Delta`` are the same
   threshold tests and ``Pow(Z || Z+d) <= Pow(Z || Z+Delta)``: the shift by the full
-  sensitivity dominates.  The pmf comes from the samplers (``log_pmf``), exactly.
+  sensitivity dominates.  Discrete Laplace noise uses closed forms (``_closed.py``):
+  the loss is ``+a Delta`` / linear / ``-a Delta`` on three ranges of outcomes, every
+  range's mass is a geometric sum, and the linear range is aggregated per grid bucket
+  (bisection for the bucket boundaries, which reproduces the per-outcome rounding
+  exactly), so the cost is O(grid buckets) for any shift and sensitivity.  Gaussian
+  noise is summed from the samplers' ``log_pmf`` while its support (or tail window)
+  has at most ``_closed.SUPPORT_LIMIT`` points; beyond that the method reports
+  itself not applicable ("support too large") instead of materialising the pmf.
+  If the composed grid could exceed ``_MAX_GRID`` buckets (many leaks with large
+  losses), every leaf PLD is first coarsened to a multiple of ``h`` (buckets rounded
+  up — pessimistic, still certified), so memory stays bounded.
 * generic (eps, delta): the 4-point dominating pair of KOV15.
 * mu-GDP: ``(N(0,1), N(mu,1))``, loss ``N(mu^2/2, mu^2)``.
 
@@ -41,6 +51,7 @@ from dodb.oblivious.noise import (
     ShiftedTruncatedDiscreteLaplace,
 )
 
+from ._closed import SUPPORT_LIMIT, Geometric, lgeo, support_size
 from .base import Accountant
 from .errors import NotApplicableError
 from .events import PrivacyEvent
@@ -52,6 +63,8 @@ _LOSS_MARGIN = 1e-11  # absolute float error allowed on a computed loss value
 _REL_PMF = 1e-10  # relative error allowance for pmf values evaluated in doubles
 _DIRECT_MAX = 4_000_000  # use direct convolution below this many multiply-adds
 _LOSS_CAP = 60.0  # per-leak losses beyond +-60 are treated pessimistically (see from_losses)
+_DIRECT_J = 1 << 16  # Laplace linear range: one entry per outcome below this many outcomes
+_MAX_GRID = 1 << 22  # composed PLDs longer than this (projected) use a coarser grid
 _erfc = np.vectorize(math.erfc, otypes=[np.float64])
 
 
@@ -93,6 +106,18 @@ class DiscretePLD:
     @property
     def losses(self) -> np.ndarray:
         return (self.offset + np.arange(len(self.probs))) * self.h
+
+    def coarsened(self, k: int) -> "DiscretePLD":
+        """The same PLD on the grid ``k h``: bucket ``i`` moves up to ``ceil(i/k)``
+        (losses only rise, so delta(eps) can only grow — still a certified bound)."""
+        if k <= 1:
+            return self
+        idx = self.offset + np.arange(len(self.probs), dtype=np.int64)
+        new = -((-idx) // k)  # ceil(idx / k)
+        lo = int(new[0])
+        probs = np.bincount(new - lo, weights=self.probs)
+        err = self.err + len(self.probs) * _U * float(self.probs.sum())
+        return DiscretePLD(self.h * k, lo, probs, self.inf_mass, err, self.loss_slack)
 
     # -- composition ------------------------------------------------------------------
 
@@ -243,6 +268,91 @@ def _gdp_pld(mu: float, h: float, tail: float) -> DiscretePLD:
     return replace(pld, err=len(mass) * 4 * _U * 2)
 
 
+def _bucket(loss: np.ndarray, h: float) -> np.ndarray:
+    """The grid index ``DiscretePLD.from_losses`` rounds a loss to (same expression)."""
+    return np.ceil((loss - _LOSS_MARGIN) / h)
+
+
+def _linear_segments(a: float, D: int, jlo: int, jhi: int, h: float) -> tuple[np.ndarray, np.ndarray]:
+    """Split ``j in [jlo, jhi]`` (loss ``a (D - 2j)``, decreasing) into segments whose
+    outcomes all round to one grid bucket; returns (first j, length) per segment.
+
+    Few outcomes: one segment each.  Otherwise, for every bucket ``v`` between the
+    extremes (clipped to ``+-_LOSS_CAP``), the first ``j`` whose bucket is ``<= v`` is
+    found by bisection on the *same* rounding expression, so the segments are exactly
+    the per-outcome buckets.  The (possibly empty) ends beyond the clip hold outcomes
+    with loss above ``_LOSS_CAP`` (sent to +inf by ``from_losses``, represented by the
+    segment's largest loss) or below ``-_LOSS_CAP`` (raised to it)."""
+    n = jhi - jlo + 1
+
+    def bucket_of(j: np.ndarray) -> np.ndarray:
+        return _bucket(a * (D - 2 * j).astype(np.float64), h)
+
+    top = int(bucket_of(np.array([jlo]))[0])
+    bot = int(bucket_of(np.array([jhi]))[0])
+    vt = min(top, math.ceil(_LOSS_CAP / h) + 1)
+    vb = min(max(bot, math.floor(-_LOSS_CAP / h) - 1), vt)
+    if n <= max(_DIRECT_J, 4 * (vt - vb + 3)):
+        return np.arange(jlo, jhi + 1, dtype=np.int64), np.ones(n, dtype=np.int64)
+    v = np.arange(vb - 1, vt + 1, dtype=np.float64)
+    lo = np.full(len(v), jlo, dtype=np.int64)
+    hi = np.full(len(v), jhi + 1, dtype=np.int64)  # jhi + 1 stands for "no such j"
+    while True:
+        act = lo < hi
+        if not act.any():
+            break
+        mid = (lo + hi) // 2
+        ok = act & (bucket_of(np.minimum(mid, jhi)) <= v)
+        hi = np.where(ok, mid, hi)
+        lo = np.where(act & ~ok, mid + 1, lo)
+    bounds = np.concatenate([[jlo], lo[::-1], [jhi + 1]]).astype(np.int64)
+    return bounds[:-1], np.diff(bounds)
+
+
+def _laplace_pld(mech, sensitivity: int, h: float) -> DiscretePLD:
+    """Closed-form PLD of ``(Z, Z + Delta)`` for (shifted truncated) discrete Laplace
+    ``Z`` (module doc and ``_closed.py``): with ``j`` = outcome - shift, outcomes below
+    ``Delta`` (truncated case) have infinite loss (mass ``truncation_delta``), ``j <= 0``
+    loss ``a Delta``, ``0 < j < Delta`` loss ``a (Delta - 2j)``, ``j >= Delta`` loss
+    ``-a Delta``; only ``j <= S`` has P-mass."""
+    g = Geometric.of(mech)
+    a, S, D = g.a, g.S, int(sensitivity)
+    if D > 2 * S:
+        return DiscretePLD.from_losses(np.empty(0), np.empty(0), 1.0, h)  # no common support
+    log_z = g.log_z
+    inf_mass = 0.0 if math.isinf(S) else mech.truncation_delta(D)
+    losses = [np.array([a * D, -a * D])]
+    logm = [np.array([float(g.log_weight(D - S, 0)), float(g.log_weight(D, S))])]
+    jlo = max(1, D - int(S)) if math.isfinite(S) else 1
+    jhi = min(D - 1, int(S)) if math.isfinite(S) else D - 1
+    if jlo <= jhi:
+        start, count = _linear_segments(a, D, jlo, jhi, h)
+        losses.append(a * (D - 2 * start).astype(np.float64))
+        logm.append(-a * start.astype(np.float64) + lgeo(a, count))
+    probs = np.exp(np.concatenate(logm) - log_z)
+    return DiscretePLD.from_losses(np.concatenate(losses), probs, inf_mass, h)
+
+
+def gaussian_window(mech, sensitivity: int, tail: float) -> float:
+    """Points the exact PLD of Gaussian padding noise evaluates (support or tail window,
+    and the window of the sampler's numerical normaliser)."""
+    if isinstance(mech, ShiftedTruncatedDiscreteGaussian):
+        return support_size(mech)
+    w = mech.tail_bound(tail / 2)
+    return max(2.0 * w + sensitivity + 1, support_size(mech))
+
+
+def _check_size(leaf: PrivacyEvent, tail: float) -> None:
+    m = leaf.mechanism
+    if leaf.kind == "padding" and leaf.sensitivity > 0 and isinstance(m, (ShiftedTruncatedDiscreteGaussian,
+                                                                          DiscreteGaussian)):
+        n = gaussian_window(m, leaf.sensitivity, tail)
+        if n > SUPPORT_LIMIT:
+            raise NotApplicableError(
+                f"n/a: support too large for an exact PLD of Gaussian noise ({n:.3g} points > "
+                f"{SUPPORT_LIMIT}); the Rényi accountant bounds it in closed form")
+
+
 def leaf_pld(leaf: PrivacyEvent, h: float = 1e-4, tail: float = 1e-15) -> DiscretePLD:
     """The pessimistic PLD of one leaf's dominating pair (see module doc)."""
     if leaf.kind == "generic":
@@ -256,18 +366,11 @@ def leaf_pld(leaf: PrivacyEvent, h: float = 1e-4, tail: float = 1e-15) -> Discre
     m, s = leaf.mechanism, leaf.sensitivity
     if s == 0:
         return DiscretePLD.identity(h)
-    if isinstance(m, (ShiftedTruncatedDiscreteLaplace, ShiftedTruncatedDiscreteGaussian)):
+    _check_size(leaf, tail)
+    if isinstance(m, (ShiftedTruncatedDiscreteLaplace, DiscreteLaplace)):
+        return _laplace_pld(m, s, h)
+    if isinstance(m, ShiftedTruncatedDiscreteGaussian):
         return _shift_pair_pld(m.log_pmf, 0, 2 * m.shift, s, 0.0, 0.0, h)
-    if isinstance(m, DiscreteLaplace):
-        a = float(1 / m.scale)
-        # x <= 0: loss s*a with mass P(Z <= 0) = 1/(1+e^-a); x >= s: loss -s*a, mass e^{-a s}/(1+e^-a)
-        inner = np.arange(1, s)
-        lp = np.asarray(m.log_pmf(inner))
-        lq = np.asarray(m.log_pmf(inner - s))
-        norm = 1 + math.exp(-a)
-        losses = np.concatenate([[s * a, -s * a], lp - lq])
-        probs = np.concatenate([[1 / norm, math.exp(-a * s) / norm], np.exp(lp)])
-        return DiscretePLD.from_losses(losses, probs, 0.0, h)
     if isinstance(m, DiscreteGaussian):
         w = m.tail_bound(tail / 2)  # P(|Z| > w) <= tail/2
         # left tail (x < -w): losses above the window -> +inf; right tail -> lowest bucket
@@ -294,6 +397,7 @@ class PLDAccountant(Accountant):
     def check(self, leaf: PrivacyEvent) -> None:
         if leaf.kind not in ("generic", "gaussian", "padding"):
             raise NotApplicableError(f"the PLD accountant cannot compose {leaf!r} (no exact pmf)")
+        _check_size(leaf, self.tail)
 
     def _invalidate(self) -> None:
         self._pld = None
@@ -301,9 +405,15 @@ class PLDAccountant(Accountant):
     @property
     def pld(self) -> DiscretePLD:
         if self._pld is None:
-            out = DiscretePLD.identity(self.h)
-            for leaf, n in self.leaves:
-                out = out.compose(leaf_pld(leaf, self.h, self.tail).self_compose(n, self.tail), self.tail)
+            parts = [(leaf_pld(leaf, self.h, self.tail), n) for leaf, n in self.leaves]
+            # Bound time and memory: if the composed grid could exceed _MAX_GRID buckets,
+            # compose on a coarser grid (pessimistic rounding, still a certified bound).
+            projected = 1 + sum(n * (len(p.probs) - 1) for p, n in parts)
+            k = -(-projected // _MAX_GRID)
+            parts = [(p.coarsened(k), n) for p, n in parts]
+            out = DiscretePLD.identity(self.h * k if k > 1 else self.h)
+            for p, n in parts:
+                out = out.compose(p.self_compose(n, self.tail), self.tail)
             self._pld = out
         return self._pld
 

@@ -21,10 +21,22 @@ event has probability ``1 - delta_A``.  The curve is the maximum over every dist
 ``d = 1..Delta`` (not just ``Delta``: conditioning is not a divergence, so the
 monotone-likelihood-ratio argument used by the PLD accountant does not apply).
 
+Bounded cost (any shift, scale, sensitivity; see ``_closed.py``).  Discrete Laplace
+noise (truncated or not) uses closed forms: the conditioned pair's Rényi divergence is
+a sum of three geometric series, computed exactly for every ``d <= Delta`` when
+``Delta <= EXACT_MAX_SENSITIVITY`` and otherwise replaced by the upper bound
+``D_alpha(N || N + Delta) + log(Z / N_Delta) / (alpha - 1)`` (untruncated divergence
+plus the conditioning correction, ``_closed.lap_core_rdp_ub``).  Every pure-epsilon
+core is also capped by randomized response at that epsilon (its dominating pair, so
+``D_alpha <= D_alpha(RR_eps)`` by data processing).  The shifted truncated discrete
+Gaussian is summed numerically only on small supports (``Delta * (2 shift + 1) <=
+EXACT_MAX_WORK``); otherwise ``_closed.gauss_core_rdp_ub`` bounds it.  Each closed
+form carries an explicit floating-point error bound that is added to the curve.
+
 Other leaves: generic (eps, delta) -> its dominating pair, i.e. randomized response
 with the delta atoms removed; mu-GDP -> ``alpha mu^2 / 2``; discrete Gaussian ->
 ``alpha Delta^2 / (2 sigma^2)`` (CKS 2020: it is ``Delta^2/(2 sigma^2)``-zCDP);
-untruncated discrete Laplace -> exact sum (window plus closed-form geometric tails).
+untruncated discrete Laplace -> exact closed form (three geometric series).
 """
 from __future__ import annotations
 
@@ -41,6 +53,15 @@ from dodb.oblivious.noise import (
     ShiftedTruncatedDiscreteLaplace,
 )
 
+from ._closed import (
+    LOG_ERR,
+    SUPPORT_LIMIT,
+    Geometric,
+    gauss_core_rdp_ub,
+    lap_core_rdp,
+    lap_core_rdp_ub,
+    truncation_delta,
+)
 from ._math import golden_min, log_keep, logsumexp
 from .base import Accountant
 from .events import PrivacyEvent
@@ -65,6 +86,12 @@ FILTER_ORDERS: tuple[float, ...] = (1.25, 1.5, 1.75, 2, 2.5, 3, 4, 5, 6, 8, 10, 
 # Relative/absolute slack added to numerically summed curves: the pmfs of noise.py
 # are exact closed forms evaluated in doubles (relative error ~1e-15).
 _REL_SLACK, _ABS_SLACK = 1e-10, 1e-14
+# Discrete Laplace: exact maximum over every distance d <= Delta up to this sensitivity
+# (cost Delta x orders), the closed-form upper bound beyond it.
+EXACT_MAX_SENSITIVITY = 256
+# Shifted truncated discrete Gaussian: numerical sums only while Delta * (2 shift + 1)
+# stays below this (cost Delta x support x orders), the closed-form bound beyond it.
+EXACT_MAX_WORK = 20_000
 
 
 # -- per-leaf curves ----------------------------------------------------------------
@@ -78,8 +105,15 @@ def _rr_rdp(eps: float, a: np.ndarray) -> np.ndarray:
     return (num - (eps + math.log1p(math.exp(-eps)))) / (a - 1)
 
 
+def _rr_rdp_ub(eps: float, a: np.ndarray) -> np.ndarray:
+    """``_rr_rdp`` plus a bound on its floating-point error (used as a cap)."""
+    return _rr_rdp(eps, a) + LOG_ERR * (a * eps + eps + 1) / (a - 1)
+
+
 def _truncated_rdp(mech, sensitivity: int, a: np.ndarray) -> np.ndarray:
-    """Core curve of shifted truncated noise: max over d = 1..Delta (module doc)."""
+    """Core curve of shifted truncated noise: max over d = 1..Delta (module doc),
+    summed numerically over the support — only for small supports (the Gaussian
+    below ``EXACT_MAX_WORK``; the tests use it as the reference for the closed forms)."""
     n = 2 * mech.shift + 1
     lp = np.asarray(mech.log_pmf(np.arange(n)), dtype=np.float64)
     out = np.zeros_like(a)
@@ -96,21 +130,38 @@ def _truncated_rdp(mech, sensitivity: int, a: np.ndarray) -> np.ndarray:
     return out
 
 
-def _dlap_rdp(mech: DiscreteLaplace, sensitivity: int, a: np.ndarray) -> np.ndarray:
-    """Exact Rényi divergence of DLap vs DLap + Delta: window [-1, Delta+1] summed
-    explicitly; outside it the likelihood ratio is the constant e^{+-Delta/b}, and
-    the tails are geometric with mass e^{-t/b} / (1 + e^{-1/b}) beyond t."""
-    inv_b = float(1 / mech.scale)
-    dl = sensitivity * inv_b
-    xs = np.arange(-1, sensitivity + 2)
-    lp = np.asarray(mech.log_pmf(xs))
-    lq = np.asarray(mech.log_pmf(xs - sensitivity))
-    win = a[:, None] * lp[None, :] + (1 - a)[:, None] * lq[None, :]
-    log_norm = math.log1p(math.exp(-inv_b))
-    left = -2 * inv_b - log_norm + (a - 1) * dl  # P(Z <= -2) * (p/q)^(a-1), p/q = e^{dl}
-    right = -(sensitivity + 2) * inv_b - log_norm - (a - 1) * dl  # P(Z >= Delta+2), ratio e^{-dl}
-    s = logsumexp(np.concatenate([win, left[:, None], right[:, None]], axis=1), axis=1)
-    return s / (a - 1)
+def _laplace_rdp(mech, sensitivity: int, a: np.ndarray) -> np.ndarray:
+    """Core curve of (shifted truncated or plain) discrete Laplace noise, closed form.
+
+    Untruncated: ``D_alpha(N || N + d)`` is non-decreasing in ``d`` (monotone
+    likelihood ratio, see ``_closed.lap_core_rdp_ub``), so ``d = Delta`` is exact.
+    Truncated: the maximum over ``d = 1..Delta`` of the exact conditioned divergence
+    while ``Delta <= EXACT_MAX_SENSITIVITY``, else the closed-form upper bound."""
+    g = Geometric.of(mech)
+    if sensitivity > 2 * g.S:
+        return np.full_like(a, np.inf)  # no common support
+    if math.isinf(g.S):
+        rho, err = lap_core_rdp(g, float(sensitivity), a)
+        return rho + err
+    if sensitivity <= EXACT_MAX_SENSITIVITY:
+        ds = np.arange(1, sensitivity + 1, dtype=np.float64)[None, :]
+        out = np.empty_like(a)
+        step = max(1, 1_000_000 // sensitivity)  # bound the (orders x distances) temporaries
+        for i in range(0, len(a), step):
+            rho, err = lap_core_rdp(g, ds, a[i: i + step, None])
+            out[i: i + step] = np.max(rho + err, axis=1)
+        return out
+    return lap_core_rdp_ub(g, sensitivity, a)
+
+
+def _truncated_gauss_rdp(mech: ShiftedTruncatedDiscreteGaussian, sensitivity: int, a: np.ndarray) -> np.ndarray:
+    """Core curve of the shifted truncated discrete Gaussian: numerical on small
+    supports, ``_closed.gauss_core_rdp_ub`` otherwise."""
+    n = 2 * mech.shift + 1
+    if n <= SUPPORT_LIMIT and sensitivity * n <= EXACT_MAX_WORK:
+        return _truncated_rdp(mech, sensitivity, a)
+    delta_ub = truncation_delta(mech, sensitivity) * (1 + 1e-9)
+    return gauss_core_rdp_ub(float(mech.sigma2), mech.shift, sensitivity, delta_ub, a)
 
 
 def _curve_lookup(curve: tuple[tuple[float, float], ...], a: np.ndarray) -> np.ndarray:
@@ -142,10 +193,10 @@ def leaf_rdp(leaf: PrivacyEvent, orders: Sequence[float] | np.ndarray) -> np.nda
         m, s = leaf.mechanism, leaf.sensitivity
         if s == 0:
             out = np.zeros_like(a)
-        elif isinstance(m, (ShiftedTruncatedDiscreteLaplace, ShiftedTruncatedDiscreteGaussian)):
-            out = _truncated_rdp(m, s, a)
-        elif isinstance(m, DiscreteLaplace):
-            out = _dlap_rdp(m, s, a)
+        elif isinstance(m, (ShiftedTruncatedDiscreteLaplace, DiscreteLaplace)):
+            out = _laplace_rdp(m, s, a)
+        elif isinstance(m, ShiftedTruncatedDiscreteGaussian):
+            out = _truncated_gauss_rdp(m, s, a)
         elif isinstance(m, DiscreteGaussian):
             out = a * float(Fraction(s * s) / m.sigma2) / 2
         else:  # pragma: no cover - PrivacyEvent.padding validates the type
@@ -156,6 +207,10 @@ def leaf_rdp(leaf: PrivacyEvent, orders: Sequence[float] | np.ndarray) -> np.nda
         raise ValueError(f"not a leaf: {leaf.kind}")
     if leaf.pure_epsilon is not None:  # a pure-eps core never exceeds its eps
         out = np.minimum(out, leaf.pure_epsilon * (1 + _REL_SLACK) + _ABS_SLACK)
+        if leaf.kind == "padding":  # ... nor randomized response at eps, its dominating pair
+            with np.errstate(invalid="ignore", over="ignore"):
+                rr = _rr_rdp_ub(leaf.pure_epsilon, a) * (1 + _REL_SLACK) + _ABS_SLACK
+            out = np.minimum(out, np.where(np.isnan(rr), np.inf, rr))
     return np.maximum(out, 0.0)
 
 

@@ -33,7 +33,7 @@ def padding_query(eps=0.1, ops=2):
 
 
 def count(con, table="ledger"):
-    return con.execute(f"SELECT count(*) FROM dodb_meta.{table}").fetchone()[0]
+    return con.execute(f"SELECT count(*) FROM dodb_meta.{table}").fetchall()[0][0]
 
 
 def test_tables_live_in_the_dataset_database(con):
@@ -298,11 +298,11 @@ def test_sigkill_leaves_a_consistent_ledger(tmp_path, hang_at):
     if hang_at:
         assert n == hang_at - 1  # the half-done charge is absent, not half-present
     # every charge is whole: its cost rows, the version bump, the totals
-    per_query = con.execute("SELECT count(DISTINCT coord) FROM dodb_meta.ledger_cost").fetchone()[0]
+    per_query = con.execute("SELECT count(DISTINCT coord) FROM dodb_meta.ledger_cost").fetchall()[0][0]
     assert count(con, "ledger_cost") == n * per_query
     assert con.execute("SELECT count(*) FROM dodb_meta.ledger l "
                        "WHERE NOT EXISTS (SELECT 1 FROM dodb_meta.ledger_cost c WHERE c.query_id = l.query_id)"
-                       ).fetchone()[0] == 0
+                       ).fetchall()[0][0] == 0
     assert led.budget.version == 1 + n
     tot = led.totals()
     assert tot["coordinates"]["basic.eps"] == pytest.approx(tot["epsilon"], rel=1e-12)
@@ -326,3 +326,82 @@ def test_preview_reports_without_charging(con):
     with pytest.raises(BudgetExceededError):
         led.admit(padding_query())
     assert count(con) == 1
+
+
+# -- results are always fully consumed (DuckDB 2.0: no statement while one is unfinished) --
+
+def test_connection_usable_right_after_every_ledger_call(con):
+    led = Ledger(con)
+    assert con.execute("SELECT 1").fetchall() == [(1,)]
+    steps = [
+        lambda: led.set_budget(1.0, 1e-5),
+        lambda: led.budget,
+        lambda: led.preview(padding_query()),
+        lambda: led.admit(padding_query(), sql="SELECT 1").complete(),
+        lambda: led.history(),
+        lambda: led.totals(),
+        lambda: led.status(),
+        lambda: led.spent(),
+    ]
+    for step in steps:
+        step()
+        assert con.execute("SELECT 1").fetchall() == [(1,)]
+        cur = con.cursor()
+        assert cur.execute("SELECT 2").fetchall() == [(2,)]
+        cur.close()
+    with pytest.raises(BudgetExceededError):
+        led.admit(padding_query(0.6))
+    assert con.execute("SELECT 1").fetchall() == [(1,)]
+
+
+def test_admit_interleaved_with_user_queries_on_the_same_connection(con):
+    con.execute("CREATE TABLE t AS SELECT range AS x FROM range(20000)").fetchall()
+    led = Ledger(con)
+    led.set_budget(2.0, 1e-5, filter="basic")
+    # a user result left half-read across an admit is neither disturbed nor blocking
+    res = con.execute("SELECT x FROM t ORDER BY x")
+    head = res.fetchmany(5)
+    led.admit(PrivacyEvent.generic(0.1), sql="q0")
+    assert [r[0] for r in head] + [r[0] for r in res.fetchall()] == list(range(20000))
+    for i in range(1, 6):
+        assert con.execute("SELECT count(*) FROM t WHERE x BETWEEN 0 AND ?", [i * 100 - 1]).fetchall() == [(i * 100,)]
+        with led.admit(PrivacyEvent.generic(0.1), sql=f"q{i}"):
+            con.execute("INSERT INTO t VALUES (?)", [-i]).fetchall()
+        assert con.execute("SELECT min(x) FROM t").fetchall() == [(-i,)]
+        assert count(con) == i + 1
+    assert [r["status"] for r in led.history()] == ["charged"] + ["completed"] * 5
+    assert led.totals()["epsilon"] == pytest.approx(0.6)
+    assert con.execute("SELECT count(*) FROM t").fetchall() == [(20005,)]
+
+
+def test_accountant_never_leaves_a_result_open():
+    """Static check: no fetchone(), and every execute()/executemany() result in the
+    accountant is drained with fetchall() (directly or through ledger._run)."""
+    import ast
+    import pathlib
+
+    import dodb.accountant as pkg
+    for path in pathlib.Path(pkg.__file__).parent.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            name = node.func.attr
+            assert name != "fetchone", f"{path.name}:{node.lineno} uses fetchone()"
+            if name not in ("execute", "executemany"):
+                continue
+            up, func = parents.get(node), node
+            while func is not None and not isinstance(func, ast.FunctionDef):
+                func = parents.get(func)
+            if isinstance(up, ast.Attribute) and up.attr == "fetchall":
+                continue
+            if func is not None and func.name == "_run":
+                continue
+            if isinstance(up, ast.Assign) and len(up.targets) == 1 and isinstance(up.targets[0], ast.Name):
+                var = up.targets[0].id
+                drained = any(isinstance(n, ast.Attribute) and n.attr == "fetchall" and isinstance(n.value, ast.Name)
+                              and n.value.id == var for n in ast.walk(func))
+                if drained:
+                    continue
+            raise AssertionError(f"{path.name}:{node.lineno}: {name}() result is not consumed with fetchall()")
