@@ -68,6 +68,7 @@ def _print_table(table, limit: int = 20) -> None:
 
 def _demo(args: argparse.Namespace) -> int:
     import dodb
+    from .compare import same_answer
     from .datasets import generate_tpch, tpch_query
 
     print(f"dodb demo: building a TPC-H sample (scale factor {args.scale}) in {args.db or 'memory'} …")
@@ -90,7 +91,7 @@ def _demo(args: argparse.Namespace) -> int:
         secs = time.time() - t0
         _print_table(res.arrow(), limit=10)
         # the demo owns the data, so it can show that the private answer is DuckDB's exact answer
-        same = res.arrow().to_pylist() == db.con.sql(tpch_query(q)).to_arrow_table().to_pylist()
+        same = same_answer(res.arrow(), db.con.sql(tpch_query(q)).to_arrow_table(), ordered=True)
         print(f"  ({len(res)} rows, {secs:.1f}s; identical to DuckDB's answer: {'yes' if same else 'NO'})")
         print(str(res.privacy).replace("\n", "\n  "))
         print()

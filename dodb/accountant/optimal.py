@@ -119,8 +119,10 @@ class OptimalAccountant(Accountant):
         i = lo_i
         g_lo, g_hi = max(0.0, (k - 2 * (i + 1)) * eps), (k - 2 * i) * eps
         a = float(np.sum(np.exp(lp[: i + 1])))
-        b = float(np.sum(np.exp(lq[: i + 1])))
-        x = math.log((a - target) / b) if a > target else g_lo
+        # b can underflow for large eps: take its logarithm directly
+        mq = float(np.max(lq[: i + 1]))
+        log_b = mq + math.log(float(np.sum(np.exp(lq[: i + 1] - mq))))
+        x = math.log(a - target) - log_b if a > target else g_lo
         x = min(max(x, g_lo), g_hi)
         # float rounding may leave delta(x) a few ulps above target: nudge up
         step = 4e-16 * max(1.0, x)

@@ -8,6 +8,7 @@ sqlglot's ``unnest_subqueries``).
 """
 from __future__ import annotations
 
+import duckdb
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError, SqlglotError
@@ -27,6 +28,11 @@ def parse(sql: str) -> exp.Expression:
     """Parse one SQL statement (DuckDB dialect); malformed SQL raises :class:`PlanningError`."""
     if not isinstance(sql, str) or not sql.strip():
         raise PlanningError("empty SQL")
+    try:
+        # DuckDB's own parser is the authority on what is well-formed (it only parses here)
+        duckdb.extract_statements(sql)
+    except duckdb.ParserException as e:
+        raise PlanningError("malformed SQL: " + " ".join(str(e).replace("Parser Error: ", "").split())) from None
     try:
         statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
     except ParseError as e:

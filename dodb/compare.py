@@ -1,0 +1,42 @@
+"""Comparing query answers the way SQL defines equality of results.
+
+Used by the demo and the benchmark harness to check that a private answer is DuckDB's
+answer: same rows (as a multiset, or in order when the query orders), floats equal up
+to rounding in the last digits (summation order may differ), -0.0 equal to 0.0.
+"""
+from __future__ import annotations
+
+import decimal
+import math
+
+import pyarrow as pa
+
+__all__ = ["same_answer"]
+
+
+def _cell(v):
+    if isinstance(v, float):
+        return ("f", v + 0.0)
+    if isinstance(v, (int, decimal.Decimal)) and not isinstance(v, bool):
+        return ("n", decimal.Decimal(v))
+    return (type(v).__name__, v)
+
+
+def _close(a, b, rel_tol: float) -> bool:
+    if a == b:
+        return True
+    if a[0] == "f" and b[0] == "f" and math.isfinite(a[1]) and math.isfinite(b[1]):
+        return math.isclose(a[1], b[1], rel_tol=rel_tol, abs_tol=1e-9)
+    return False
+
+
+def same_answer(got: pa.Table, want: pa.Table, *, ordered: bool = False, rel_tol: float = 1e-9) -> bool:
+    """Whether two result tables hold the same rows (in order if ``ordered``)."""
+    if got.num_columns != want.num_columns or got.num_rows != want.num_rows:
+        return False
+    g = [tuple(_cell(v) for v in r.values()) for r in got.to_pylist()]
+    w = [tuple(_cell(v) for v in r.values()) for r in want.to_pylist()]
+    if not ordered:
+        key = lambda r: tuple((t, str(round(v, 6)) if t == "f" else str(v)) for t, v in r)  # noqa: E731
+        g, w = sorted(g, key=key), sorted(w, key=key)
+    return all(all(_close(x, y, rel_tol) for x, y in zip(a, b)) for a, b in zip(g, w))
