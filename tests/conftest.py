@@ -13,6 +13,6 @@ settings.register_profile(
     "dodb",
     max_examples=int(os.environ.get("DODB_HYPOTHESIS_EXAMPLES", "60")),
     deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
 )
 settings.load_profile("dodb")

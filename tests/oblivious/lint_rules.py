@@ -67,9 +67,14 @@ def _only_shapes(node: ast.AST) -> bool:
     return bool(children) and all(_only_shapes(c) for c in children if not isinstance(c, (ast.expr_context, ast.operator, ast.cmpop, ast.unaryop, ast.boolop)))
 
 
+def _scalar_minmax(node: ast.Call) -> bool:
+    """Builtin ``min(a, b, ...)``/``max(...)`` of several scalars is a comparison, not a reduction."""
+    return isinstance(node.func, ast.Name) and node.func.id in ("min", "max") and len(node.args) >= 2
+
+
 def _reads_data(node: ast.AST, tainted: set[str]) -> bool:
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Call) and _call_name(sub) in REDUCTIONS:
+        if isinstance(sub, ast.Call) and _call_name(sub) in REDUCTIONS and not _scalar_minmax(sub):
             if not _only_shapes(sub):
                 return True
         if isinstance(sub, ast.Subscript) and not _only_shapes(sub.value):
@@ -137,7 +142,7 @@ def lint_source(src: str) -> list[Finding]:
                                 # and we cannot tell them apart statically: taint only names fed by
                                 # explicit reductions.
                                 if any(isinstance(c, ast.Call) and _call_name(c) in REDUCTIONS and not _only_shapes(c)
-                                       for c in ast.walk(node.value)):
+                                       and not _scalar_minmax(c) for c in ast.walk(node.value)):
                                     tainted.add(n.id)
                                     changed = True
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, strategies as st
 
 from dodb.oblivious import (
@@ -37,8 +38,17 @@ def ref_order(keys, descending=False):
         sorted(idx, key=lambda i: tuple(-v for v in rows[i]))
 
 
+@pytest.fixture(params=[2, 4, 1 << 14], ids=lambda b: f"block{b}")
+def sort_block(request, monkeypatch):
+    """Run the sort tests with tiny cache blocks too, so the blocked tail stages are exercised."""
+    import dodb.oblivious.sort as sort_mod
+
+    monkeypatch.setattr(sort_mod, "BLOCK", request.param)
+    return request.param
+
+
 @given(key_lists(words=1), st.booleans())
-def test_sort_single_word(keys, desc):
+def test_sort_single_word(sort_block, keys, desc):
     n = keys[0].shape[0]
     payload = np.arange(n, dtype=np.int64)
     rows = np.stack([payload, payload * 3], axis=1) if n else np.zeros((0, 2), np.int64)
@@ -50,7 +60,7 @@ def test_sort_single_word(keys, desc):
 
 
 @given(key_lists(words=3), st.booleans())
-def test_sort_multi_word(keys, desc):
+def test_sort_multi_word(sort_block, keys, desc):
     n = keys[0].shape[0]
     p = np.arange(n)
     out_keys, (sp,) = oblivious_sort(keys, [p], descending=desc)
@@ -61,7 +71,7 @@ def test_sort_multi_word(keys, desc):
 
 
 @given(st.lists(st.integers(0, 2**20 - 1), max_size=70), st.booleans())
-def test_sort_packed(values, desc):
+def test_sort_packed(sort_block, values, desc):
     k = np.array(values, dtype=np.uint64)
     p = np.arange(len(values))
     (sk,), (sp,) = oblivious_sort([k], [p], key_bits=20, descending=desc)

@@ -40,6 +40,7 @@ BAD = {
     "branch on reduction": "def f(a):\n    if a.sum() > 3:\n        return 1\n",
     "branch on element": "def f(a):\n    while a[0] > 0:\n        pass\n",
     "branch via tainted name": "def f(a):\n    t = int(a.max())\n    if t > 2:\n        return t\n",
+    "builtin max over an array": "def f(a):\n    if max(a) > 2:\n        return 1\n",
     "conditional expression": "def f(a):\n    return 1 if a.any() else 2\n",
 }
 
@@ -47,6 +48,7 @@ GOOD = {
     "strided views": "def f(a, n, s):\n    out = np.zeros_like(a)\n    out[: n - s] = a[s:]\n    return out[:, 0]\n",
     "shape branch": "def f(a, m):\n    if a.shape[0] >= m:\n        return a[:m]\n",
     "where select": "def f(m, a, b):\n    return np.where(m, a, b)\n",
+    "scalar min of sizes": "def f(n, b):\n    blk = min(b, n)\n    while 2 * blk > n:\n        blk //= 2\n",
     "exempted": "def f(a, m):\n    if a.sum() > m:  # lint: public caller contract\n        raise ValueError\n",
 }
 

@@ -50,8 +50,16 @@ def test_trace_differs_with_size():
     assert len(run_all(np.random.default_rng(0), 64, 0)) > 50
 
 
-def test_sort_trace_is_the_network():
+def test_sort_trace_is_the_network(monkeypatch):
+    import dodb.oblivious.sort as sort_mod
+
     t = Trace()
     oblivious_sort([np.arange(6, dtype=np.uint64)], trace=t)
-    stages = [e.sizes for e in t.events if e.kind == "sort:stage"]
-    assert stages == [(8, 2, 1), (8, 4, 2), (8, 4, 1), (8, 8, 4), (8, 8, 2), (8, 8, 1)]
+    assert [(e.kind, e.sizes) for e in t.events[1:]] == [("sort:blocks", (8, 8, 1))]
+    monkeypatch.setattr(sort_mod, "BLOCK", 2)
+    t = Trace()
+    oblivious_sort([np.arange(6, dtype=np.uint64)], trace=t)
+    # merges of size 4 and 8: their big stages are whole passes, the rest runs per block
+    assert [(e.kind, e.sizes) for e in t.events[1:]] == [
+        ("sort:blocks", (8, 2, 4)), ("sort:stage", (8, 4, 2)), ("sort:block_tail", (8, 4, 1, 2)),
+        ("sort:stage", (8, 8, 4)), ("sort:stage", (8, 8, 2)), ("sort:block_tail", (8, 8, 1, 2))]
