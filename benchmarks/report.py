@@ -1,0 +1,372 @@
+"""Markdown tables and matplotlib plots for the benchmark reports."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+__all__ = ["md_table", "plot_kernels", "plot_operators", "plot_tpch_epsilon", "plot_tpch_scale",
+           "plot_tpch_padding", "have_matplotlib", "write_tpch_reports"]
+
+
+def md_table(header: Sequence[str], rows: Iterable[Sequence[Any]], align: str | None = None) -> str:
+    """A GitHub Markdown table; ``align`` is one char per column (l/r/c), default: first l, rest r."""
+    header = [str(h) for h in header]
+    align = align or ("l" + "r" * (len(header) - 1))
+    sep = {"l": ":---", "r": "---:", "c": ":---:"}
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep[a] for a in align) + " |"]
+    for r in rows:
+        lines.append("| " + " | ".join("" if v is None else str(v).replace("|", "\\|") for v in r) + " |")
+    return "\n".join(lines)
+
+
+def have_matplotlib() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_kernels(rows: list[dict], path: Path) -> Path | None:
+    """ns/element vs n for every kernel and its numpy reference (log-log)."""
+    if not have_matplotlib():
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    kernels = sorted({r["kernel"] for r in rows}, key=lambda k: [r["kernel"] for r in rows].index(k))
+    for k in kernels:
+        rs = [r for r in rows if r["kernel"] == k]
+        line, = ax.plot([r["n"] for r in rs], [r["ns_per_elem"] for r in rs], marker="o", label=k)
+        ax.plot([r["n"] for r in rs], [r["bound_ns_per_elem"] for r in rs], ls=":", color=line.get_color())
+    refs = {}
+    for r in rows:
+        refs.setdefault(r["ref_name"], {})[r["n"]] = r["ref_ns_per_elem"]
+    for name, pts in refs.items():
+        xs = sorted(pts)
+        ax.plot(xs, [pts[x] for x in xs], ls="--", marker="x", color="grey", alpha=0.6, label=f"ref: {name}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("rows n")
+    ax.set_ylabel("ns per element")
+    ax.set_title("dodb oblivious kernels (dotted: bandwidth bound)")
+    ax.legend(fontsize=7, ncol=2)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_operators(rows: list[dict], path: Path, selectivity: float) -> Path | None:
+    """Seconds vs n per operator and mode at one selectivity (log-log), one panel per operator."""
+    if not have_matplotlib():
+        return None
+    plt = _plt()
+    ops = []
+    for r in rows:
+        if r["selectivity"] == selectivity and r["operator"] not in ops:
+            ops.append(r["operator"])
+    if not ops:
+        return None
+    cols = min(3, len(ops))
+    nrows = math.ceil(len(ops) / cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.3 * nrows), squeeze=False)
+    for ax, op in zip(axes.flat, ops):
+        engines = ["do", "oblivious", "plain", "duckdb", "oblivious-compact"]
+        engines += sorted({r["engine"] for r in rows if r["operator"] == op} - set(engines))
+        for engine in engines:
+            rs = sorted((r for r in rows if r["operator"] == op and r["selectivity"] == selectivity
+                         and r["engine"] == engine and r.get("seconds")), key=lambda r: r["n"])
+            if rs:
+                ax.plot([r["n"] for r in rs], [r["seconds"] for r in rs], marker="o", label=engine)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(op, fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.set_xlabel("n")
+        ax.set_ylabel("seconds")
+        ax.legend(fontsize=6)
+    for ax in list(axes.flat)[len(ops):]:
+        ax.axis("off")
+    fig.suptitle(f"operators at selectivity {selectivity:g}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot_tpch_epsilon(results: list[dict], path: Path, scale: float) -> Path | None:
+    """Per query: time of do at each ε, with oblivious / plain / DuckDB as horizontal marks."""
+    if not have_matplotlib():
+        return None
+    plt = _plt()
+    queries = sorted({r["query"] for r in results})
+    eps = sorted({r["epsilon"] for r in results if r["engine"] == "do"})
+    if not eps:
+        return None
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    by = {(r["query"], r["engine"], r.get("epsilon")): r for r in results}
+    cmap = plt.get_cmap("tab20")
+    for i, q in enumerate(queries):
+        ys = [_secs(by.get((q, "do", e))) for e in eps]
+        if any(y is not None for y in ys):
+            ax.plot(eps, [y if y is not None else float("nan") for y in ys], marker="o", color=cmap(i % 20),
+                    label=f"Q{q}")
+            ob = _secs(by.get((q, "oblivious", None)))
+            if ob is not None:
+                ax.scatter([max(eps) * 1.6], [ob], marker="_", s=200, color=cmap(i % 20))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("ε (do mode);  bars at the right: oblivious mode")
+    ax.set_ylabel("seconds (median)")
+    ax.set_title(f"TPC-H sf {scale:g}: time vs ε")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6, ncol=4)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _secs(r: dict | None) -> float | None:
+    if not r:
+        return None
+    return r.get("seconds") if r.get("status") == "ok" else None
+
+
+def plot_tpch_scale(per_scale: dict[float, dict[str, float]], path: Path) -> Path | None:
+    """Geometric-mean query time vs scale factor per engine (needs ≥ 2 scale reports)."""
+    if not have_matplotlib() or len(per_scale) < 2:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    scales = sorted(per_scale)
+    engines = sorted({e for s in scales for e in per_scale[s]})
+    for e in engines:
+        pts = [(s, per_scale[s][e]) for s in scales if per_scale[s].get(e)]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=e)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("TPC-H scale factor")
+    ax.set_ylabel("geometric mean seconds (common queries)")
+    ax.set_title("TPC-H: time vs scale factor")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_tpch_padding(ops: list[dict], path: Path, scale: float) -> Path | None:
+    """Padded rows / real rows per operator kind, for do (per ε) and oblivious (box plot)."""
+    if not have_matplotlib() or not ops:
+        return None
+    plt = _plt()
+    groups: dict[str, list[float]] = {}
+    for o in ops:
+        if o.get("overhead") is None:
+            continue
+        groups.setdefault(f"{o['kind']}\n{o['engine']}", []).append(max(o["overhead"], 1.0))
+    if not groups:
+        return None
+    labels = sorted(groups, key=lambda k: (k.split("\n")[0], k.split("\n")[1]))
+    fig, ax = plt.subplots(figsize=(max(7.0, 0.55 * len(labels)), 4.5))
+    ax.boxplot([groups[k] for k in labels], showfliers=True)
+    ax.set_xticks(range(1, len(labels) + 1))
+    ax.set_xticklabels(labels, fontsize=6, rotation=90)
+    ax.set_yscale("log")
+    ax.set_ylabel("padded rows / real rows (output)")
+    ax.set_title(f"TPC-H sf {scale:g}: padding overhead per operator")
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+# -- TPC-H report -------------------------------------------------------------------------------
+def _cell_time(r: dict | None, timeout: float) -> str:
+    from .common import fmt_seconds
+
+    if r is None:
+        return ""
+    if r["status"] == "ok":
+        s = fmt_seconds(r["seconds"])
+        if not r.get("match", True):
+            s += " **MISMATCH**"
+        return s
+    est = r.get("extrapolated_seconds")
+    what = {"timeout": f"timeout >{timeout:g} s", "memory": "out of memory", "crashed": "crashed"}.get(
+        r["status"], "error")
+    return f"**{what}**" + (f" (est. {fmt_seconds(est)})" if est else "")
+
+
+def write_tpch_reports(data: dict, out: Path, plots: bool = True) -> Path:
+    """``tpch_sf{scale}.md`` (+ PNG plots) from the JSON data of one scale factor."""
+    from .common import NOISE_CAVEAT, fmt_bytes, fmt_ratio, fmt_seconds, geomean, machine_lines, read_json
+
+    scale = data["scale"]
+    res = data["results"]
+    p = data["params"]
+    labels = data["summary"]["labels"]
+    by = {(r["query"], r["label"]): r for r in res}
+    queries = sorted({r["query"] for r in res})
+    plot_files = []
+    if plots:
+        plot_files.append(plot_tpch_epsilon(res, out / f"tpch_sf{scale:g}_epsilon.png", scale))
+        ops = [dict(o, engine=r["label"]) for r in res if r["status"] == "ok" for o in r.get("ops", [])
+               if not o["mode"].startswith("plain") and o["kind"] != "Scan"]
+        plot_files.append(plot_tpch_padding(ops, out / f"tpch_sf{scale:g}_padding.png", scale))
+        per_scale = {}
+        for f in sorted(out.glob("tpch_sf*.json")):
+            try:
+                d = data if f.name == f"tpch_sf{scale:g}.json" else read_json(f)
+            except (OSError, ValueError):
+                continue
+            if d.get("benchmark") == "tpch" and d.get("summary"):
+                per_scale[d["scale"]] = d["results"]
+        if len(per_scale) >= 2:
+            common = set.intersection(*({r["query"] for r in rs if r["status"] == "ok"} for rs in per_scale.values()))
+            geo = {}
+            for s, rs in per_scale.items():
+                labs = sorted({r["label"] for r in rs})
+                geo[s] = {lab: geomean([r["seconds"] for r in rs if r["label"] == lab and r["status"] == "ok"
+                                        and r["query"] in common]) for lab in labs}
+            plot_files.append(plot_tpch_scale(geo, out / "tpch_scale.png"))
+    plot_files = [f for f in plot_files if f]
+
+    cmd = (f"python -m benchmarks tpch --scale {scale:g} --queries {_qspec(p['queries'])} --epsilons "
+           f"{' '.join(f'{e:g}' for e in p['epsilons'])} --repeats {p['repeats']} --warmup {p['warmup']} "
+           f"--timeout {p['timeout']:g}" + (" --quick" if p.get("quick") else ""))
+    setup = data["setup"]
+    lines = [f"# TPC-H end to end, scale factor {scale:g}", "", f"Command: `{cmd}`", "",
+             *machine_lines(data["machine"]),
+             f"- Data: {setup['generator']}; rows: " + ", ".join(f"{k} {v}" for k, v in setup["rows"].items()),
+             f"- Privacy: customer is the privacy unit (orders, lineitem reach it by keys); part, partsupp, supplier, "
+             f"nation, region public. δ = {p['delta']:g} per query; budget large enough for every run.",
+             "", f"> {NOISE_CAVEAT} Runs longer than {p['long']:g} s were measured once. dodb runs single-threaded "
+             "numpy; DuckDB uses all cores. Peak memory = resident-set high-water mark of the worker process during "
+             "a run minus its resident set before (reset with `/proc/self/clear_refs`), so it includes DuckDB's and "
+             "Arrow's memory.", ""]
+    bad = [r for r in res if r["status"] == "ok" and not r.get("match", True)]
+    failed = [r for r in res if r["status"] != "ok"]
+    lines += ["## Correctness", ""]
+    if bad:
+        lines += ["**MISMATCHES — these answers differ from DuckDB's:**", ""]
+        lines += [f"- **Q{r['query']} {r['label']}**: {r.get('rows')} rows, DuckDB {r.get('want_rows')}" for r in bad]
+    else:
+        n_ok = len([r for r in res if r["status"] == "ok" and r["engine"] != "duckdb"])
+        lines += [f"Every finished dodb run ({n_ok}) returned DuckDB's answer (`dodb.compare.same_answer`, in order "
+                  "when the query has ORDER BY)."]
+    if failed:
+        lines += ["", "Runs that did not finish (recorded with an extrapolated time, see below):", ""]
+        lines += [f"- Q{r['query']} {r['label']}: {r['status']} — {r.get('error', '')}"
+                  + (f"; est. {fmt_seconds(r['extrapolated_seconds'])} ({r['extrapolation']})"
+                     if r.get("extrapolated_seconds") else "; no extrapolation available") for r in failed]
+    lines += ["", "## Summary (geometric means over the queries both engines finished)", ""]
+    pairs = data["summary"]["pairs"]
+    want = [f"{a} / {b}" for a in labels if a.startswith("do") for b in ("oblivious", "duckdb", "plain")]
+    want += ["oblivious / duckdb", "plain / duckdb"]
+    rows = []
+    for k in want:
+        v = pairs.get(k)
+        if v and v["geomean"] is not None:
+            est = v["geomean_with_estimates"]
+            rows.append([k, fmt_ratio(v["geomean"]), v["queries"],
+                         f"{fmt_ratio(est)} ({v['queries_with_estimates']})" if v["queries_with_estimates"]
+                         != v["queries"] else ""])
+    lines += [md_table(["ratio of times", "geomean", "queries", "incl. estimates for unfinished runs (queries)"],
+                       rows), "", "A ratio a / b below 1 means a is faster.", ""]
+    ref = "do ε=1" if "do ε=1" in labels else next((lab for lab in labels if lab.startswith("do")), None)
+    if ref:
+        worst = []
+        for q in queries:
+            a, d, o = by.get((q, ref)), by.get((q, "duckdb")), by.get((q, "oblivious"))
+            if a and a["status"] == "ok":
+                vs_duck = a["seconds"] / d["seconds"] if d and d["status"] == "ok" else None
+                ot = _secs_or_est(o)
+                worst.append((q, vs_duck, ot / a["seconds"] if ot else None))
+        slow = sorted((w for w in worst if w[1]), key=lambda w: -w[1])[:3]
+        lows = sorted((w for w in worst if w[2]), key=lambda w: w[2])[:3]
+        lines += [f"Worst queries for {ref}: slowest relative to DuckDB "
+                  + ", ".join(f"Q{q} ({fmt_ratio(r)})" for q, r, _ in slow)
+                  + "; smallest gain over oblivious " + ", ".join(f"Q{q} (oblivious/do {fmt_ratio(g)})"
+                                                                  for q, _, g in lows) + ".", ""]
+    lines += ["## Time per query (median)", ""]
+    head = ["Q"] + labels + ([f"{ref} / DuckDB", f"oblivious / {ref}"] if ref else [])
+    body = []
+    for q in queries:
+        row = [f"Q{q}"] + [_cell_time(by.get((q, lab)), p["timeout"]) for lab in labels]
+        if ref:
+            a, d, o = by.get((q, ref)), by.get((q, "duckdb")), by.get((q, "oblivious"))
+            ok = a and a["status"] == "ok"
+            row.append(fmt_ratio(a["seconds"] / d["seconds"]) if ok and d and d["status"] == "ok" else "")
+            ot = _secs_or_est(o)
+            row.append((fmt_ratio(ot / a["seconds"]) + ("" if o["status"] == "ok" else " (est.)")) if ok and ot else "")
+        body.append(row)
+    lines += [md_table(head, body), ""]
+    lines += ["## Peak memory per query", "", md_table(
+        ["Q"] + labels, [[f"Q{q}"] + [fmt_bytes(by[(q, lab)]["peak_bytes"]) if (q, lab) in by and
+                                      by[(q, lab)]["status"] == "ok" else "" for lab in labels] for q in queries]), ""]
+    dos = [lab for lab in labels if lab.startswith("do")]
+    if dos:
+        lines += ["## Privacy charged per query", "", "ε charged (composition method); every release is listed in "
+                  "the JSON.", "", md_table(["Q"] + dos, [[f"Q{q}"] + [
+                      (f"{by[(q, lab)]['charged_epsilon']:.3g} ({by[(q, lab)].get('composition') or 'none'}, "
+                       f"{by[(q, lab)]['releases']} releases)") if (q, lab) in by and by[(q, lab)]["status"] == "ok"
+                      else "" for lab in dos] for q in queries]), ""]
+    priv = [lab for lab in labels if lab.startswith("do") or lab == "oblivious"]
+    lines += ["## Padding: padded rows vs real rows", "",
+              "Sum over the operators on private data (scans excluded) of their padded output rows, against the real "
+              "rows (= the plain run's output sizes of the same plan).", "", md_table(
+                  ["Q", "real rows"] + [f"{lab} padded (×)" for lab in priv],
+                  [[f"Q{q}", next((by[(q, lab)].get("real_rows") for lab in priv if (q, lab) in by
+                                   and by[(q, lab)].get("real_rows") is not None), "")]
+                   + [(f"{by[(q, lab)]['padded_rows']} ({fmt_ratio(by[(q, lab)]['padded_rows'] / max(1, by[(q, lab)]['real_rows']))})"
+                       if (q, lab) in by and by[(q, lab)].get("padded_rows") is not None else "") for lab in priv]
+                   for q in queries]), ""]
+    lines += ["<details><summary>Per-operator padded and real rows (output), per query</summary>", ""]
+    for q in queries:
+        base = next((by[(q, lab)] for lab in priv if (q, lab) in by and by[(q, lab)].get("ops")), None)
+        if not base:
+            continue
+        cols = [lab for lab in priv if (q, lab) in by and by[(q, lab)].get("ops")
+                and len(by[(q, lab)]["ops"]) == len(base["ops"])]
+        body = []
+        for i, o in enumerate(base["ops"]):
+            if o["kind"] == "Scan" or o["mode"].startswith("plain"):
+                continue
+            body.append(["  " * o["depth"] + o["operator"][:70], o.get("real_out", ""), o["bound"]]
+                        + [by[(q, lab)]["ops"][i]["padded_out"] for lab in cols])
+        lines += [f"**Q{q}**", "", md_table(["operator", "real", "worst-case bound"] + cols, body), ""]
+    lines += ["</details>", ""]
+    for f in plot_files:
+        lines += [f"![{f.stem}]({f.name})", ""]
+    path = out / f"tpch_sf{scale:g}.md"
+    path.write_text("\n".join(lines))
+    return path
+
+
+def _secs_or_est(r: dict | None) -> float | None:
+    if not r:
+        return None
+    return r["seconds"] if r["status"] == "ok" else r.get("extrapolated_seconds")
+
+
+def _qspec(qs) -> str:
+    qs = list(qs)
+    if qs == list(range(qs[0], qs[-1] + 1)) and len(qs) > 2:
+        return f"{qs[0]}-{qs[-1]}"
+    return ",".join(map(str, qs))

@@ -1,0 +1,75 @@
+"""The benchmark harness runs end to end in a tiny configuration (CI smoke test, < 90 s).
+
+``python -m benchmarks tpch --quick`` (sf 0.002, five queries, every engine), ``kernels``
+and ``operators`` at 2^10–2^12 rows, each as a subprocess: exit code 0, reports written,
+every dodb answer equal to DuckDB's.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytest.importorskip("matplotlib")
+pytest.importorskip("tqdm")
+
+
+def _run(*args: str, timeout: float = 80) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-m", "benchmarks", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+    assert proc.returncode == 0, f"exit code {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def test_tpch_quick(tmp_path):
+    _run("tpch", "--quick", "--out", str(tmp_path))
+    data = json.loads((tmp_path / "tpch_sf0.002.json").read_text())
+    md = (tmp_path / "tpch_sf0.002.md").read_text()
+    assert "MISMATCH" not in md
+    results = data["results"]
+    engines = {r["label"] for r in results}
+    assert {"duckdb", "plain", "do ε=1", "oblivious"} <= engines
+    assert len(results) == 5 * 4
+    for r in results:
+        assert r["status"] == "ok", r
+        assert r["match"], f"Q{r['query']} {r['label']} differs from DuckDB"
+        assert r["seconds"] > 0 and r["peak_bytes"] >= 0
+        if r["engine"] == "do":
+            assert 0 < r["charged_epsilon"] <= 1.0 + 1e-9
+            # padded sizes are never below the real sizes
+            assert all(o["padded_out"] >= o["real_out"] for o in r["ops"] if o.get("real_out") is not None)
+    assert data["summary"]["pairs"]["do ε=1 / duckdb"]["queries"] == 5
+    assert (tmp_path / "tpch_sf0.002_epsilon.png").stat().st_size > 0
+    assert (tmp_path / "tpch_sf0.002_padding.png").stat().st_size > 0
+
+
+def test_kernels_and_operators_tiny(tmp_path):
+    _run("kernels", "--min-log2", "10", "--max-log2", "12", "--repeats", "1", "--warmup", "0",
+         "--bandwidth-mib", "16", "--out", str(tmp_path))
+    k = json.loads((tmp_path / "kernels.json").read_text())
+    assert {r["kernel"] for r in k["rows"]} >= {"sort (packed 1-word key, key_bits)", "sort (2-word key)",
+                                                  "compact (all n rows)", "expand", "segmented_scan (sum)"}
+    assert all(r["ns_per_elem"] > 0 and r["measured_over_bound"] > 0 for r in k["rows"])
+    assert k["bandwidth"]["bytes_per_second"] > 0
+    assert "Memory-bandwidth reference" in (tmp_path / "kernels.md").read_text()
+
+    _run("operators", "--min-log2", "12", "--max-log2", "12", "--repeats", "1", "--warmup", "0",
+         "--do-bin-sizes", "1024", "--out", str(tmp_path))
+    o = json.loads((tmp_path / "operators.json").read_text())
+    assert {r["operator"] for r in o["rows"]} == {"filter", "group_by", "join_pkfk", "join_mn", "order_by_limit",
+                                                    "pipeline"}
+    assert {r["engine"] for r in o["rows"]} >= {"do", "oblivious", "plain", "duckdb", "oblivious-compact"}
+    bad = [r for r in o["rows"] if not r["correct"]]
+    assert not bad, bad
+    for r in o["rows"]:
+        assert r["padded_out"] >= r["real_out"]
+    assert o["ratios"] and all("oblivious_over_do" in r for r in o["ratios"])
+    md = (tmp_path / "operators.md").read_text()
+    assert "## Ratios" in md and "MISMATCH" not in md
