@@ -154,6 +154,7 @@ def oblivious_sort(
     *,
     descending: bool = False,
     key_bits: int | None = None,
+    unique: bool = False,
     trace: Trace | None = None,
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Stable oblivious sort of rows by ``keys`` (lexicographic ``uint64`` words).
@@ -162,6 +163,8 @@ def oblivious_sort(
     with their keys.  ``descending`` reverses the key order; ties still keep input order.
     ``key_bits``: if there is a single key word whose values fit in that many bits, the
     original position is packed into the spare low bits so the network compares one word.
+    ``unique``: the caller guarantees distinct keys below all-ones (e.g. it packed the
+    position in already), so no position word is appended.
     Returns the sorted key words and payload, each of length ``n``.
     """
     keys = [np.asarray(k, dtype=np.uint64) for k in keys]
@@ -193,7 +196,7 @@ def oblivious_sort(
         work_keys[0][:n] &= limit  # caller contract: keys fit in key_bits
         work_keys[0][n:] = limit
         work_keys = [(work_keys[0] << np.uint64(idx_bits)) | pos]
-    else:
+    elif not unique:
         work_keys.append(pos)
     work_pay = []
     for p in payload:
@@ -208,7 +211,7 @@ def oblivious_sort(
         if descending:
             out_keys = [~out_keys[0] & np.uint64((1 << int(key_bits)) - 1)]
     else:
-        out_keys = [w[:n] for w in work_keys[:-1]]
+        out_keys = [w[:n] for w in (work_keys if unique else work_keys[:-1])]
         if descending:
             out_keys = [~w for w in out_keys]
     return out_keys, [w[:n] for w in work_pay]

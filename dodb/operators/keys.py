@@ -130,6 +130,18 @@ class EncodedKey:
         """Bit width for the sort's packed fast path, when the key is one word."""
         return self.bits if len(self.words) == 1 and self.bits <= 64 else None
 
+    def with_position(self) -> "EncodedKey":
+        """The key with each row's position appended as a last field (all keys distinct)."""
+        n = int(self.words[0].shape[0])
+        fields = [KeyField(w, 64) for w in self.words[:-1]]
+        rem = self.bits - 64 * (len(self.words) - 1)
+        if rem > 0:
+            fields.append(KeyField(self.words[-1] >> np.uint64(64 - rem) if rem < 64 else self.words[-1], rem))
+        pos_bits = max(1, (max(1, n) - 1).bit_length())
+        fields.append(KeyField(np.arange(n, dtype=np.uint64), pos_bits))
+        words, bits = pack_fields(fields, n)
+        return EncodedKey(words, bits)
+
     def packed_single(self) -> np.ndarray:
         """The single key word right-aligned (value < 2^bits), for ``key_bits`` sorting."""
         return self.words[0] >> np.uint64(64 - self.bits) if 0 < self.bits < 64 else self.words[0]

@@ -22,9 +22,10 @@ from ..operators import ExecContext
 from ..operators.context import MODES, check_privacy_params
 from .build import PlanBuilder
 from .catalog import Catalog
-from .execute import Executor, NodeStats
+from .execute import Executor, NodeStats, cast_result
 from .logical import Node, leaks, upper_rows, walk
 from .optimize import optimize, parse
+from .prune import prune_columns
 
 __all__ = ["QueryPlan", "plan_query", "ALLOCATIONS"]
 
@@ -91,6 +92,7 @@ class QueryPlan:
     event_nodes: list[tuple[Node, str, int, float, float, ShiftedTruncatedDiscreteLaplace]]
     catalog: Catalog
     stats: dict[int, NodeStats] = field(default_factory=dict)
+    types: list[str] | None = None  # DuckDB's result types (the answer is cast to them)
 
     # -- privacy -------------------------------------------------------------------------
     def composition(self):
@@ -107,7 +109,7 @@ class QueryPlan:
         self.trace = ctx.trace
         self.leaks = ctx.leaks
         table = out.select(self.internal).to_arrow()
-        return pa.Table.from_arrays(table.columns, names=self.names)
+        return cast_result(pa.Table.from_arrays(table.columns, names=self.names), self.types)
 
     # -- EXPLAIN ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -163,8 +165,8 @@ class QueryPlan:
         return "\n".join(lines)
 
 
-def _result_names(parsed, catalog: Catalog) -> list[str]:
-    """DuckDB's own names for the result columns (``DESCRIBE`` binds the query, reads no data)."""
+def _result_schema(parsed, catalog: Catalog) -> list[tuple[str, str]]:
+    """DuckDB's own names and types for the result columns (``DESCRIBE`` binds the query, reads no data)."""
     from sqlglot import exp
     import duckdb
 
@@ -172,7 +174,7 @@ def _result_names(parsed, catalog: Catalog) -> list[str]:
         rows = catalog.con.execute(exp.Describe(this=parsed.copy()).sql(dialect="duckdb")).fetchall()
     except duckdb.Error as e:
         raise PlanningError(str(e).split("\n")[0]) from None
-    return [r[0] for r in rows]
+    return [(r[0], r[1]) for r in rows]
 
 
 def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode: str = "do",
@@ -183,9 +185,11 @@ def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode
     check_privacy_params(epsilon, delta)
     parsed = parse(sql)
     ast = optimize(parsed.copy(), catalog)
-    names = _result_names(parsed, catalog)
+    schema = _result_schema(parsed, catalog)
+    names = [n for n, _ in schema]
     builder = PlanBuilder(catalog, neighbour)
     built = builder.build(ast)
+    prune_columns(built.root)
     if len(names) == len(built.names):
         built.names = names
     alloc = allocate(built.root, epsilon, delta, allocation) if mode == "do" else {}
@@ -208,4 +212,5 @@ def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode
             events.append(PrivacyEvent.padding(mechanism=mech, sensitivity=s, operator=op, query=sql))
             event_nodes.append((n, name, s, eps_n, delta_n, mech))
     return QueryPlan(sql, built.root, built.names, built.internal, mode, float(epsilon), float(delta), neighbour,
-                     alloc, events, event_nodes, catalog)
+                     alloc, events, event_nodes, catalog,
+                     types=[t for _, t in schema] if len(schema) == len(built.names) else None)
