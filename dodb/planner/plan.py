@@ -61,20 +61,39 @@ def allocate(root: Node, epsilon: float, delta: float, strategy: str = "even") -
     ``even``: equal shares.  ``cost``: ``epsilon_i ∝ sqrt(c_i * s_i)`` with ``c_i`` the
     downstream work per padded row and ``s_i`` the release's sensitivity — the minimiser
     of the expected padding cost ``sum_i c_i * s_i / epsilon_i`` at fixed total epsilon
-    (Lagrange), in the spirit of Shrinkwrap's cost-aware budget split.
+    (Lagrange), in the spirit of Shrinkwrap's cost-aware budget split.  Releases whose
+    noise would exceed their public size bound anyway (padding to the worst case) get a
+    small floor share and the rest is re-split among the others.
     """
     if strategy not in ALLOCATIONS:
         raise ValueError(f"unknown allocation {strategy!r}; choose one of {ALLOCATIONS}")
     nodes = [n for n in walk(root) if leaks(n)]
     if not nodes:
         return {}
+    k = len(nodes)
     if strategy == "even":
-        w = {n.node_id: 1.0 for n in nodes}
-    else:
-        c = _downstream_cost(root)
-        w = {n.node_id: math.sqrt((1.0 + c[n.node_id]) * max(s for _, s in leaks(n))) for n in nodes}
-    total = sum(w.values())
-    return {n.node_id: (epsilon * w[n.node_id] / total, delta / len(nodes)) for n in nodes}
+        return {n.node_id: (epsilon / k, delta / k) for n in nodes}
+    c = _downstream_cost(root)
+    log_term = math.log(k / delta)
+    sens = {n.node_id: max(s for _, s in leaks(n)) for n in nodes}
+    bound = {n.node_id: max(1, upper_rows(n)) for n in nodes}
+    floor = 0.02 * epsilon / k
+    hopeless: set[int] = set()
+    while True:
+        active = [n for n in nodes if n.node_id not in hopeless]
+        left = epsilon - floor * len(hopeless)
+        w = {n.node_id: math.sqrt((1.0 + c[n.node_id]) * sens[n.node_id]) for n in active}
+        total = sum(w.values())
+        share = {i: left * wi / total for i, wi in w.items()}
+        # a release whose noise would exceed its public size bound even with this share
+        # pads to the worst case anyway: budget spent on it is wasted, move it elsewhere
+        worse = {i for i, e in share.items() if sens[i] * log_term / e >= bound[i]}
+        if not worse or len(worse) == len(active):
+            break
+        hopeless |= worse
+    out = {i: (e, delta / k) for i, e in share.items()}
+    out.update({i: (floor, delta / k) for i in hopeless})
+    return out
 
 
 @dataclass
