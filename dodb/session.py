@@ -125,6 +125,48 @@ class Database:
         self._lock = threading.RLock()
         self.ledger = Ledger(con)
         self.catalog = Catalog(con)
+        self._udf_cursor: duckdb.DuckDBPyConnection | None = None
+        self._register_functions()
+
+    # -- DuckDB scalar functions for budget introspection -------------------------------------
+    _FUNCTIONS = ("dodb_budget_epsilon", "dodb_budget_spent", "dodb_budget_remaining",
+                  "dodb_budget_remaining_delta")
+
+    def _register_functions(self) -> None:
+        """``SELECT dodb_budget_remaining()`` etc. work in plain SQL on this connection."""
+        # a UDF runs inside a query on ``con``: it reads the ledger through its own cursor
+        self._udf_cursor = self.con.cursor()
+        udf_ledger = Ledger(self._udf_cursor)
+
+        def status(part: str, i: int) -> float:
+            try:
+                st = udf_ledger.status()
+            except BudgetNotSetError:
+                return float("nan")
+            return float(tuple(st[part])[i])
+
+        funcs = {
+            "dodb_budget_epsilon": lambda: status("budget", 0),
+            "dodb_budget_spent": lambda: status("spent", 0),
+            "dodb_budget_remaining": lambda: status("remaining", 0),
+            "dodb_budget_remaining_delta": lambda: status("remaining", 1),
+        }
+        for name, fn in funcs.items():
+            try:
+                self.con.remove_function(name)
+            except duckdb.Error:
+                pass
+            self.con.create_function(name, fn, [], "DOUBLE", side_effects=True)
+
+    def _unregister_functions(self) -> None:
+        for name in self._FUNCTIONS:
+            try:
+                self.con.remove_function(name)
+            except duckdb.Error:
+                pass
+        if self._udf_cursor is not None:
+            self._udf_cursor.close()
+            self._udf_cursor = None
 
     # -- declarations -----------------------------------------------------------------------
     def protect(self, table: str, privacy_unit: str, *, parent: tuple[str, str] | None = None,
@@ -229,6 +271,8 @@ class Database:
                              charge.query_id if charge else None, spent, remaining)
 
     def close(self) -> None:
+        """Detach dodb (its SQL functions); close the connection if dodb opened it."""
+        self._unregister_functions()
         if self._owned:
             self.con.close()
 

@@ -92,3 +92,19 @@ def test_replace_neighbours_double_group_noise():
     _make(db)
     p = db.plan("SELECT ward, count(*) FROM visits GROUP BY ward", epsilon=0.5, delta=1e-6)
     assert [e.sensitivity for e in p.events] == [40]
+
+
+def test_budget_functions_in_plain_sql():
+    con = duckdb.connect()
+    db = dodb.attach(con)
+    _make(db)
+    assert con.sql("SELECT dodb_budget_remaining()").fetchall() == [(None,)]  # no budget yet
+    db.set_budget(epsilon=2.0, delta=1e-6)
+    db.sql("SELECT ward, count(*) FROM visits GROUP BY ward", epsilon=0.5)
+    total, spent, left = con.sql(
+        "SELECT dodb_budget_epsilon(), dodb_budget_spent(), dodb_budget_remaining()").fetchall()[0]
+    assert total == 2.0 and spent == pytest.approx(db.budget["spent"][0]) and left == pytest.approx(2.0 - spent)
+    db.close()  # detaching removes the functions; the script's connection stays usable
+    with pytest.raises(duckdb.Error):
+        con.sql("SELECT dodb_budget_remaining()").fetchall()
+    assert con.execute("SELECT count(*) FROM wards").fetchall() == [(5,)]
