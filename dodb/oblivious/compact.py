@@ -90,8 +90,11 @@ def compact(
         move = live & (((dist >> r) & 1) == 1)
         incoming = _shift_left(move, s)
         stays = live & ~move
-        cols = [_select(incoming, _shift_left(c, s), c) for c in cols]
-        dist = np.where(incoming, _shift_left(dist, s), dist)
+        # slot i takes row i + s where a row arrives: one fixed-stride select per column
+        head = incoming[: n - s]
+        for c in cols:
+            c[: n - s] = _select(head, c[s:], c[: n - s])
+        dist[: n - s] = np.where(head, dist[s:], dist[: n - s])
         live = incoming | stays
         r += 1
     return live, cols
@@ -124,7 +127,9 @@ def distribute(
         move = occ & (((dist >> r) & 1) == 1)
         incoming = _shift_right(move, s)
         stays = occ & ~move
-        cols = [_select(incoming, _shift_right(c, s), c) for c in cols]
-        dist = np.where(incoming, _shift_right(dist, s), dist)
+        tail = incoming[s:]
+        for c in cols:
+            c[s:] = _select(tail, c[: n - s], c[s:])
+        dist[s:] = np.where(tail, dist[: n - s], dist[s:])
         occ = incoming | stays
     return occ, cols

@@ -63,6 +63,7 @@ class ObliviousKernels(Kernels):
 
     def compact(self, flags: np.ndarray, payload: Sequence[np.ndarray],
                 block: int | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
+        # (shifting rounds are cheap per column: packing rows does not pay here, unlike sorting)
         return ocompact(flags, payload, block=block, trace=self.trace)
 
     def expand(self, counts: np.ndarray, payload: Sequence[np.ndarray], m: int):
