@@ -76,21 +76,21 @@ def segmented_scan(
     s = 1
     while s < n:
         trace.record("scan:round", buf, n, s)
-        prev = _back(acc, s, reverse)
-        same = _back(seg, s, reverse) == seg
+        # rows [s, n) combine with rows [0, n-s) (the other way round for suffix scans);
+        # both sides are fixed-stride views, the right-hand side is evaluated before the write
         if reverse:
-            same[n - s:] = False
+            cur, prev, same = acc[: n - s], acc[s:], seg[s:] == seg[: n - s]
         else:
-            same[:s] = False
+            cur, prev, same = acc[s:], acc[: n - s], seg[: n - s] == seg[s:]
         if op in ("sum", "count"):
-            comb = acc + prev
+            comb = cur + prev
         elif op == "min":
-            comb = np.minimum(acc, prev)
+            comb = np.minimum(cur, prev)
         elif op == "max":
-            comb = np.maximum(acc, prev)
+            comb = np.maximum(cur, prev)
         else:  # first: keep the earlier row's value
             comb = prev
-        acc = _sel(same, comb, acc)
+        cur[...] = _sel(same, comb, cur)
         s *= 2
     return acc
 
@@ -157,9 +157,9 @@ def forward_fill(
     s = 1
     while s < n:
         trace.record("fill:round", buf, n, s)
-        prev_has = _back(has, s, False)
-        take = ~has & prev_has
-        cols = [_sel(take, _back(c, s, False), c) for c in cols]
-        has = has | prev_has
+        take = ~has[s:] & has[: n - s]
+        for c in cols:
+            c[s:] = _sel(take, c[: n - s], c[s:])
+        has[s:] = has[s:] | has[: n - s]
         s *= 2
     return has, cols
