@@ -143,11 +143,18 @@ def join(
     ctx: ExecContext | None = None,
     left_degree: int | None = None,
     right_degree: int | None = None,
+    same_unit: bool = False,
 ) -> OpResult:
     """Equi-join ``left`` and ``right`` on ``left_keys = right_keys``.
 
     ``left_degree``/``right_degree``: declared bounds on rows per key value on each side
     (enforced). Output columns: left's then right's (only left's for semi/anti).
+
+    ``same_unit``: the planner has shown that on both sides the join key determines the
+    row's privacy unit through the same mapping (a join along a privacy-unit path, e.g.
+    ``lineitem.l_orderkey = orders.o_orderkey``).  Rows of different units then never
+    match, so one unit's change touches only its own output rows: ``min(s_L*deg_R,
+    s_R*deg_L)`` for an inner join instead of the sum, ``s_L`` for semi/anti joins.
     """
     if how not in JOIN_TYPES:
         raise ValueError(f"unknown join type {how!r}")
@@ -184,6 +191,8 @@ def join(
 
     # Which left rows have a partner changes with either side: s_L + s_R * deg_L.
     s_match = s_l + s_r * (deg_l or 0)
+    if same_unit:
+        s_out, s_match = _same_unit_stability(how, s_l, s_r, deg_l, deg_r)
     if how in ("semi", "anti"):
         mask = dl > 0 if how == "semi" else dl == 0
         res = filter_table(lt.with_stability(s_match), mask, epsilon=epsilon, delta=delta, ctx=ctx)
@@ -200,6 +209,22 @@ def join(
         padded = PaddedTable(inner.names, unmatched.columns + null_right, unmatched.is_real)
         inner = concat_tables([inner, padded], stability=s_out)
     return OpResult(inner.with_stability(s_out), ctx.leaks[leaks_before:], ctx.trace)
+
+
+def _same_unit_stability(how: str, s_l: int, s_r: int, deg_l: int | None, deg_r: int | None) -> tuple[int, int]:
+    """(output stability, matched-rows stability) of a join along a privacy-unit path.
+
+    A unit owns at most ``s_L`` left and ``s_R`` right rows, and they only match each
+    other: inner output rows of the unit number at most ``s_L*deg_R`` and ``s_R*deg_L``.
+    """
+    if how in ("semi", "anti"):
+        return s_l, s_l
+    bounds = [b for b in (s_l * deg_r if deg_r is not None else None,
+                          s_r * deg_l if deg_l is not None else None) if b is not None]
+    inner = min(bounds) if bounds else s_l * (deg_r or 0) + s_r * (deg_l or 0)
+    if how == "left":  # the unit's inner rows plus its unmatched left rows
+        return (s_l * max(deg_r, 1) if deg_r is not None else inner + s_l), s_l
+    return inner, s_l
 
 
 def _null_column(like: Column, n: int) -> Column:
