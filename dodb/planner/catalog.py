@@ -209,8 +209,10 @@ def protect_table(catalog: Catalog, table: str, *, privacy_unit: str, parent: tu
     widths = {}
     for c, ty in info.columns.items():
         if ty.upper().startswith(("VARCHAR", "BLOB", "TEXT")):
+            # byte length: strlen for strings (a ::BLOB cast rejects non-ASCII text)
+            length = "octet_length" if ty.upper().startswith("BLOB") else "strlen"
             widths[c] = max(1, int(con.execute(
-                f"SELECT coalesce(max(octet_length({_ident(c)}::BLOB)), 1) FROM {_ident(table)}").fetchall()[0][0]))
+                f"SELECT coalesce(max({length}({_ident(c)})), 1) FROM {_ident(table)}").fetchall()[0][0]))
     rows = int(con.execute(f"SELECT count(*) FROM {_ident(table)}").fetchall()[0][0])
     con.execute(f"CREATE SCHEMA IF NOT EXISTS {META_SCHEMA}")
     con.execute(f"CREATE TABLE IF NOT EXISTS {META_SCHEMA}.protected (table_name VARCHAR PRIMARY KEY, "
