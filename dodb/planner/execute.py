@@ -26,7 +26,7 @@ from .catalog import Catalog
 from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, leaks
 from .widths import string_width
 
-__all__ = ["Executor", "NodeStats"]
+__all__ = ["Executor", "NodeStats", "cast_result"]
 
 
 @dataclass
@@ -152,6 +152,27 @@ def _unify_types(a: PaddedTable, b: PaddedTable) -> tuple[PaddedTable, PaddedTab
                  for n, src, f in zip(a.names, t.names, target)}
         out.append(project(t, exprs, ctx=ExecContext(mode="plain")).table.with_stability(t.stability))
     return out[0], out[1]
+
+
+def cast_result(table: pa.Table, types: list[str] | None) -> pa.Table:
+    """Cast the answer to DuckDB's result types (from ``DESCRIBE`` of the original query).
+
+    sqlglot's rewrites can change a type without changing values (``CAST(0.5 AS DOUBLE)``
+    loses its cast as sqlglot reads ``0.5`` as a DOUBLE where DuckDB reads a DECIMAL;
+    ``DATE '…' + INTERVAL 2 DAY`` folds to a DATE where DuckDB yields a TIMESTAMP).
+    The answer is the analyst's in the clear, so casting it reveals nothing.
+    """
+    if not types or len(types) != table.num_columns:
+        return table
+    con = duckdb.connect()
+    tmp = table.rename_columns([f"c{i}" for i in range(table.num_columns)])
+    con.register("answer", tmp)
+    sql = "SELECT " + ", ".join(f"CAST(c{i} AS {t}) AS c{i}" for i, t in enumerate(types)) + " FROM answer"
+    try:
+        out = con.sql(sql).to_arrow_table()
+    except duckdb.Error:
+        return table  # a type DuckDB cannot name in a CAST: keep dodb's own
+    return pa.Table.from_arrays(out.columns, names=table.column_names)
 
 
 def _duck_type(t: pa.DataType) -> str:

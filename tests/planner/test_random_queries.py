@@ -160,3 +160,13 @@ def reg_db():
 
 def test_regression_non_ascii_strings_in_a_protected_table(reg_db):
     run_query(reg_db, "SELECT a.s AS c0, upper(a.s) AS c1 FROM t1 a ORDER BY c0, c1")
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT (DATE '1992-01-25' + INTERVAL 2 DAY) AS c0 FROM t1 a",  # sqlglot folds it to a DATE
+    "SELECT a.k AS c0, sum(a.id) AS c1 FROM t1 a GROUP BY a.k",      # HUGEINT in DuckDB
+])
+def test_regression_answer_has_duckdbs_types(reg_db, sql):
+    run_query(reg_db, sql)
+    got = reg_db.sql(sql, epsilon=1.0, delta=1e-6).arrow()
+    assert got.schema.types == reg_db.con.sql(sql).to_arrow_table().schema.types
