@@ -81,8 +81,10 @@ class Executor:
         if isinstance(node, Project):
             return self._project(node, inputs[0], ctx)
         if isinstance(node, Join):
-            return join(inputs[0], inputs[1], node.left_keys, node.right_keys, how=node.how, epsilon=eps,
-                        delta=delta, ctx=ctx, left_degree=node.left_degree, right_degree=node.right_degree).table
+            left, right, lk, rk = _unify_keys(inputs[0], inputs[1], node.left_keys, node.right_keys)
+            out = join(left, right, lk, rk, how=node.how, epsilon=eps, delta=delta, ctx=ctx,
+                       left_degree=node.left_degree, right_degree=node.right_degree).table
+            return out if lk == node.left_keys and rk == node.right_keys else out.select(node.columns)
         if isinstance(node, CrossOne):
             return _broadcast(inputs[0], inputs[1], node.stability)
         if isinstance(node, Aggregate):
@@ -152,6 +154,35 @@ def _unify_types(a: PaddedTable, b: PaddedTable) -> tuple[PaddedTable, PaddedTab
                  for n, src, f in zip(a.names, t.names, target)}
         out.append(project(t, exprs, ctx=ExecContext(mode="plain")).table.with_stability(t.stability))
     return out[0], out[1]
+
+
+def _unify_keys(left: PaddedTable, right: PaddedTable, lk: list[str], rk: list[str]):
+    """Join keys of different types (``INTEGER = HUGEINT``, ``DECIMAL = DOUBLE``) compare in
+    DuckDB's common type: such a pair is joined on extra columns cast to it (a linear scan)."""
+    def family(t: pa.DataType) -> str:
+        if pa.types.is_integer(t):
+            return "int"
+        return "str" if pa.types.is_string(t) or pa.types.is_large_string(t) else str(t)
+
+    pairs = [i for i, (a, b) in enumerate(zip(lk, rk))
+             if family(left.column(a).type) != family(right.column(b).type)]
+    if not pairs:
+        return left, right, lk, rk
+    con = duckdb.connect()
+    con.register("ea", pa.table({f"k{i}": pa.array([], type=left.column(lk[i]).type) for i in pairs}))
+    con.register("eb", pa.table({f"k{i}": pa.array([], type=right.column(rk[i]).type) for i in pairs}))
+    target = con.sql("SELECT * FROM ea UNION ALL SELECT * FROM eb").to_arrow_table().schema
+    lk, rk = list(lk), list(rk)
+    sides = []
+    for t, keys, tag in ((left, lk, "l"), (right, rk, "r")):
+        exprs = {n: exp.column(n, quoted=True) for n in t.names}
+        for i, f in zip(pairs, target):
+            name = f"__key_{tag}{i}"
+            exprs[name] = exp.cast(exp.column(keys[i], quoted=True), exp.DataType.build(_duck_type(f.type)))
+            keys[i] = name
+        out = project(t, exprs, ctx=ExecContext(mode="plain")).table.with_stability(t.stability)
+        sides.append(out)
+    return sides[0], sides[1], lk, rk
 
 
 def cast_result(table: pa.Table, types: list[str] | None) -> pa.Table:

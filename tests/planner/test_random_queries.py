@@ -170,3 +170,12 @@ def test_regression_answer_has_duckdbs_types(reg_db, sql):
     run_query(reg_db, sql)
     got = reg_db.sql(sql, epsilon=1.0, delta=1e-6).arrow()
     assert got.schema.types == reg_db.con.sql(sql).to_arrow_table().schema.types
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT a.id AS c0 FROM t1 a WHERE a.k = (SELECT sum(z.k) FROM t2 z)",  # INTEGER = HUGEINT
+    "SELECT a.id AS c0, b.id AS c1 FROM t1 a JOIN t2 b ON a.n = b.f",      # DECIMAL = DOUBLE
+    "SELECT a.id AS c0 FROM t1 a WHERE a.f IN (SELECT z.n FROM t2 z)",
+])
+def test_regression_join_keys_of_different_types(reg_db, sql):
+    run_query(reg_db, sql)
