@@ -57,6 +57,29 @@ def _check_tables(e: exp.Expression, catalog: Catalog) -> None:
             raise CatalogError(f"unknown table {t.name!r}" + (f" ({position_of(t)})" if position_of(t) else ""))
 
 
+def scalar_projections(expression: exp.Expression) -> exp.Expression:
+    """Parenthesise an uncorrelated one-row subquery used as a whole SELECT item.
+
+    sqlglot's ``unnest_subqueries`` turns scalar subqueries inside a condition or an
+    arithmetic expression into a cross join with the one-row relation, but leaves a bare
+    ``(SELECT max(x) FROM t) AS m`` alone; a parenthesis puts it in the same position.
+    Only aggregates without GROUP BY (always exactly one row) are rewritten: a subquery that
+    may return no row is NULL there, not a cross join with nothing.
+    """
+    for select in list(expression.find_all(exp.Select)):
+        for proj in select.expressions:
+            sub = proj.this if isinstance(proj, exp.Alias) else proj
+            if not isinstance(sub, exp.Subquery) or not isinstance(sub.this, exp.Select):
+                continue
+            inner = sub.this
+            own = {s.alias_or_name for s in inner.find_all(exp.Table)}
+            if inner.args.get("group") or not any(e.find(exp.AggFunc) for e in inner.expressions) \
+                    or any(c.table not in own for c in inner.find_all(exp.Column)):
+                continue
+            sub.replace(exp.paren(sub.copy(), copy=False))
+    return expression
+
+
 def optimize(sql: str | exp.Expression, catalog: Catalog) -> exp.Expression:
     """The optimised, fully qualified AST of one SELECT query."""
     e = parse(sql) if isinstance(sql, str) else sql
@@ -73,6 +96,7 @@ def optimize(sql: str | exp.Expression, catalog: Catalog) -> exp.Expression:
         if rule is unnest_subqueries:
             rules.append(factor_disjunctions)
             rules.append(dodb_unnest_exists)
+            rules.append(scalar_projections)
         rules.append(rule)
     try:
         e = sqlglot_optimize(e, schema=schema, dialect="duckdb", rules=rules, validate_qualify_columns=True)

@@ -179,3 +179,8 @@ def test_regression_answer_has_duckdbs_types(reg_db, sql):
 ])
 def test_regression_join_keys_of_different_types(reg_db, sql):
     run_query(reg_db, sql)
+
+
+def test_regression_scalar_subquery_as_a_select_item(reg_db):
+    run_query(reg_db, "SELECT a.id AS c0, (SELECT max(z.k) FROM t2 z) AS c1 FROM t1 a")
+    run_query(reg_db, "SELECT a.k AS c0, count(*) AS c1, (SELECT count(*) FROM t2 z) AS c2 FROM t1 a GROUP BY a.k")
