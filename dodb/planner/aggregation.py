@@ -110,7 +110,7 @@ def plan_aggregation(builder, sel: exp.Select, rel):
                          degrees={} if len(keys) != 1 else {keys[0]: 1})
         if having is not None:
             node = Filter(node, _replace(having, repl), columns=list(node.columns), stability=node.stability,
-                          unique=list(node.unique), degrees=dict(node.degrees))
+                          unique=list(node.unique), degrees=dict(node.degrees), one_row=node.one_row)
         outputs = [(n, _replace(p, repl)) for n, p in outputs]
         order_exprs = [e if e.name.startswith("@out:") else _replace(e, repl) for e in order_exprs]
 

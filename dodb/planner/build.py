@@ -255,7 +255,7 @@ class PlanBuilder:
             node.predicate = exp.and_(*[p.copy() for p in preds])
             return rel
         f = Filter(node, pred, columns=list(node.columns), stability=node.stability,
-                   degrees=dict(node.degrees), unique=list(node.unique), one_row=False)
+                   degrees=dict(node.degrees), unique=list(node.unique), one_row=node.one_row)
         return _Rel(f, rel.cols, rel.aliases)
 
     def _select(self, sel: exp.Select, ctes) -> BuiltQuery:

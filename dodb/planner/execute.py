@@ -129,14 +129,21 @@ class Executor:
 
 
 def _broadcast(big: PaddedTable, one: PaddedTable, stability: int) -> PaddedTable:
-    """Append the single row of ``one`` to every row of ``big`` (reads only slot 0)."""
+    """Append the single row of ``one`` to every row of ``big`` (reads only slot 0).
+
+    ``one`` holds at most one row (a global aggregate, perhaps filtered by HAVING): when
+    it has none, no row comes out (every slot of ``big`` becomes a dummy, in one scan).
+    """
     n = big.padded_size
+    if one.padded_size == 0:  # public: the padded size
+        one = one.with_arrays([np.zeros((1,) + a.shape[1:], dtype=a.dtype) for a in one.arrays()])
+    alive = one.is_real[:1].repeat(n)
     cols = []
     for c in one.columns:
         arrays = [np.repeat(a[:1], n, axis=0) for a in c.arrays()]
-        arrays[1] = arrays[1] & one.is_real[:1].repeat(n)
+        arrays[1] = arrays[1] & alive
         cols.append(c.with_arrays(arrays))
-    return PaddedTable(big.names + one.names, big.columns + cols, big.is_real, stability, dict(big.meta))
+    return PaddedTable(big.names + one.names, big.columns + cols, big.is_real & alive, stability, dict(big.meta))
 
 
 def _unify_types(a: PaddedTable, b: PaddedTable) -> tuple[PaddedTable, PaddedTable]:

@@ -184,3 +184,10 @@ def test_regression_join_keys_of_different_types(reg_db, sql):
 def test_regression_scalar_subquery_as_a_select_item(reg_db):
     run_query(reg_db, "SELECT a.id AS c0, (SELECT max(z.k) FROM t2 z) AS c1 FROM t1 a")
     run_query(reg_db, "SELECT a.k AS c0, count(*) AS c1, (SELECT count(*) FROM t2 z) AS c2 FROM t1 a GROUP BY a.k")
+
+
+@pytest.mark.parametrize("bound", [1, 5])
+def test_regression_scalar_subquery_condition_on_a_constant(reg_db, bound):
+    # sqlglot pushes `bound > (SELECT …)` into the subquery as HAVING: an at-most-one-row side
+    run_query(reg_db, f"SELECT a.id AS c0 FROM t1 a JOIN t2 b ON a.k = b.k WHERE {bound} > (SELECT sum(z.k) FROM t2 z)")
+    run_query(reg_db, f"SELECT a.id AS c0 FROM t1 a WHERE {bound} > (SELECT sum(z.k) FROM t2 z)")
