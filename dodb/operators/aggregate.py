@@ -140,44 +140,42 @@ def group_by(
     name = ctx.op_name("group_by" if keys else "aggregate")
     leaks_before = len(ctx.leaks)
     distinct_cols = sorted({a.column for a in aggs if a.func == "count_distinct"})
-    if len(distinct_cols) > 1:
-        return _multi_distinct(table, keys, aggs, ctx, epsilon, delta)
     if table.padded_size == 0 and not keys:
         table = _one_dummy(table)
     n = table.padded_size
     s = table.stability
-
-    key_cols = [table.column(k) for k in keys]
-    sort_cols = key_cols + [table.column(c) for c in distinct_cols]
-    dummy = KeyField((~table.is_real).astype(np.uint64), 1)
-    payload = table.arrays()
-    if sort_cols or distinct_cols:
-        enc = encode_keys(sort_cols, leading=[dummy], n=n)
-        _, payload = kern.sort(enc, payload)
-    sorted_t = table.with_arrays(payload)
-    real = sorted_t.is_real
-    gkey = encode_keys([sorted_t.column(k) for k in keys], leading=[KeyField((~real).astype(np.uint64), 1)], n=n)
-    starts = _words_differ(gkey.words) if keys else _first_only(n)
-    dstarts = None
-    if distinct_cols:
-        dkey = encode_keys([sorted_t.column(distinct_cols[0])], n=n)
-        dstarts = starts | _words_differ(dkey.words)
-    ctx.trace.record("group_by:scan", -1, n, len(aggs))
-    out_cols = [sorted_t.column(k) for k in keys]
-    for a in aggs:
-        col = sorted_t.column(a.column) if a.column is not None else None
-        out_cols.append(_aggregate(kern, a, col, real, starts, dstarts))
-    ends = np.zeros(n, dtype=bool)
-    if n:
-        ends[:-1] = starts[1:]
-        ends[-1] = True
     names = list(keys) + [a.name for a in aggs]
+
+    # one sorted pass per COUNT(DISTINCT) column (the other aggregates ride on the first)
+    passes = []
+    for i, d in enumerate(distinct_cols or [None]):
+        sub = [a for a in aggs if (a.func == "count_distinct" and a.column == d)
+               or (i == 0 and a.func != "count_distinct")]
+        passes.append((sub, *_group_pass(kern, ctx, table, keys, sub, d)))
+    if len(passes) == 1:
+        out_cols, group_rows = passes[0][1], passes[0][2]
+    elif not keys:
+        by_name = {a.name: c for sub, cols, _ in passes for a, c in zip(sub, cols)}
+        out_cols, group_rows = [by_name[a.name] for a in aggs], passes[0][2]
+    else:
+        # each pass holds one row per group at its run's end, groups in key order: stable
+        # compaction lines the passes up row by row (G groups first in every pass)
+        by_name, group_rows = {}, None
+        for sub, cols, rows in passes:
+            flat = [x for c in cols for x in c.arrays()]
+            live, moved = kern.compact(rows, flat)
+            i = 0
+            for nm, c in zip(list(keys) + [a.name for a in sub], cols):
+                k = c.n_arrays()
+                by_name.setdefault(nm, c.with_arrays(moved[i:i + k]))
+                i += k
+            group_rows = live if group_rows is None else group_rows
+        out_cols = [by_name[nm] for nm in names]
     if not keys:
         # exactly one output row, whatever the data: its position is public (the last slot)
         row = [c.take_slice(n - 1, n) for c in out_cols]
         out = PaddedTable(names, row, np.ones(1, dtype=bool), 1 if s > 0 else 0)
         return OpResult(out, ctx.leaks[leaks_before:], ctx.trace)
-    group_rows = ends & real
     out_s = ctx.group_stability(s)
     grouped = PaddedTable(names, out_cols, group_rows, out_s)
     if ctx.mode == "plain":
@@ -192,6 +190,36 @@ def group_by(
     return OpResult(out.with_stability(out_s), ctx.leaks[leaks_before:], ctx.trace)
 
 
+def _group_pass(kern, ctx, table: PaddedTable, keys: list[str], aggs: list[Agg], distinct: str | None):
+    """Sort by ``(is_dummy, keys[, distinct])`` and scan: key + aggregate columns, and the
+    flags of each group's output row (the last real row of its run)."""
+    n = table.padded_size
+    sort_cols = [table.column(k) for k in keys] + ([table.column(distinct)] if distinct else [])
+    dummy = KeyField((~table.is_real).astype(np.uint64), 1)
+    payload = table.arrays()
+    if sort_cols:
+        enc = encode_keys(sort_cols, leading=[dummy], n=n)
+        _, payload = kern.sort(enc, payload)
+    sorted_t = table.with_arrays(payload)
+    real = sorted_t.is_real
+    gkey = encode_keys([sorted_t.column(k) for k in keys], leading=[KeyField((~real).astype(np.uint64), 1)], n=n)
+    starts = _words_differ(gkey.words) if keys else _first_only(n)
+    dstarts = None
+    if distinct:
+        dkey = encode_keys([sorted_t.column(distinct)], n=n)
+        dstarts = starts | _words_differ(dkey.words)
+    ctx.trace.record("group_by:scan", -1, n, len(aggs))
+    out_cols = [sorted_t.column(k) for k in keys]
+    for a in aggs:
+        col = sorted_t.column(a.column) if a.column is not None else None
+        out_cols.append(_aggregate(kern, a, col, real, starts, dstarts))
+    ends = np.zeros(n, dtype=bool)
+    if n:
+        ends[:-1] = starts[1:]
+        ends[-1] = True
+    return out_cols, ends & real
+
+
 def _first_only(n: int) -> np.ndarray:
     st = np.zeros(n, dtype=bool)
     if n:
@@ -202,9 +230,3 @@ def _first_only(n: int) -> np.ndarray:
 def _one_dummy(table: PaddedTable) -> PaddedTable:
     arrays = [np.zeros((1,) + a.shape[1:], dtype=a.dtype) for a in table.arrays()]
     return table.with_arrays(arrays)
-
-
-def _multi_distinct(table, keys, aggs, ctx, epsilon, delta) -> OpResult:
-    from ..errors import UnsupportedQueryError
-
-    raise UnsupportedQueryError("COUNT(DISTINCT ...) over more than one column in one GROUP BY")

@@ -53,6 +53,9 @@ def test_group_by_simulatable(mode, t):
     aggs = [Agg("count_star", None, "n"), Agg("sum", "c2", "s"), Agg("min", "c1", "m"), Agg("count_distinct", "c2", "d")]
     run(group_by, [pt], mode, keys=["c0"], aggs=aggs)
     run(group_by, [pt], mode, keys=[], aggs=aggs)
+    several = aggs + [Agg("count_distinct", "c1", "d1")]  # one sorted pass per distinct column
+    run(group_by, [pt], mode, keys=["c0"], aggs=several)
+    run(group_by, [pt], mode, keys=[], aggs=several)
 
 
 @pytest.mark.parametrize("mode", SIM_MODES)
@@ -166,3 +169,4 @@ def test_invalid_privacy_parameters_fail_cleanly():
     for eps, delta in [(0, 1e-6), (float("nan"), 1e-6), (1.0, 0.0), (1.0, 1.5)]:
         with pytest.raises(ValueError):
             filter_table(pt, np.ones(2, bool), epsilon=eps, delta=delta, ctx=ExecContext(rng=new_rng(0)))
+

@@ -191,3 +191,9 @@ def test_regression_scalar_subquery_condition_on_a_constant(reg_db, bound):
     # sqlglot pushes `bound > (SELECT …)` into the subquery as HAVING: an at-most-one-row side
     run_query(reg_db, f"SELECT a.id AS c0 FROM t1 a JOIN t2 b ON a.k = b.k WHERE {bound} > (SELECT sum(z.k) FROM t2 z)")
     run_query(reg_db, f"SELECT a.id AS c0 FROM t1 a WHERE {bound} > (SELECT sum(z.k) FROM t2 z)")
+
+
+def test_regression_count_distinct_over_several_columns(reg_db):
+    run_query(reg_db, "SELECT a.k AS c0, count(DISTINCT a.s) AS c1, count(DISTINCT a.d) AS c2, sum(a.n) AS c3 "
+                      "FROM t1 a GROUP BY a.k")
+    run_query(reg_db, "SELECT count(DISTINCT a.s) AS c0, count(*) AS c1, count(DISTINCT a.k) AS c2 FROM t1 a")
