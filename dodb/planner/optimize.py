@@ -14,6 +14,7 @@ from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError, SqlglotError
 from sqlglot.optimizer import RULES
 from sqlglot.optimizer import optimize as sqlglot_optimize
+from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.unnest_subqueries import unnest_subqueries
 
 from ..errors import CatalogError, PlanningError, UnsupportedQueryError
@@ -57,6 +58,24 @@ def _check_tables(e: exp.Expression, catalog: Catalog) -> None:
             raise CatalogError(f"unknown table {t.name!r}" + (f" ({position_of(t)})" if position_of(t) else ""))
 
 
+def duckdb_literal_types(expression: exp.Expression) -> exp.Expression:
+    """Type decimal literals as DuckDB does, after sqlglot's ``annotate_types``.
+
+    sqlglot types ``0.5`` as DOUBLE, DuckDB as DECIMAL(2,1); ``canonicalize`` would then
+    drop ``CAST(0.5 AS DOUBLE)`` as redundant, and the value changes (``CAST(0.5 AS
+    DOUBLE)::INTEGER`` is 0 in DuckDB, ``CAST(0.5 AS INTEGER)`` is 1).
+    """
+    for lit in expression.find_all(exp.Literal):
+        text = lit.this
+        if lit.is_string or "." not in text or "e" in text.lower():
+            continue
+        digits = sum(ch.isdigit() for ch in text)
+        scale = len(text.split(".", 1)[1])
+        if digits <= 38:
+            lit.type = exp.DataType.build(f"DECIMAL({max(digits, scale, 1)}, {scale})")
+    return expression
+
+
 def scalar_projections(expression: exp.Expression) -> exp.Expression:
     """Parenthesise an uncorrelated one-row subquery used as a whole SELECT item.
 
@@ -98,6 +117,8 @@ def optimize(sql: str | exp.Expression, catalog: Catalog) -> exp.Expression:
             rules.append(dodb_unnest_exists)
             rules.append(scalar_projections)
         rules.append(rule)
+        if rule is annotate_types:
+            rules.append(duckdb_literal_types)
     try:
         e = sqlglot_optimize(e, schema=schema, dialect="duckdb", rules=rules, validate_qualify_columns=True)
     except OptimizeError as err:

@@ -197,3 +197,9 @@ def test_regression_count_distinct_over_several_columns(reg_db):
     run_query(reg_db, "SELECT a.k AS c0, count(DISTINCT a.s) AS c1, count(DISTINCT a.d) AS c2, sum(a.n) AS c3 "
                       "FROM t1 a GROUP BY a.k")
     run_query(reg_db, "SELECT count(DISTINCT a.s) AS c0, count(*) AS c1, count(DISTINCT a.k) AS c2 FROM t1 a")
+
+
+def test_regression_cast_of_a_decimal_literal_is_kept(reg_db):
+    # sqlglot reads 0.5 as a DOUBLE and dropped CAST(0.5 AS DOUBLE): DuckDB rounds DECIMAL 0.5 to 1
+    run_query(reg_db, "SELECT -CAST(0.5::DOUBLE AS INTEGER) AS c0, CAST(2.5::DOUBLE AS INTEGER) AS c1, "
+                      "0.5::DOUBLE * 3 AS c2 FROM t1 a")
