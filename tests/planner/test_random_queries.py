@@ -99,6 +99,11 @@ def _property(shape: str) -> Tally:
     return tally
 
 
+@pytest.mark.parametrize("shape", SHAPES)
+def test_random_queries_match_duckdb(shape):
+    _property(shape)
+
+
 # -- refusals by design ----------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
