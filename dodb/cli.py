@@ -78,7 +78,7 @@ def _demo(args: argparse.Namespace) -> int:
     print("protecting customer (privacy unit), orders and lineitem (reach customers by keys); "
           "part, partsupp, supplier, nation, region stay public")
     db.protect("customer", "c_custkey", max_contributions=1, keys=[["c_custkey"]])
-    db.protect("orders", "o_custkey", keys=[["o_orderkey"]])
+    db.protect("orders", "o_custkey", parent=("customer", "c_custkey"), keys=[["o_orderkey"]])
     db.protect("lineitem", "l_orderkey", parent=("orders", "o_orderkey"), max_contributions=7,
                keys=[["l_orderkey", "l_linenumber"]], max_degree={"l_partkey": None, "l_suppkey": None})
     db.set_budget(epsilon=args.budget, delta=1e-5)

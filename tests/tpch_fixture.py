@@ -10,7 +10,8 @@ PUBLIC = ("part", "partsupp", "supplier", "nation", "region")
 
 def protect_tpch(db: "dodb.Database") -> None:
     db.protect("customer", "c_custkey", max_contributions=1, keys=[["c_custkey"]])
-    db.protect("orders", "o_custkey", keys=[["o_orderkey"]])
+    db.protect("orders", "o_custkey", parent=("customer", "c_custkey"),
+               keys=[["o_orderkey"]])
     db.protect("lineitem", "l_orderkey", parent=("orders", "o_orderkey"), max_contributions=7,
                keys=[["l_orderkey", "l_linenumber"]], max_degree={"l_partkey": None, "l_suppkey": None})
 

@@ -34,7 +34,7 @@ from .filter import filter_table
 from .keys import EncodedKey, KeyField, column_fields, encode_keys, pack_fields
 from .table import Column, PaddedTable, concat_tables, unify_columns
 
-__all__ = ["join", "JOIN_TYPES", "OBLIVIOUS_JOIN_LIMIT"]
+__all__ = ["join", "JOIN_TYPES", "OBLIVIOUS_JOIN_LIMIT", "same_unit_stability"]
 
 JOIN_TYPES = ("inner", "left", "semi", "anti")
 OBLIVIOUS_JOIN_LIMIT = 1 << 26  # worst-case rows the oblivious baseline may allocate
@@ -192,7 +192,7 @@ def join(
     # Which left rows have a partner changes with either side: s_L + s_R * deg_L.
     s_match = s_l + s_r * (deg_l or 0)
     if same_unit:
-        s_out, s_match = _same_unit_stability(how, s_l, s_r, deg_l, deg_r)
+        s_out, s_match = same_unit_stability(how, s_l, s_r, deg_l, deg_r)
     if how in ("semi", "anti"):
         mask = dl > 0 if how == "semi" else dl == 0
         res = filter_table(lt.with_stability(s_match), mask, epsilon=epsilon, delta=delta, ctx=ctx)
@@ -211,7 +211,7 @@ def join(
     return OpResult(inner.with_stability(s_out), ctx.leaks[leaks_before:], ctx.trace)
 
 
-def _same_unit_stability(how: str, s_l: int, s_r: int, deg_l: int | None, deg_r: int | None) -> tuple[int, int]:
+def same_unit_stability(how: str, s_l: int, s_r: int, deg_l: int | None, deg_r: int | None) -> tuple[int, int]:
     """(output stability, matched-rows stability) of a join along a privacy-unit path.
 
     A unit owns at most ``s_L`` left and ``s_R`` right rows, and they only match each

@@ -16,9 +16,11 @@ from sqlglot import exp
 
 from ..errors import PlanningError, UnsupportedQueryError
 from ..operators.aggregate import Agg
+from ..operators.join import same_unit_stability
 from ..operators.sort_limit import SortKey
 from .catalog import Catalog
 from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, upper_rows
+from .ownership import Owners, same_unit
 from .rules.reject_unsupported import position_of
 from .widths import string_width
 
@@ -96,6 +98,7 @@ class PlanBuilder:
         self._public_degree_cache: dict[tuple, int] = {}
         self._rows_cache: dict[str, int] = {}
         self._public_results: dict[int, object] = {}
+        self.owners = Owners(catalog)
 
     # -- public facts ------------------------------------------------------------------
     def _group_s(self, s: int) -> int:
@@ -379,8 +382,11 @@ class PlanBuilder:
             unique = [u for u in ln.unique if dr == 1] + [u for u in rn.unique if dl == 1 and how != "left"]
             cols = ln.columns + rn.columns
             rel_cols, aliases = {**left.cols, **right.cols}, left.aliases | right.aliases
+        unit_path = same_unit(self.owners, ln, rn, lk, rk)
+        if unit_path:  # rows of different units never match: the unit's own rows only
+            s, _ = same_unit_stability(how, sl, sr, dl, dr)
         node = Join(ln, rn, how, lk, rk, left_degree=dl, right_degree=dr, columns=cols, stability=s,
-                    degrees=degrees, unique=unique)
+                    degrees=degrees, unique=unique, same_unit=unit_path)
         node.degree_sources = sources
         return _Rel(node, rel_cols, aliases)
 

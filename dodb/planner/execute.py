@@ -83,7 +83,8 @@ class Executor:
         if isinstance(node, Join):
             left, right, lk, rk = _unify_keys(inputs[0], inputs[1], node.left_keys, node.right_keys)
             out = join(left, right, lk, rk, how=node.how, epsilon=eps, delta=delta, ctx=ctx,
-                       left_degree=node.left_degree, right_degree=node.right_degree).table
+                       left_degree=node.left_degree, right_degree=node.right_degree,
+                       same_unit=node.same_unit).table
             return out if lk == node.left_keys and rk == node.right_keys else out.select(node.columns)
         if isinstance(node, CrossOne):
             return _broadcast(inputs[0], inputs[1], node.stability)

@@ -113,10 +113,12 @@ class Join(Node):
         return [self.left, self.right]
 
     degree_sources: dict = field(default_factory=dict)
+    same_unit: bool = False  # along a privacy-unit path (see planner/ownership.py)
 
     def describe(self) -> str:
         on = " AND ".join(f"{a} = {b}" for a, b in zip(self.left_keys, self.right_keys))
         note = "".join(f"; {side} bound is a {src}" for side, src in self.degree_sources.items())
+        note += "; along a privacy-unit path" if self.same_unit else ""
         return f"Join {self.how.upper()} ON {on} (deg L≤{self.left_degree}, R≤{self.right_degree}{note})"
 
 
@@ -243,7 +245,7 @@ def leaks(node: Node) -> list[tuple[str, int]]:
         return [("rows", node.stability)] if node.stability > 0 else []
     if isinstance(node, Join):
         sl, sr = node.left.stability, node.right.stability
-        s_match = sl + sr * (node.left_degree or 0)
+        s_match = sl if node.same_unit else sl + sr * (node.left_degree or 0)
         if node.how in ("semi", "anti"):
             return [("bin_counts", s_match)] if s_match > 0 else []
         out = [("output_size", node.stability)] if node.stability > 0 else []
