@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import duckdb
 from sqlglot import exp
 
+from .. import sqlbuild
 from ..errors import PlanningError, UnsupportedQueryError
 from ..operators.aggregate import Agg
 from ..operators.join import same_unit_stability
@@ -108,17 +109,14 @@ class PlanBuilder:
         key = (table, cols)
         if key not in self._public_degree_cache:
             con: duckdb.DuckDBPyConnection = self.catalog.con
-            group = ", ".join(exp.column(c, quoted=True).sql(dialect="duckdb") for c in cols)
-            tbl = exp.to_table(table, quoted=True).sql(dialect="duckdb")
-            rows = con.execute(f"SELECT coalesce(max(c), 0) FROM (SELECT count(*) AS c FROM {tbl} GROUP BY {group})").fetchall()
+            rows = con.execute(sqlbuild.max_rows_per_value(table, list(cols))).fetchall()
             self._public_degree_cache[key] = int(rows[0][0])
         return self._public_degree_cache[key]
 
     def _row_count(self, table: str) -> int:
         """Padded size of a base table (public: DESIGN §1)."""
         if table not in self._rows_cache:
-            tbl = exp.to_table(table, quoted=True).sql(dialect="duckdb")
-            self._rows_cache[table] = int(self.catalog.con.execute(f"SELECT count(*) FROM {tbl}").fetchall()[0][0])
+            self._rows_cache[table] = int(self.catalog.con.execute(sqlbuild.count_rows(table)).fetchall()[0][0])
         return self._rows_cache[table]
 
     def degree(self, node: Node, cols: list[str]) -> int | None:

@@ -20,6 +20,7 @@ from typing import Any
 
 import duckdb
 
+from .. import sqlbuild
 from ..errors import CatalogError
 
 __all__ = ["TableInfo", "Catalog", "META_SCHEMA"]
@@ -130,17 +131,8 @@ class Catalog:
 
 # -- declaring private tables --------------------------------------------------------------
 
-def _ident(name: str) -> str:
-    from sqlglot import exp
-
-    return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
-
-
 def _max_per_value(con: duckdb.DuckDBPyConnection, table: str, cols: list[str]) -> int:
-    group = ", ".join(_ident(c) for c in cols)
-    rows = con.execute(f"SELECT coalesce(max(c), 0) FROM (SELECT count(*) AS c FROM {_ident(table)} "
-                       f"GROUP BY {group})").fetchall()
-    return int(rows[0][0])
+    return int(con.execute(sqlbuild.max_rows_per_value(table, cols)).fetchall()[0][0])
 
 
 def protect_table(catalog: Catalog, table: str, *, privacy_unit: str, parent: tuple[str, str] | None = None,
@@ -183,12 +175,10 @@ def protect_table(catalog: Catalog, table: str, *, privacy_unit: str, parent: tu
         need(pkey, pinfo)
         if [pkey] not in pinfo.keys:
             raise CatalogError(f"parent key {ptable}.{pkey} must be a declared key of {ptable!r}")
-        orphans = con.execute(
-            f"SELECT count(*) FROM {_ident(table)} t WHERE NOT EXISTS (SELECT 1 FROM {_ident(ptable)} p "
-            f"WHERE p.{_ident(pkey)} = t.{_ident(privacy_unit)})").fetchall()[0][0]
+        orphans = con.execute(sqlbuild.count_orphans(table, privacy_unit, ptable, pkey)).fetchall()[0][0]
         if orphans:
             raise CatalogError(f"{orphans} rows of {table!r} have no parent row in {ptable!r}")
-    nulls = con.execute(f"SELECT count(*) FROM {_ident(table)} WHERE {_ident(privacy_unit)} IS NULL").fetchall()[0][0]
+    nulls = con.execute(sqlbuild.count_where_null(table, privacy_unit)).fetchall()[0][0]
     if nulls:
         raise CatalogError(f"{nulls} rows of {table!r} have a NULL privacy unit {privacy_unit!r}")
     actual = _max_per_value(con, table, [privacy_unit])
@@ -210,10 +200,9 @@ def protect_table(catalog: Catalog, table: str, *, privacy_unit: str, parent: tu
     for c, ty in info.columns.items():
         if ty.upper().startswith(("VARCHAR", "BLOB", "TEXT")):
             # byte length: strlen for strings (a ::BLOB cast rejects non-ASCII text)
-            length = "octet_length" if ty.upper().startswith("BLOB") else "strlen"
-            widths[c] = max(1, int(con.execute(
-                f"SELECT coalesce(max({length}({_ident(c)})), 1) FROM {_ident(table)}").fetchall()[0][0]))
-    rows = int(con.execute(f"SELECT count(*) FROM {_ident(table)}").fetchall()[0][0])
+            fn = "octet_length" if ty.upper().startswith("BLOB") else "strlen"
+            widths[c] = max(1, int(con.execute(sqlbuild.max_length(table, c, fn)).fetchall()[0][0]))
+    rows = int(con.execute(sqlbuild.count_rows(table)).fetchall()[0][0])
     con.execute(f"CREATE SCHEMA IF NOT EXISTS {META_SCHEMA}")
     con.execute(f"CREATE TABLE IF NOT EXISTS {META_SCHEMA}.protected (table_name VARCHAR PRIMARY KEY, "
                 "privacy_unit VARCHAR, parent_table VARCHAR, parent_key VARCHAR, max_contributions BIGINT, "

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import duckdb
 import numpy as np
 import pyarrow as pa
+import sqlglot
 from sqlglot import exp
 
 from ..operators import (
@@ -206,10 +207,11 @@ def cast_result(table: pa.Table, types: list[str] | None) -> pa.Table:
     con = duckdb.connect()
     tmp = table.rename_columns([f"c{i}" for i in range(table.num_columns)])
     con.register("answer", tmp)
-    sql = "SELECT " + ", ".join(f"CAST(c{i} AS {t}) AS c{i}" for i, t in enumerate(types)) + " FROM answer"
     try:
-        out = con.sql(sql).to_arrow_table()
-    except duckdb.Error:
+        sql = exp.select(*[exp.cast(exp.column(f"c{i}", quoted=True), exp.DataType.build(t, dialect="duckdb"))
+                           .as_(f"c{i}", quoted=True) for i, t in enumerate(types)]).from_("answer")
+        out = con.sql(sql.sql(dialect="duckdb")).to_arrow_table()
+    except (duckdb.Error, sqlglot.errors.SqlglotError):
         return table  # a type DuckDB cannot name in a CAST: keep dodb's own
     return pa.Table.from_arrays(out.columns, names=table.column_names)
 
