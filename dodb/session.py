@@ -20,7 +20,7 @@ from .errors import CatalogError, DodbError
 from .oblivious.rng import new_rng
 from .operators.context import MODES
 from .planner import Catalog, QueryPlan, plan_query
-from .planner.catalog import protect_table
+from .planner.catalog import guard_table, protect_table
 
 __all__ = ["connect", "attach", "Database", "Result", "PrivacyReport", "DEFAULT_QUERY_DELTA_SHARE"]
 
@@ -113,7 +113,7 @@ class Database:
     """A DuckDB database with dodb's catalog of private tables and its privacy ledger."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, *, owned: bool, neighbour: str = "add_remove",
-                 allow_insecure: bool = False, seed: int | None = None):
+                 allow_insecure: bool = False, seed: int | None = None, guard: bool = False):
         if neighbour not in ("add_remove", "replace"):
             raise ValueError("neighbour must be 'add_remove' or 'replace'")
         self.con = con
@@ -125,6 +125,11 @@ class Database:
         self._lock = threading.RLock()
         self.ledger = Ledger(con)
         self.catalog = Catalog(con)
+        self.guard = guard
+        if guard:  # tables protected earlier (e.g. by another session) get guarded now
+            for name, info in list(self.catalog.tables.items()):
+                if info.private:
+                    guard_table(self.catalog, name)
         self._udf_cursor: duckdb.DuckDBPyConnection | None = None
         self._register_functions()
 
@@ -182,6 +187,8 @@ class Database:
             protect_table(self.catalog, table, privacy_unit=privacy_unit, parent=parent,
                           max_contributions=max_contributions, keys=[list(k) for k in (keys or [])],
                           max_degree=max_degree)
+            if self.guard:
+                guard_table(self.catalog, table)
 
     def set_budget(self, epsilon: float, delta: float, *, filter: str | None = None) -> None:
         """The dataset's total privacy budget (persisted with the data, shared by all sessions)."""
@@ -290,13 +297,22 @@ def _tables_of(p: QueryPlan) -> set[str]:
 
 
 def connect(database: str = ":memory:", *, neighbour: str = "add_remove", allow_insecure: bool = False,
-            seed: int | None = None, read_only: bool = False) -> Database:
-    """Open (or create) a DuckDB database file with dodb on top.  ``seed`` only in test mode."""
+            seed: int | None = None, read_only: bool = False, guard: bool = False) -> Database:
+    """Open (or create) a DuckDB database file with dodb on top.  ``seed`` only in test mode.
+
+    ``guard=True`` moves protected tables into the ``dodb_private`` schema so that plain
+    SQL on ``db.con`` cannot read them by accident (see :func:`attach`).
+    """
     con = duckdb.connect(database, read_only=read_only)
-    return Database(con, owned=True, neighbour=neighbour, allow_insecure=allow_insecure, seed=seed)
+    return Database(con, owned=True, neighbour=neighbour, allow_insecure=allow_insecure, seed=seed, guard=guard)
 
 
 def attach(con: duckdb.DuckDBPyConnection, *, neighbour: str = "add_remove", allow_insecure: bool = False,
-           seed: int | None = None) -> Database:
-    """Put dodb on an existing DuckDB connection (the script keeps using it)."""
-    return Database(con, owned=False, neighbour=neighbour, allow_insecure=allow_insecure, seed=seed)
+           seed: int | None = None, guard: bool = True) -> Database:
+    """Put dodb on an existing DuckDB connection (the script keeps using it).
+
+    With ``guard`` (the default here) every protected table is moved into the
+    ``dodb_private`` schema of the same database: the script's own SQL on ``con`` no
+    longer finds it under its name, while dodb keeps reading it.
+    """
+    return Database(con, owned=False, neighbour=neighbour, allow_insecure=allow_insecure, seed=seed, guard=guard)

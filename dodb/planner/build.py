@@ -109,14 +109,15 @@ class PlanBuilder:
         key = (table, cols)
         if key not in self._public_degree_cache:
             con: duckdb.DuckDBPyConnection = self.catalog.con
-            rows = con.execute(sqlbuild.max_rows_per_value(table, list(cols))).fetchall()
+            rows = con.execute(sqlbuild.max_rows_per_value(table, list(cols), self.catalog.table(table).schema)).fetchall()
             self._public_degree_cache[key] = int(rows[0][0])
         return self._public_degree_cache[key]
 
     def _row_count(self, table: str) -> int:
         """Padded size of a base table (public: DESIGN §1)."""
         if table not in self._rows_cache:
-            self._rows_cache[table] = int(self.catalog.con.execute(sqlbuild.count_rows(table)).fetchall()[0][0])
+            schema = self.catalog.table(table).schema
+            self._rows_cache[table] = int(self.catalog.con.execute(sqlbuild.count_rows(table, schema)).fetchall()[0][0])
         return self._rows_cache[table]
 
     def degree(self, node: Node, cols: list[str]) -> int | None:

@@ -28,10 +28,14 @@ __all__ = ["TableInfo", "Catalog", "META_SCHEMA"]
 META_SCHEMA = "dodb_meta"
 
 
+PRIVATE_SCHEMA = "dodb_private"
+
+
 @dataclass
 class TableInfo:
     name: str
     columns: dict[str, str]                  # column -> DuckDB type
+    schema: str | None = None                # None: the connection's current schema
     not_null: set[str] = field(default_factory=set)
     private: bool = False
     privacy_unit: str | None = None           # column identifying the unit (direct) or the FK column (hop)
@@ -64,11 +68,18 @@ class Catalog:
     # -- loading -----------------------------------------------------------------------
     def refresh(self) -> None:
         rows = self.con.execute(
-            "SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns "
-            "WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position").fetchall()
+            "SELECT table_schema = current_schema(), table_name, column_name, data_type, is_nullable "
+            "FROM information_schema.columns WHERE table_schema = current_schema() OR table_schema = ? "
+            "ORDER BY table_schema, table_name, ordinal_position", [PRIVATE_SCHEMA]).fetchall()
         tables: dict[str, TableInfo] = {}
-        for t, c, ty, nullable in rows:
-            info = tables.setdefault(t, TableInfo(t, {}))
+        # guarded private tables live in dodb_private; a same-named table there wins
+        for in_main, t, c, ty, nullable in sorted(rows, key=lambda r: r[0]):
+            schema = None if in_main else PRIVATE_SCHEMA
+            info = tables.get(t)
+            if info is None or info.schema != schema:
+                if info is not None and schema is None:
+                    continue
+                info = tables[t] = TableInfo(t, {}, schema=schema)
             info.columns[c] = ty
             if nullable == "NO":
                 info.not_null.add(c)
@@ -102,6 +113,17 @@ class Catalog:
             raise CatalogError(f"unknown table {name!r}")
         return info
 
+    @property
+    def has_private_schema(self) -> bool:
+        return any(i.schema == PRIVATE_SCHEMA for i in self.tables.values())
+
+    def reader(self) -> duckdb.DuckDBPyConnection:
+        """A cursor on the same database that also resolves guarded tables (DESCRIBE etc.)."""
+        cur = self.con.cursor()
+        if self.has_private_schema:
+            cur.execute("SET search_path = 'main,dodb_private'")
+        return cur
+
     def sqlglot_schema(self) -> dict[str, dict[str, str]]:
         return {t: dict(i.columns) for t, i in self.tables.items() if not t.startswith("dodb_")}
 
@@ -131,8 +153,8 @@ class Catalog:
 
 # -- declaring private tables --------------------------------------------------------------
 
-def _max_per_value(con: duckdb.DuckDBPyConnection, table: str, cols: list[str]) -> int:
-    return int(con.execute(sqlbuild.max_rows_per_value(table, cols)).fetchall()[0][0])
+def _max_per_value(con: duckdb.DuckDBPyConnection, table: str, cols: list[str], schema: str | None = None) -> int:
+    return int(con.execute(sqlbuild.max_rows_per_value(table, cols, schema)).fetchall()[0][0])
 
 
 def protect_table(catalog: Catalog, table: str, *, privacy_unit: str, parent: tuple[str, str] | None = None,
@@ -164,7 +186,7 @@ def protect_table(catalog: Catalog, table: str, *, privacy_unit: str, parent: tu
     for c, d in list(max_degree.items()):
         need(c, info)
         if d is None:  # "use the data's maximum" (public from now on, like the widths)
-            max_degree[c] = d = max(1, _max_per_value(con, table, [c]))
+            max_degree[c] = d = max(1, _max_per_value(con, table, [c], info.schema))
         if not isinstance(d, int) or d < 1:
             raise CatalogError(f"max_degree for {c!r} must be a positive integer or None (computed)")
     if parent is not None:
@@ -175,13 +197,13 @@ def protect_table(catalog: Catalog, table: str, *, privacy_unit: str, parent: tu
         need(pkey, pinfo)
         if [pkey] not in pinfo.keys:
             raise CatalogError(f"parent key {ptable}.{pkey} must be a declared key of {ptable!r}")
-        orphans = con.execute(sqlbuild.count_orphans(table, privacy_unit, ptable, pkey)).fetchall()[0][0]
+        orphans = con.execute(sqlbuild.count_orphans(table, privacy_unit, ptable, pkey, info.schema, pinfo.schema)).fetchall()[0][0]
         if orphans:
             raise CatalogError(f"{orphans} rows of {table!r} have no parent row in {ptable!r}")
-    nulls = con.execute(sqlbuild.count_where_null(table, privacy_unit)).fetchall()[0][0]
+    nulls = con.execute(sqlbuild.count_where_null(table, privacy_unit, info.schema)).fetchall()[0][0]
     if nulls:
         raise CatalogError(f"{nulls} rows of {table!r} have a NULL privacy unit {privacy_unit!r}")
-    actual = _max_per_value(con, table, [privacy_unit])
+    actual = _max_per_value(con, table, [privacy_unit], info.schema)
     if max_contributions is None:
         max_contributions = max(1, actual)
     if not isinstance(max_contributions, int) or max_contributions < 1:
@@ -190,10 +212,10 @@ def protect_table(catalog: Catalog, table: str, *, privacy_unit: str, parent: tu
         raise CatalogError(f"{table!r}: a privacy unit has {actual} rows, more than max_contributions="
                            f"{max_contributions}")
     for k in keys:
-        if _max_per_value(con, table, k) > 1:
+        if _max_per_value(con, table, k, info.schema) > 1:
             raise CatalogError(f"{table!r}: declared key {k} is not unique")
     for c, d in max_degree.items():
-        got = _max_per_value(con, table, [c])
+        got = _max_per_value(con, table, [c], info.schema)
         if got > d:
             raise CatalogError(f"{table!r}: {got} rows share one value of {c!r}, more than max_degree={d}")
     widths = {}
@@ -201,8 +223,8 @@ def protect_table(catalog: Catalog, table: str, *, privacy_unit: str, parent: tu
         if ty.upper().startswith(("VARCHAR", "BLOB", "TEXT")):
             # byte length: strlen for strings (a ::BLOB cast rejects non-ASCII text)
             fn = "octet_length" if ty.upper().startswith("BLOB") else "strlen"
-            widths[c] = max(1, int(con.execute(sqlbuild.max_length(table, c, fn)).fetchall()[0][0]))
-    rows = int(con.execute(sqlbuild.count_rows(table)).fetchall()[0][0])
+            widths[c] = max(1, int(con.execute(sqlbuild.max_length(table, c, fn, info.schema)).fetchall()[0][0]))
+    rows = int(con.execute(sqlbuild.count_rows(table, info.schema)).fetchall()[0][0])
     con.execute(f"CREATE SCHEMA IF NOT EXISTS {META_SCHEMA}")
     con.execute(f"CREATE TABLE IF NOT EXISTS {META_SCHEMA}.protected (table_name VARCHAR PRIMARY KEY, "
                 "privacy_unit VARCHAR, parent_table VARCHAR, parent_key VARCHAR, max_contributions BIGINT, "
@@ -212,3 +234,40 @@ def protect_table(catalog: Catalog, table: str, *, privacy_unit: str, parent: tu
                  max_contributions, json.dumps(keys), json.dumps(max_degree), json.dumps(widths), rows])
     catalog.refresh()
     return catalog.table(table)
+
+
+def guard_table(catalog: Catalog, table: str) -> None:
+    """Move a protected table into the ``dodb_private`` schema (same database file).
+
+    Plain DuckDB on the same connection then no longer finds it by its name (``SELECT *
+    FROM orders`` fails), so it cannot be read *by accident*; dodb keeps reading it.
+    This is not access control: ``dodb_private.orders`` stays readable on purpose.
+    The move keeps the table's definition (types, NOT NULL, keys) and is atomic.
+    """
+    import sqlglot
+    from sqlglot import exp
+
+    info = catalog.table(table)
+    if info.schema == PRIVATE_SCHEMA:
+        return
+    con = catalog.con
+    ddl = con.execute("SELECT sql FROM duckdb_tables() WHERE schema_name = current_schema() AND table_name = ?",
+                      [table]).fetchall()
+    if not ddl:
+        raise CatalogError(f"cannot guard {table!r}: it is not a base table of this schema")
+    create = sqlglot.parse_one(ddl[0][0], read="duckdb")
+    target = create.find(exp.Table)
+    target.set("db", exp.to_identifier(PRIVATE_SCHEMA, quoted=True))
+    src, dst = sqlbuild.table(table), sqlbuild.table(table, PRIVATE_SCHEMA)
+    con.execute("BEGIN TRANSACTION").fetchall()
+    try:
+        con.execute(sqlbuild.render(exp.Create(this=exp.Table(db=exp.to_identifier(PRIVATE_SCHEMA, quoted=True)),
+                                               kind="SCHEMA", exists=True))).fetchall()
+        con.execute(create.sql(dialect="duckdb")).fetchall()
+        con.execute(sqlbuild.render(exp.insert(exp.select(exp.Star()).from_(src), dst))).fetchall()
+        con.execute(sqlbuild.render(exp.Drop(tables=[src], kind="TABLE"))).fetchall()
+        con.execute("COMMIT").fetchall()
+    except BaseException:
+        con.execute("ROLLBACK").fetchall()
+        raise
+    catalog.refresh()

@@ -17,6 +17,7 @@ import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
+from .. import sqlbuild
 from ..operators import (
     ExecContext, PaddedTable, distinct, filter_table, from_arrow, group_by, join, order_by,
     predicate_mask, project, set_operation,
@@ -109,7 +110,7 @@ class Executor:
         info = self.catalog.table(node.table)
         q = exp.select(*[exp.column(c, table=node.alias, quoted=True).as_(f"{node.alias}.{c}", quoted=True)
                          for c in node.source_columns]).from_(
-            exp.to_table(node.table, quoted=True).as_(node.alias, quoted=True))
+            sqlbuild.table(node.table, info.schema).as_(node.alias, quoted=True))
         if node.predicate is not None:
             q = q.where(node.predicate.copy())
         con: duckdb.DuckDBPyConnection = self.catalog.con

@@ -190,7 +190,11 @@ def _result_schema(parsed, catalog: Catalog) -> list[tuple[str, str]]:
     import duckdb
 
     try:
-        rows = catalog.con.execute(exp.Describe(this=parsed.copy()).sql(dialect="duckdb")).fetchall()
+        reader = catalog.reader()  # resolves guarded private tables too
+        try:
+            rows = reader.execute(exp.Describe(this=parsed.copy()).sql(dialect="duckdb")).fetchall()
+        finally:
+            reader.close()
     except duckdb.Error as e:
         raise PlanningError(str(e).split("\n")[0]) from None
     return [(r[0], r[1]) for r in rows]
