@@ -269,7 +269,7 @@ class Grammar:
             return f"greatest({e()}, {e()})"
         if form == 14:
             return f"sign({e(self.choice(NUMERIC))})"
-        return f"-{e()}"
+        return f"-({e()})"  # not -{e()}: "--1" would start a comment
 
     def _dec(self, scope, d) -> str:
         e = lambda k="dec": self.expr(scope, k, d)  # noqa: E731
