@@ -390,6 +390,10 @@ class PlanBuilder:
         return _Rel(node, rel_cols, aliases)
 
     def _join_outer(self, cur: _Rel, how: str, r: _Rel, on: list[exp.Expression]) -> _Rel:
+        if how in ("semi", "anti") and any(isinstance(p, exp.Null) or (isinstance(p, exp.Boolean) and p.this is False)
+                                           for p in on):
+            # the condition simplified to FALSE (`… AND 'a' > 'b'`): no right row ever matches
+            return cur if how == "anti" else self._filter(cur, [exp.false()])
         right_only = [p for p in on if _refs(p) and _refs(p) <= r.aliases]
         left_only = [p for p in on if _refs(p) and _refs(p) <= cur.aliases]
         rest = [p for p in on if p not in right_only and p not in left_only]

@@ -211,3 +211,10 @@ def test_regression_cast_of_a_decimal_literal_is_kept(reg_db):
     # sqlglot reads 0.5 as a DOUBLE and dropped CAST(0.5 AS DOUBLE): DuckDB rounds DECIMAL 0.5 to 1
     run_query(reg_db, "SELECT -CAST(0.5::DOUBLE AS INTEGER) AS c0, CAST(2.5::DOUBLE AS INTEGER) AS c1, "
                       "0.5::DOUBLE * 3 AS c2 FROM t1 a")
+
+
+@pytest.mark.parametrize("neg", ["", "NOT "])
+def test_regression_exists_whose_condition_simplifies_to_false(reg_db, neg):
+    run_query(reg_db, f"SELECT a.id AS c0 FROM t1 a WHERE {neg}EXISTS (SELECT * FROM t2 z WHERE a.s = z.s AND 'a' > 'ba')")
+    run_query(reg_db, f"SELECT a.id AS c0, b.k AS c1 FROM t1 a JOIN t2 b ON a.k = b.k "
+                      f"WHERE {neg}EXISTS (SELECT 1 FROM t2 z WHERE a.k = z.id AND (2 BETWEEN 4 AND 1))")
