@@ -86,6 +86,56 @@ def _bernoulli_exp_le1(gamma: Fraction, rng: RandomSource) -> bool:
     return k % 2 == 1
 
 
+# -- vectorised exact sampling (the same algorithms, many draws at once) ---------------
+
+def numpy_generator(rng: RandomSource) -> np.random.Generator:
+    """A numpy generator seeded with 128 bits from ``rng`` (the OS CSPRNG in production)."""
+    return np.random.Generator(np.random.PCG64(rng.getrandbits(128)))
+
+
+def _bernoulli_exp_vec(num: np.ndarray, den: int, g: np.random.Generator) -> np.ndarray:
+    """Exact Bernoulli(exp(-num/den)) for integer arrays ``0 <= num <= den`` (CKS Alg. 1).
+
+    ``K`` counts successes of Bernoulli(gamma/K); the result is ``K`` odd.  Each draw is an
+    exact integer comparison ``uniform[0, den*K) < num``.
+    """
+    k = np.ones(num.shape, dtype=np.int64)
+    active = np.ones(num.shape, dtype=bool)
+    while active.any():
+        idx = np.flatnonzero(active)
+        hit = g.integers(0, den * k[idx]) < num[idx]
+        k[idx] += hit
+        active[idx] = hit
+    return (k % 2) == 1
+
+
+_VEC_LIMIT = 1 << 55  # integer ranges must stay well inside int64
+
+
+def _discrete_laplace_vec(scale: Fraction, count: int, g: np.random.Generator) -> np.ndarray:
+    """``count`` exact draws of DLap(scale) (CKS Alg. 2, vectorised rejection)."""
+    t, s = scale.numerator, scale.denominator
+    out = np.empty(count, dtype=np.int64)
+    todo = np.arange(count)
+    while todo.size:
+        m = todo.size
+        u = g.integers(0, t, size=m)
+        ok = _bernoulli_exp_vec(u, t, g)
+        v = np.zeros(m, dtype=np.int64)
+        going = ok.copy()
+        while going.any():  # V = number of successes of Bernoulli(exp(-1)) before a failure
+            idx = np.flatnonzero(going)
+            succ = _bernoulli_exp_vec(np.ones(idx.size, dtype=np.int64), 1, g)
+            v[idx] += succ
+            going[idx] = succ
+        y = (u + t * v) // s
+        b = g.integers(0, 2, size=m)
+        ok &= ~((b == 1) & (y == 0))
+        out[todo[ok]] = ((1 - 2 * b) * y)[ok]
+        todo = todo[~ok]
+    return out
+
+
 # -- distributions ----------------------------------------------------------------------
 
 def _ks(k) -> np.ndarray:
@@ -223,6 +273,21 @@ class _ShiftedTruncated:
             z = self.base.sample(rng)
             if -self.shift <= z <= self.shift:
                 return z + self.shift
+
+    def sample_many(self, rng: RandomSource, count: int) -> np.ndarray:
+        """``count`` independent exact draws (vectorised for the discrete Laplace)."""
+        base = self.base
+        if not isinstance(base, DiscreteLaplace) or base.scale.numerator * 64 > _VEC_LIMIT or count < 8:
+            return np.array([self.sample(rng) for _ in range(count)], dtype=np.int64)
+        g = numpy_generator(rng)
+        out = np.empty(count, dtype=np.int64)
+        todo = np.arange(count)
+        while todo.size:
+            z = _discrete_laplace_vec(base.scale, todo.size, g)
+            ok = np.abs(z) <= self.shift
+            out[todo[ok]] = z[ok] + self.shift
+            todo = todo[~ok]
+        return out
 
     def support(self) -> tuple[int, int]:
         return (0, 2 * self.shift)

@@ -117,7 +117,8 @@ class ExecContext:
         if self.replay is not None:
             vals = [self.replay.pop(0) for _ in range(k)]
         else:
-            vals = [int(v) + mech.sample(self.rng) for v in np.asarray(true_values).tolist()]
+            noise = mech.sample_many(self.rng, k) if k > 1 else [mech.sample(self.rng) for _ in range(k)]
+            vals = [int(v) + int(z) for v, z in zip(np.asarray(true_values).tolist(), noise)]
         for v in vals:
             self.trace.leak(f"{operator}:{name}", v)
         self.leaks.append(Leak(operator, name, mech, int(sensitivity), float(epsilon), float(delta), tuple(vals)))

@@ -139,3 +139,18 @@ def test_seeding_requires_test_mode():
     finally:
         rngmod.enable_seeding()
     assert rngmod.new_rng(1).randrange(10**9) == rngmod.new_rng(1).randrange(10**9)
+
+
+@pytest.mark.parametrize("eps,delta,sens", [(1.0, 1e-4, 1), (0.3, 1e-6, 5), (2.0, 1e-3, 2)])
+def test_vectorised_padding_sampler_fits_the_pmf(eps, delta, sens):
+    m = ShiftedTruncatedDiscreteLaplace.for_privacy(eps, delta, sens)
+    xs = m.sample_many(rngmod.new_rng(13), 20000).tolist()
+    assert min(xs) >= 0 and max(xs) <= 2 * m.shift
+    assert chi_square_p(xs, m.pmf, 0, 2 * m.shift) > 1e-3
+
+
+def test_vectorised_sampler_detects_wrong_scale():
+    m = ShiftedTruncatedDiscreteLaplace.for_privacy(1.0, 1e-4, 1)
+    other = ShiftedTruncatedDiscreteLaplace(m.scale * 2, m.shift)
+    xs = other.sample_many(rngmod.new_rng(2), 20000).tolist()
+    assert chi_square_p(xs, m.pmf, 0, 2 * m.shift) < 1e-3
