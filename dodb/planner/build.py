@@ -21,6 +21,7 @@ from ..operators.join import same_unit_stability
 from ..operators.sort_limit import SortKey
 from .catalog import Catalog
 from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, upper_rows
+from .exprs import conjuncts
 from .ownership import Owners, same_unit
 from .rules.reject_unsupported import position_of
 from .widths import string_width
@@ -57,18 +58,6 @@ class _Rel:
     node: Node
     cols: dict[tuple[str, str], str]
     aliases: set[str] = field(default_factory=set)
-
-
-def _conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
-    if e is None:
-        return []
-    if isinstance(e, exp.And):
-        return _conjuncts(e.left) + _conjuncts(e.right)
-    if isinstance(e, exp.Paren):
-        return _conjuncts(e.this)
-    if isinstance(e, exp.Boolean) and e.this is True:
-        return []
-    return [e]
 
 
 def _refs(e: exp.Expression) -> set[str]:
@@ -267,11 +256,11 @@ class PlanBuilder:
         first = self._source(from_.this, sel, ctes)
         inner: list[_Rel] = [first]
         outer: list[tuple[str, _Rel, list[exp.Expression]]] = []
-        preds = _conjuncts(sel.args["where"].this) if sel.args.get("where") else []
+        preds = conjuncts(sel.args["where"].this) if sel.args.get("where") else []
         for j in sel.args.get("joins") or []:
             rel = self._source(j.this, sel, ctes)
             side, kind = (j.args.get("side") or "").upper(), (j.args.get("kind") or "").upper()
-            on = _conjuncts(j.args.get("on"))
+            on = conjuncts(j.args.get("on"))
             if side == "LEFT":
                 outer.append(("left", rel, on))
             elif kind in ("SEMI", "ANTI"):

@@ -25,19 +25,10 @@ import itertools
 from sqlglot import exp
 
 from ...errors import UnsupportedQueryError
+from ..exprs import conjuncts
 from .reject_unsupported import position_of
 
 __all__ = ["unnest_exists"]
-
-
-def _conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
-    if e is None:
-        return []
-    if isinstance(e, exp.And):
-        return _conjuncts(e.left) + _conjuncts(e.right)
-    if isinstance(e, exp.Paren):
-        return _conjuncts(e.this)
-    return [e]
 
 
 def _and(parts: list[exp.Expression]) -> exp.Expression | None:
@@ -95,7 +86,7 @@ def unnest_exists(expression: exp.Expression, not_null: dict[str, set[str]] | No
         if where is None:
             continue
         keep: list[exp.Expression] = []
-        for c in _conjuncts(where.this):
+        for c in conjuncts(where.this):
             negated = isinstance(c, exp.Not)
             inner = c.this if negated else c
             if isinstance(inner, exp.Paren):
@@ -126,7 +117,7 @@ def _exists_to_join(select: exp.Select, sub: exp.Select, negated: bool, counter)
         sub = sub.copy()
         _rename_alias(sub, alias, fresh)
         source = _sources(sub)[0].copy()
-    cond = _and([p.copy() for p in _conjuncts((sub.args.get("where") or exp.Where(this=exp.true())).this)])
+    cond = _and([p.copy() for p in conjuncts((sub.args.get("where") or exp.Where(this=exp.true())).this)])
     select.append("joins", exp.Join(this=source, kind="ANTI" if negated else "SEMI", on=cond or exp.true()))
 
 

@@ -1,0 +1,22 @@
+"""The docstring examples (planner rules, widths, the package tour) run as written."""
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "dodb",
+    "dodb.planner.rules.reject_unsupported",
+    "dodb.planner.rules.unnest_exists",
+    "dodb.planner.rules.factor_disjunctions",
+    "dodb.planner.widths",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0, f"{name} has no examples"
+    assert result.failed == 0
