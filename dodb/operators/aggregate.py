@@ -95,6 +95,8 @@ def _aggregate(kern, agg: Agg, col: Column | None, real: np.ndarray, starts: np.
         return Column(pa.int64(), kern.seg_reduce(inc & dstarts, starts, "count"), np.ones_like(real))
     nonnull = kern.seg_reduce(inc, starts, "count") > 0
     t = col.type
+    if pa.types.is_null(t):  # SUM(NULL), MIN(CASE … END) with every branch NULL: all NULL
+        return Column(t, np.zeros(real.shape[0], dtype=np.int8), np.zeros(real.shape[0], dtype=bool))
     if agg.func in ("sum", "avg"):
         if pa.types.is_floating(t):
             total = kern.seg_reduce(np.where(inc, col.values.astype(np.float64), 0.0), starts, "sum")

@@ -218,3 +218,10 @@ def test_regression_exists_whose_condition_simplifies_to_false(reg_db, neg):
     run_query(reg_db, f"SELECT a.id AS c0 FROM t1 a WHERE {neg}EXISTS (SELECT * FROM t2 z WHERE a.s = z.s AND 'a' > 'ba')")
     run_query(reg_db, f"SELECT a.id AS c0, b.k AS c1 FROM t1 a JOIN t2 b ON a.k = b.k "
                       f"WHERE {neg}EXISTS (SELECT 1 FROM t2 z WHERE a.k = z.id AND (2 BETWEEN 4 AND 1))")
+
+
+def test_regression_aggregate_of_an_all_null_expression(reg_db):
+    # sqlglot simplifies the CASE to NULL: the aggregate's input column has Arrow type null
+    run_query(reg_db, "SELECT count(*) AS c0, sum(CASE WHEN '' = 'a' THEN a.n END) + 1 AS c1, "
+                      "min(CASE WHEN 1 = 2 THEN a.s END) AS c2 FROM t1 a")
+    run_query(reg_db, "SELECT a.k AS c0, avg(CASE WHEN 1 = 2 THEN a.f END) AS c1, max(NULL) AS c2 FROM t1 a GROUP BY a.k")
