@@ -116,22 +116,26 @@ def plot_tpch_epsilon(results: list[dict], path: Path, scale: float) -> Path | N
         return None
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     by = {(r["query"], r["engine"], r.get("epsilon")): r for r in results}
-    cmap = plt.get_cmap("tab20")
+    cmap = plt.get_cmap("tab10")
     for i, q in enumerate(queries):
+        color, marker, ls = cmap(i % 10), "os^"[i // 10 % 3], ["-", "--", ":"][i // 10 % 3]
         ys = [_secs(by.get((q, "do", e))) for e in eps]
         if any(y is not None for y in ys):
-            ax.plot(eps, [y if y is not None else float("nan") for y in ys], marker="o", color=cmap(i % 20),
+            ax.plot(eps, [y if y is not None else float("nan") for y in ys], marker=marker, ls=ls, color=color,
                     label=f"Q{q}")
             ob = _secs(by.get((q, "oblivious", None)))
             if ob is not None:
-                ax.scatter([max(eps) * 1.6], [ob], marker="_", s=200, color=cmap(i % 20))
+                ax.scatter([max(eps) * 1.6], [ob], marker=marker, s=30, color=color)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("ε (do mode);  bars at the right: oblivious mode")
+    ax.set_xticks(list(eps) + [max(eps) * 1.6])
+    ax.set_xticklabels([f"{e:g}" for e in eps] + ["obl."])
+    ax.minorticks_off()
+    ax.set_xlabel("ε (do mode);  marks at 'obl.': oblivious mode")
     ax.set_ylabel("seconds (median)")
     ax.set_title(f"TPC-H sf {scale:g}: time vs ε")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=6, ncol=4)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=6, ncol=1, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -170,26 +174,47 @@ def plot_tpch_scale(per_scale: dict[float, dict[str, float]], path: Path) -> Pat
 
 
 def plot_tpch_padding(ops: list[dict], path: Path, scale: float) -> Path | None:
-    """Padded rows / real rows per operator kind, for do (per ε) and oblivious (box plot)."""
+    """Padded rows / real rows of each operator's output, per operator kind and engine (box plot).
+
+    Only the operators that do work on private data (filters, joins, aggregates, sorts,
+    distinct, set operations); projections just inherit their input's padding.
+    """
     if not have_matplotlib() or not ops:
         return None
     plt = _plt()
-    groups: dict[str, list[float]] = {}
+    kinds = [k for k in ("Filter", "Join", "Aggregate", "Sort", "Distinct", "SetOp")
+             if any(o["kind"] == k and o.get("overhead") is not None for o in ops)]
+    engines = []
     for o in ops:
-        if o.get("overhead") is None:
-            continue
-        groups.setdefault(f"{o['kind']}\n{o['engine']}", []).append(max(o["overhead"], 1.0))
-    if not groups:
+        if o["engine"] not in engines:
+            engines.append(o["engine"])
+    if not kinds:
         return None
-    labels = sorted(groups, key=lambda k: (k.split("\n")[0], k.split("\n")[1]))
-    fig, ax = plt.subplots(figsize=(max(7.0, 0.55 * len(labels)), 4.5))
-    ax.boxplot([groups[k] for k in labels], showfliers=True)
-    ax.set_xticks(range(1, len(labels) + 1))
-    ax.set_xticklabels(labels, fontsize=6, rotation=90)
+    fig, ax = plt.subplots(figsize=(8.5, 4.5))
+    width = 0.8 / max(1, len(engines))
+    cmap = plt.get_cmap("tab10")
+    for j, e in enumerate(engines):
+        data, pos = [], []
+        for i, k in enumerate(kinds):
+            vals = [max(o["overhead"], 1.0) for o in ops if o["kind"] == k and o["engine"] == e
+                    and o.get("overhead") is not None]
+            if vals:
+                data.append(vals)
+                pos.append(i + (j - (len(engines) - 1) / 2) * width)
+        if data:
+            bp = ax.boxplot(data, positions=pos, widths=width * 0.9, patch_artist=True, showfliers=True,
+                            flierprops={"markersize": 3})
+            for b in bp["boxes"]:
+                b.set_facecolor(cmap(j % 10))
+                b.set_alpha(0.6)
+            ax.plot([], [], color=cmap(j % 10), lw=6, alpha=0.6, label=e)
+    ax.set_xticks(range(len(kinds)))
+    ax.set_xticklabels(kinds)
     ax.set_yscale("log")
-    ax.set_ylabel("padded rows / real rows (output)")
-    ax.set_title(f"TPC-H sf {scale:g}: padding overhead per operator")
+    ax.set_ylabel("padded rows / real rows (operator output)")
+    ax.set_title(f"TPC-H sf {scale:g}: padding overhead per operator (all queries)")
     ax.grid(True, axis="y", which="both", alpha=0.3)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
