@@ -79,6 +79,9 @@ class Executor:
         if isinstance(node, Filter):
             t = inputs[0]
             mask = predicate_mask(t, node.predicate)
+            if node.mark_only:  # one linear pass; the padded size stays the public input size
+                ctx.trace.record("filter:mark", -1, t.padded_size)
+                return t.with_arrays(t.arrays()[:-1] + [t.is_real & mask])
             return filter_table(t, mask, epsilon=eps, delta=delta, ctx=ctx, bin_size=self.bin_size).table
         if isinstance(node, Project):
             return self._project(node, inputs[0], ctx)

@@ -74,13 +74,15 @@ class Scan(Node):
 class Filter(Node):
     child: Node
     predicate: exp.Expression
+    mark_only: bool = False  # keep every slot, only clear is_real: leaks nothing (see planner/marking.py)
 
     @property
     def children(self):
         return [self.child]
 
     def describe(self) -> str:
-        return f"Filter {self.predicate.sql(dialect='duckdb')[:120]}"
+        how = " (mark only: no size released)" if self.mark_only else ""
+        return f"Filter {self.predicate.sql(dialect='duckdb')[:120]}{how}"
 
 
 @dataclass(eq=False)
@@ -238,7 +240,7 @@ def leaks(node: Node) -> list[tuple[str, int]]:
     """The noisy releases a node makes in ``do`` mode: (name, sensitivity) each."""
     if isinstance(node, Filter):
         s = node.child.stability
-        return [("bin_counts", s)] if s > 0 else []
+        return [("bin_counts", s)] if s > 0 and not node.mark_only else []
     if isinstance(node, Aggregate):
         return [("groups", node.stability)] if node.keys and node.stability > 0 else []
     if isinstance(node, Distinct) or (isinstance(node, SetOp) and node.op != "union_all"):

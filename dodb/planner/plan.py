@@ -25,6 +25,7 @@ from .catalog import Catalog
 from .execute import Executor, NodeStats, cast_result
 from .logical import Node, leaks, upper_rows, walk
 from .optimize import optimize, parse
+from .marking import mark_only_filters
 from .prune import prune_columns
 
 __all__ = ["QueryPlan", "plan_query", "ALLOCATIONS"]
@@ -213,6 +214,7 @@ def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode
     builder = PlanBuilder(catalog, neighbour)
     built = builder.build(ast)
     prune_columns(built.root)
+    mark_only_filters(built.root)
     if len(names) == len(built.names):
         built.names = names
     alloc = allocate(built.root, epsilon, delta, allocation) if mode == "do" else {}

@@ -61,3 +61,15 @@ def test_private_sizes_are_padded_not_exact(db):
     assert {"Filter", "Join", "Aggregate"} <= kinds
     # padded sizes of DO operators are at least the true sizes (one-sided noise)
     assert table.num_rows == 10
+
+
+def test_filter_feeding_a_global_aggregate_releases_nothing(db):
+    """Q6 is a filter feeding SUM: marking rows is enough, nothing leaks, nothing is charged."""
+    p = db.plan(tpch_query(6), epsilon=1.0, delta=1e-6)
+    assert not p.events and "mark only" in p.explain()
+    res = db.sql(tpch_query(6), epsilon=1.0, delta=1e-6)
+    assert res.privacy.charged_epsilon == 0
+    assert_same_rows(res.arrow(), db.con.sql(tpch_query(6)).to_arrow_table())
+    # a filter whose output is grouped still compacts and releases its size
+    p3 = db.plan(tpch_query(3), epsilon=1.0, delta=1e-6)
+    assert any(e.operator.startswith("Filter") for e in p3.events)
