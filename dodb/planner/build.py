@@ -285,11 +285,36 @@ class PlanBuilder:
             else:
                 spanning.append(p)
         inner = [self._filter(r, per_source.get(i, [])) for i, r in enumerate(inner)]
+        outer = self._push_down_semi_joins(inner, outer)
         rel = self._join_inner(inner, spanning)
         for how, r, on in outer:
             rel = self._join_outer(rel, how, r, on)
         rel = self._filter(rel, post)
         return self._finish(sel, rel)
+
+    def _push_down_semi_joins(self, inner: list[_Rel], outer: list) -> list:
+        """Apply a SEMI/ANTI join to the one FROM item it depends on, before the inner joins.
+
+        A semi/anti join only removes rows, so applying it to the source it refers to gives
+        the same answer and shrinks the input of every later join (TPC-H Q18: the orders
+        IN-subquery runs on orders, not on orders ⋈ lineitem).  Only equality joins are
+        moved: one with a non-equality residual expands first and is cheaper at the end.
+        Leaves ``inner`` updated in place; returns the outer joins still to do.
+        """
+        rest = []
+        for how, r, on in outer:
+            if how in ("semi", "anti"):
+                refs = set().union(*(_refs(p) for p in on)) - r.aliases
+                owners = [i for i, src in enumerate(inner) if refs and refs <= src.aliases]
+                if owners:
+                    src = inner[owners[0]]
+                    plain = all(_refs(p) <= r.aliases or _refs(p) <= src.aliases or self._equi(p, src, r)
+                                for p in on)
+                    if plain and any(self._equi(p, src, r) for p in on):
+                        inner[owners[0]] = self._join_outer(src, how, r, on)
+                        continue
+            rest.append((how, r, on))
+        return rest
 
     # -- joins -----------------------------------------------------------------------------
     def _equi(self, p: exp.Expression, left: _Rel, right: _Rel):
