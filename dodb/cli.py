@@ -99,7 +99,7 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"budget now: spent ε={b['spent'][0]:.3f}, remaining ε={b['remaining'][0]:.3f}")
     print("== asking for more than is left (ε=100):")
     try:
-        db.sql(tpch_query(6), epsilon=100.0)
+        db.sql("SELECT o_orderpriority, count(*) AS n FROM orders GROUP BY o_orderpriority", epsilon=100.0)
     except BudgetExceededError as e:
         print(f"  refused before running: {e}")
         after = db.budget

@@ -139,6 +139,22 @@ class PlanBuilder:
                 self._public_degree_cache[key] = int(g.column("count_all").to_numpy().max())
         return self._public_degree_cache[key]
 
+    def _public_table(self, node: Node):
+        """Run a public sub-plan at plan time (no privacy cost) and keep its result."""
+        if node.node_id not in self._public_results:
+            from ..operators import ExecContext
+            from .execute import Executor
+
+            self._public_results[node.node_id] = Executor(self.catalog, ExecContext(mode="plain"), {}).run(node)
+        return self._public_results[node.node_id]
+
+    def _lookup_side(self, node: Node, keys: list[str]) -> bool:
+        """A small public relation with unique join keys: joinable by one pass per row."""
+        from ..operators.lookup import LOOKUP_MAX_ROWS
+
+        return (_all_public(node) and self.degree(node, keys) == 1
+                and self._public_table(node).real_count <= LOOKUP_MAX_ROWS)
+
     def bounded_degree(self, node: Node, cols: list[str]) -> tuple[int, str]:
         """A degree bound that always exists: declared/public, else the node's size bound."""
         d = self.degree(node, cols)
@@ -364,6 +380,10 @@ class PlanBuilder:
         """
         ln, rn = left.node, right.node
         sl, sr = ln.stability, rn.stability
+        if sl > 0 and sr == 0 and self._lookup_side(rn, rk):
+            return self._lookup_node(left, right, how, lk, rk)
+        if how == "inner" and sr > 0 and sl == 0 and self._lookup_side(ln, lk):
+            return self._lookup_node(right, left, how, rk, lk)
         dl, dr = self.degree(ln, lk), self.degree(rn, rk)
         sources = {}
         if dl is None and sr > 0:
@@ -402,6 +422,22 @@ class PlanBuilder:
                     degrees=degrees, unique=unique, same_unit=unit_path)
         node.degree_sources = sources
         return _Rel(node, rel_cols, aliases)
+
+    def _lookup_node(self, left: _Rel, right: _Rel, how: str, lk: list[str], rk: list[str]) -> _Rel:
+        """Join a private relation with a small public one by one pass per public row."""
+        ln, rn = left.node, right.node
+        semi = how in ("semi", "anti")
+        cols = list(ln.columns) + ([] if semi else list(rn.columns))
+        dl = self.degree(ln, lk)
+        degrees = dict(ln.degrees)
+        if dl is not None and not semi:  # matched rows share the key value: as many as on the left
+            degrees[frozenset(rk)] = degrees[frozenset(lk)] = dl
+            if len(rk) == 1:
+                degrees[rk[0]] = dl
+        node = Join(ln, rn, how, lk, rk, left_degree=dl, right_degree=1, columns=cols,
+                    stability=ln.stability, degrees=degrees, unique=list(ln.unique), method="lookup")
+        rel_cols = left.cols if semi else {**left.cols, **right.cols}
+        return _Rel(node, rel_cols, left.aliases if semi else left.aliases | right.aliases)
 
     def _join_outer(self, cur: _Rel, how: str, r: _Rel, on: list[exp.Expression]) -> _Rel:
         if how in ("semi", "anti") and any(isinstance(p, exp.Null) or (isinstance(p, exp.Boolean) and p.this is False)

@@ -22,6 +22,7 @@ from ..operators import (
     ExecContext, PaddedTable, distinct, filter_table, from_arrow, group_by, join, order_by,
     predicate_mask, project, set_operation,
 )
+from ..operators.lookup import lookup_join
 from ..operators.table import Column
 from .build import AddRowId
 from .catalog import Catalog
@@ -85,6 +86,10 @@ class Executor:
             return filter_table(t, mask, epsilon=eps, delta=delta, ctx=ctx, bin_size=self.bin_size).table
         if isinstance(node, Project):
             return self._project(node, inputs[0], ctx)
+        if isinstance(node, Join) and node.method == "lookup":
+            left, right, lk, rk = _unify_keys(inputs[0], inputs[1], node.left_keys, node.right_keys)
+            out = lookup_join(left, right, lk, rk, how=node.how, epsilon=eps, delta=delta, ctx=ctx).table
+            return out if lk == node.left_keys and rk == node.right_keys else out.select(node.columns)
         if isinstance(node, Join):
             left, right, lk, rk = _unify_keys(inputs[0], inputs[1], node.left_keys, node.right_keys)
             out = join(left, right, lk, rk, how=node.how, epsilon=eps, delta=delta, ctx=ctx,

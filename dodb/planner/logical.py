@@ -116,9 +116,12 @@ class Join(Node):
 
     degree_sources: dict = field(default_factory=dict)
     same_unit: bool = False  # along a privacy-unit path (see planner/ownership.py)
+    method: str = "sort"     # or "lookup": small public right side, one pass per public row
 
     def describe(self) -> str:
         on = " AND ".join(f"{a} = {b}" for a, b in zip(self.left_keys, self.right_keys))
+        if self.method == "lookup":
+            return f"Join {self.how.upper()} ON {on} (lookup in a small public relation)"
         note = "".join(f"; {side} bound is a {src}" for side, src in self.degree_sources.items())
         note += "; along a privacy-unit path" if self.same_unit else ""
         return f"Join {self.how.upper()} ON {on} (deg L≤{self.left_degree}, R≤{self.right_degree}{note})"
@@ -245,6 +248,9 @@ def leaks(node: Node) -> list[tuple[str, int]]:
         return [("groups", node.stability)] if node.keys and node.stability > 0 else []
     if isinstance(node, Distinct) or (isinstance(node, SetOp) and node.op != "union_all"):
         return [("rows", node.stability)] if node.stability > 0 else []
+    if isinstance(node, Join) and node.method == "lookup":
+        s = node.left.stability
+        return [("bin_counts", s)] if s > 0 and node.how != "left" else []
     if isinstance(node, Join):
         sl, sr = node.left.stability, node.right.stability
         s_match = sl if node.same_unit else sl + sr * (node.left_degree or 0)
