@@ -57,6 +57,29 @@ class Node:
 
 
 @dataclass(eq=False)
+class Unary(Node):
+    """A node with one input, ``child``."""
+
+    child: Node
+
+    @property
+    def children(self) -> list[Node]:
+        return [self.child]
+
+
+@dataclass(eq=False)
+class Binary(Node):
+    """A node with two inputs, ``left`` and ``right``."""
+
+    left: Node
+    right: Node
+
+    @property
+    def children(self) -> list[Node]:
+        return [self.left, self.right]
+
+
+@dataclass(eq=False)
 class Scan(Node):
     table: str
     alias: str
@@ -71,14 +94,9 @@ class Scan(Node):
 
 
 @dataclass(eq=False)
-class Filter(Node):
-    child: Node
+class Filter(Unary):
     predicate: exp.Expression
     mark_only: bool = False  # keep every slot, only clear is_real: leaks nothing (see planner/marking.py)
-
-    @property
-    def children(self):
-        return [self.child]
 
     def describe(self) -> str:
         how = " (mark only: no size released)" if self.mark_only else ""
@@ -86,13 +104,8 @@ class Filter(Node):
 
 
 @dataclass(eq=False)
-class Project(Node):
-    child: Node
+class Project(Unary):
     exprs: dict[str, exp.Expression]
-
-    @property
-    def children(self):
-        return [self.child]
 
     def describe(self) -> str:
         parts = [f"{k}={v.sql(dialect='duckdb')}" for k, v in self.exprs.items()]
@@ -101,19 +114,12 @@ class Project(Node):
 
 
 @dataclass(eq=False)
-class Join(Node):
-    left: Node
-    right: Node
+class Join(Binary):
     how: str
     left_keys: list[str]
     right_keys: list[str]
     left_degree: int | None = None
     right_degree: int | None = None
-
-    @property
-    def children(self):
-        return [self.left, self.right]
-
     degree_sources: dict = field(default_factory=dict)
     same_unit: bool = False  # along a privacy-unit path (see planner/ownership.py)
     method: str = "sort"     # or "lookup": small public right side, one pass per public row
@@ -128,29 +134,17 @@ class Join(Node):
 
 
 @dataclass(eq=False)
-class CrossOne(Node):
+class CrossOne(Binary):
     """Cross join with a one-row relation: its values broadcast to every row."""
-
-    left: Node
-    right: Node
-
-    @property
-    def children(self):
-        return [self.left, self.right]
 
     def describe(self) -> str:
         return "CrossJoin (one-row right side)"
 
 
 @dataclass(eq=False)
-class Aggregate(Node):
-    child: Node
+class Aggregate(Unary):
     keys: list[str]
     aggs: list[Agg]
-
-    @property
-    def children(self):
-        return [self.child]
 
     def describe(self) -> str:
         aggs = ", ".join(f"{a.name}={a.func}({a.column or '*'})" for a in self.aggs)
@@ -158,15 +152,10 @@ class Aggregate(Node):
 
 
 @dataclass(eq=False)
-class Sort(Node):
-    child: Node
+class Sort(Unary):
     keys: list  # list[SortKey]
     limit: int | None = None
     offset: int = 0
-
-    @property
-    def children(self):
-        return [self.child]
 
     def describe(self) -> str:
         ks = ", ".join(f"{k.column}{' DESC' if k.descending else ''}" for k in self.keys)
@@ -176,12 +165,8 @@ class Sort(Node):
 
 
 @dataclass(eq=False)
-class Distinct(Node):
-    child: Node
-
-    @property
-    def children(self):
-        return [self.child]
+class Distinct(Unary):
+    """SELECT DISTINCT over all of the child's columns."""
 
 
 @dataclass(eq=False)
@@ -191,7 +176,7 @@ class SetOp(Node):
     right: Node
 
     @property
-    def children(self):
+    def children(self) -> list[Node]:
         return [self.left, self.right]
 
     def describe(self) -> str:
