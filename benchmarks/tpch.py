@@ -116,14 +116,6 @@ def plan_cost_units(plan: dict) -> float:
 
 
 # -- the worker process -----------------------------------------------------------------------
-def protect_tpch(db) -> None:
-    """Same declarations as ``tests/tpch_fixture.py`` (customer = privacy unit)."""
-    db.protect("customer", "c_custkey", max_contributions=1, keys=[["c_custkey"]])
-    db.protect("orders", "o_custkey", keys=[["o_orderkey"]])
-    db.protect("lineitem", "l_orderkey", parent=("orders", "o_orderkey"), max_contributions=7,
-               keys=[["l_orderkey", "l_linenumber"]], max_degree={"l_partkey": None, "l_suppkey": None})
-
-
 def _load_data(con, scale: float, generator: str) -> tuple[str, dict]:
     if generator == "duckdb":
         try:
@@ -148,7 +140,7 @@ def _ordered(sql: str) -> bool:
 def _worker(conn, scale: float, generator: str, seed: int, delta: float) -> None:
     import dodb
     from dodb.compare import same_answer
-    from dodb.datasets import tpch_query
+    from dodb.datasets import protect_tpch, tpch_query
     from dodb.oblivious.rng import enable_seeding
 
     enable_seeding()  # seeded noise: benchmark mode only

@@ -69,7 +69,7 @@ def _print_table(table, limit: int = 20) -> None:
 def _demo(args: argparse.Namespace) -> int:
     import dodb
     from .compare import same_answer
-    from .datasets import generate_tpch, tpch_query
+    from .datasets import generate_tpch, protect_tpch, tpch_query
 
     print(f"dodb demo: building a TPC-H sample (scale factor {args.scale}) in {args.db or 'memory'} …")
     db = dodb.connect(args.db or ":memory:")
@@ -77,10 +77,7 @@ def _demo(args: argparse.Namespace) -> int:
     print("  tables: " + ", ".join(f"{t} ({n})" for t, n in counts.items()))
     print("protecting customer (privacy unit), orders and lineitem (reach customers by keys); "
           "part, partsupp, supplier, nation, region stay public")
-    db.protect("customer", "c_custkey", max_contributions=1, keys=[["c_custkey"]])
-    db.protect("orders", "o_custkey", parent=("customer", "c_custkey"), keys=[["o_orderkey"]])
-    db.protect("lineitem", "l_orderkey", parent=("orders", "o_orderkey"), max_contributions=7,
-               keys=[["l_orderkey", "l_linenumber"]], max_degree={"l_partkey": None, "l_suppkey": None})
+    protect_tpch(db)
     db.set_budget(epsilon=args.budget, delta=1e-5)
     print(f"privacy budget: ε={args.budget}, δ=1e-5 for the whole dataset\n")
     for title, q in DEMO_QUERIES:

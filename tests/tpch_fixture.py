@@ -2,18 +2,11 @@
 from __future__ import annotations
 
 import dodb
-from dodb.datasets import generate_tpch
+from dodb.datasets import PRIVATE_TABLES as PRIVATE
+from dodb.datasets import PUBLIC_TABLES as PUBLIC
+from dodb.datasets import generate_tpch, protect_tpch
 
-PRIVATE = ("customer", "orders", "lineitem")
-PUBLIC = ("part", "partsupp", "supplier", "nation", "region")
-
-
-def protect_tpch(db: "dodb.Database") -> None:
-    db.protect("customer", "c_custkey", max_contributions=1, keys=[["c_custkey"]])
-    db.protect("orders", "o_custkey", parent=("customer", "c_custkey"),
-               keys=[["o_orderkey"]])
-    db.protect("lineitem", "l_orderkey", parent=("orders", "o_orderkey"), max_contributions=7,
-               keys=[["l_orderkey", "l_linenumber"]], max_degree={"l_partkey": None, "l_suppkey": None})
+__all__ = ["PRIVATE", "PUBLIC", "protect_tpch", "tpch_database"]
 
 
 def tpch_database(scale: float = 0.01, path: str = ":memory:", budget: float = 1e6, seed: int = 1) -> "dodb.Database":

@@ -462,3 +462,21 @@ def tpch_query(n: int) -> str:
     if not 1 <= n <= 22:
         raise ValueError(f"TPC-H query number must be in 1..22, got {n}")
     return (resources.files("dodb.datasets") / "tpch_queries" / f"q{n:02d}.sql").read_text()
+
+
+PRIVATE_TABLES = ("customer", "orders", "lineitem")
+PUBLIC_TABLES = ("part", "partsupp", "supplier", "nation", "region")
+
+
+def protect_tpch(db) -> None:
+    """Declare the TPC-H privacy units used by the demo, the tests and the benchmarks.
+
+    customer is the privacy unit (one row per customer); orders reach it through
+    ``o_custkey -> customer.c_custkey`` and lineitem through ``l_orderkey ->
+    orders.o_orderkey`` (at most 7 lines per order), so joins along that path are
+    same-unit joins.  part, partsupp, supplier, nation and region stay public.
+    """
+    db.protect("customer", "c_custkey", max_contributions=1, keys=[["c_custkey"]])
+    db.protect("orders", "o_custkey", parent=("customer", "c_custkey"), keys=[["o_orderkey"]])
+    db.protect("lineitem", "l_orderkey", parent=("orders", "o_orderkey"), max_contributions=7,
+               keys=[["l_orderkey", "l_linenumber"]], max_degree={"l_partkey": None, "l_suppkey": None})
