@@ -1,8 +1,9 @@
-"""dodb benchmark harness: ``python -m benchmarks {kernels,operators,tpch}``.
+"""dodb benchmark harness: ``python -m benchmarks {kernels,operators,tpch,allocation}``.
 
 * :mod:`benchmarks.kernels` — oblivious kernels vs numpy and a memory-bandwidth bound;
 * :mod:`benchmarks.operators` — every operator in modes do / oblivious / plain and DuckDB;
 * :mod:`benchmarks.tpch` — TPC-H end to end (DuckDB, dodb plain, do at several ε, oblivious);
+* :mod:`benchmarks.allocation` — even vs cost-aware budget split at equal total ε (TPC-H, do mode);
 * :mod:`benchmarks.report` — Markdown tables and matplotlib plots;
 * :mod:`benchmarks.common` — timing (warm-up + median), peak memory, machine info.
 

@@ -76,3 +76,15 @@ def test_kernels_and_operators_tiny(tmp_path):
     assert o["ratios"] and all("oblivious_over_do" in r for r in o["ratios"])
     md = (tmp_path / "operators.md").read_text()
     assert "## Ratios" in md and "MISMATCH" not in md
+
+
+def test_allocation_tiny(tmp_path):
+    _run("allocation", "--scale", "0.002", "--queries", "3,5", "--repeats", "1", "--out", str(tmp_path))
+    data = json.loads((tmp_path / "allocation_sf0.002.json").read_text())
+    assert [r["query"] for r in data["rows"]] == [3, 5]
+    for r in data["rows"]:
+        for s in ("even", "cost"):
+            assert r[s]["match"] and r[s]["padded_rows"] > 0 and r[s]["releases"] > 1
+    s = data["summary"]
+    assert s["all_match"] and s["queries_compared"] == 2
+    assert "## Per query" in (tmp_path / "allocation_sf0.002.md").read_text()
