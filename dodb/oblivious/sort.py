@@ -62,26 +62,26 @@ def _greater(ka: list[np.ndarray], kb: list[np.ndarray]) -> np.ndarray:
     return gt
 
 
-def _swap(a: np.ndarray, b: np.ndarray, mask: np.ndarray) -> None:
-    """Exchange ``a[i]`` and ``b[i]`` where ``mask[i]``; every position is read and written.
+def _swap(a: np.ndarray, b: np.ndarray, full: np.ndarray) -> None:
+    """Exchange ``a[i]`` and ``b[i]`` where ``full[i]`` is all ones (it is 0 elsewhere).
 
-    Fixed-width numbers are swapped with an xor mask (``d = (a ^ b) & m; a ^= d; b ^= d``),
-    in place; other dtypes with selects.
+    An xor swap in place (``d = (a ^ b) & full; a ^= d; b ^= d``): every position is read
+    and written whatever the mask.  ``a``, ``b`` and ``full`` share one unsigned dtype.
     """
-    m = mask.reshape(mask.shape + (1,) * (a.ndim - mask.ndim))
-    if a.dtype.kind in "biuf" and a.dtype.itemsize in (1, 2, 4, 8):
-        u = np.dtype(f"u{a.dtype.itemsize}")
-        au, bu = a.view(u), b.view(u)
-        full = m.astype(u)
+    d = np.bitwise_xor(a, b)
+    d &= full
+    a ^= d
+    b ^= d
+
+
+def _full_mask(gt: np.ndarray, dtype: np.dtype, cache: dict) -> np.ndarray:
+    """``gt`` as 0 / all-ones words of ``dtype`` (computed once per stage and dtype)."""
+    full = cache.get(dtype)
+    if full is None:
+        full = gt.astype(dtype)
         np.negative(full, out=full)  # 0 -> 0, 1 -> all ones
-        d = np.bitwise_xor(au, bu)
-        d &= full
-        au ^= d
-        bu ^= d
-        return
-    lo = np.where(m, b, a)
-    b[...] = np.where(m, a, b)
-    a[...] = lo
+        cache.setdefault(dtype, full)
+    return full
 
 
 BLOCK = 1 << 16  # rows per cache block (measured best of 2^12..2^18 on this machine): small stages run in cache
@@ -90,6 +90,7 @@ BLOCK = 1 << 16  # rows per cache block (measured best of 2^12..2^18 on this mac
 def _stage(keys: list[np.ndarray], pay: list[np.ndarray], n: int, k: int, j: int, packed: bool) -> None:
     """One compare-exchange stage ``(k, j)`` over arrays of ``n`` rows (views allowed)."""
     ka, kb_ = zip(*(_pair_views(w, n, k, j) for w in keys))
+    masks: dict = {}
     if packed:
         a, b = ka[0], kb_[0]
         gt = a > b
@@ -99,10 +100,10 @@ def _stage(keys: list[np.ndarray], pay: list[np.ndarray], n: int, k: int, j: int
     else:
         gt = _greater(list(ka), list(kb_))
         for a, b in zip(ka, kb_):
-            _swap(a, b, gt)
+            _swap(a, b, _full_mask(gt, a.dtype, masks))
     for w in pay:
         a, b = _pair_views(w, n, k, j)
-        _swap(a, b, gt)
+        _swap(a, b, _full_mask(gt, a.dtype, masks))
 
 
 def _split(blk: int) -> tuple[int, int]:
@@ -183,6 +184,24 @@ def _run_network(keys: list[np.ndarray], pay: list[np.ndarray], m: int, packed: 
         k *= 2
 
 
+def _word_columns(p: np.ndarray, m: int) -> np.ndarray:
+    """Rows of ``p`` as ``(words, m)`` unsigned words (zero rows from ``n`` on)."""
+    n = int(p.shape[0])
+    items = int(np.prod(p.shape[1:], dtype=np.int64))
+    row_bytes = p.dtype.itemsize * items
+    size = next(s for s in (8, 4, 2, 1) if row_bytes % s == 0)
+    words = np.ascontiguousarray(p).reshape(n, items).view(np.uint8).view(np.dtype(f"u{size}"))
+    out = np.zeros((row_bytes // size, m), dtype=words.dtype)
+    out[:, :n] = words.T
+    return out
+
+
+def _from_word_columns(cols: np.ndarray, like: np.ndarray, n: int) -> np.ndarray:
+    """Inverse of :func:`_word_columns` for the first ``n`` rows, with ``like``'s dtype and shape."""
+    rows = np.ascontiguousarray(cols[:, :n].T)
+    return rows.view(np.uint8).view(like.dtype).reshape((n,) + like.shape[1:])
+
+
 def oblivious_sort(
     keys: Sequence[np.ndarray],
     payload: Sequence[np.ndarray] = (),
@@ -233,11 +252,10 @@ def oblivious_sort(
         work_keys = [(work_keys[0] << np.uint64(idx_bits)) | pos]
     elif not unique:
         work_keys.append(pos)
-    work_pay = []
-    for p in payload:
-        w = np.zeros((m,) + p.shape[1:], dtype=p.dtype)
-        w[:n] = p
-        work_pay.append(w)
+    # each payload as unsigned word columns: one contiguous array per word, so a stage swaps
+    # long runs (a row-major (m, W) block would give numpy inner loops of only W words)
+    work_cols = [_word_columns(p, m) for p in payload]
+    work_pay = [c for cols in work_cols for c in cols]
 
     _run_network(work_keys, work_pay, m, packed, trace, buf)
 
@@ -249,4 +267,4 @@ def oblivious_sort(
         out_keys = [w[:n] for w in (work_keys if unique else work_keys[:-1])]
         if descending:
             out_keys = [~w for w in out_keys]
-    return out_keys, [w[:n] for w in work_pay]
+    return out_keys, [_from_word_columns(cols, p, n) for cols, p in zip(work_cols, payload)]
