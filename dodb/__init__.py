@@ -9,7 +9,7 @@
     >>> res.fetchall()[:2]
     [(0, 15), (1, 15)]
 """
-from .accountant import BudgetExceededError, BudgetNotSetError
+from .accountant import BudgetExceededError, BudgetNotSetError, LedgerError
 from .errors import CatalogError, DodbError, PlanningError, UnsupportedQueryError
 from .session import Database, PrivacyReport, Result, attach, connect
 
@@ -18,5 +18,5 @@ __version__ = "0.1.0"
 __all__ = [
     "connect", "attach", "Database", "Result", "PrivacyReport",
     "DodbError", "UnsupportedQueryError", "PlanningError", "CatalogError",
-    "BudgetExceededError", "BudgetNotSetError",
+    "BudgetExceededError", "BudgetNotSetError", "LedgerError",
 ]

@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 import duckdb
 
-from .accountant import BudgetExceededError, BudgetNotSetError
+from .accountant import BudgetExceededError, BudgetNotSetError, LedgerError
 from .errors import DodbError
 
 DEMO_QUERIES = [
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     handlers = {"demo": _demo, "query": _query, "explain": _explain, "budget": _budget, "protect": _protect}
     try:
         return handlers[args.command](args)
-    except (DodbError, BudgetExceededError, BudgetNotSetError, ValueError, duckdb.Error) as e:
+    except (DodbError, BudgetExceededError, BudgetNotSetError, LedgerError, ValueError, duckdb.Error) as e:
         print(f"dodb: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -16,6 +16,7 @@ import duckdb
 import pyarrow as pa
 
 from .accountant import BudgetExceededError, BudgetNotSetError, Ledger
+from .accountant.ledger import NEIGHBOURS
 from .errors import CatalogError, DodbError
 from .oblivious.rng import new_rng
 from .operators.context import MODES
@@ -112,18 +113,19 @@ class Result:
 class Database:
     """A DuckDB database with dodb's catalog of private tables and its privacy ledger."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, *, owned: bool, neighbour: str = "add_remove",
+    def __init__(self, con: duckdb.DuckDBPyConnection, *, owned: bool, neighbour: str | None = None,
                  allow_insecure: bool = False, seed: int | None = None, guard: bool = False):
-        if neighbour not in ("add_remove", "replace"):
-            raise ValueError("neighbour must be 'add_remove' or 'replace'")
+        if neighbour is not None and neighbour not in NEIGHBOURS:
+            raise ValueError(f"neighbour must be one of {NEIGHBOURS}, got {neighbour!r}")
         self.con = con
         self._owned = owned
-        self.neighbour = neighbour
         self.allow_insecure = allow_insecure
         self._seed = seed
         self._rng = new_rng(seed)
         self._lock = threading.RLock()
         self.ledger = Ledger(con)
+        if neighbour is not None:
+            self.ledger.set_neighbour(neighbour)  # a dataset setting: refused once queries were charged
         self.catalog = Catalog(con)
         self.guard = guard
         if guard:  # tables protected earlier (e.g. by another session) get guarded now
@@ -132,6 +134,11 @@ class Database:
                     guard_table(self.catalog, name)
         self._udf_cursor: duckdb.DuckDBPyConnection | None = None
         self._register_functions()
+
+    @property
+    def neighbour(self) -> str:
+        """The dataset's neighbour relation ('add_remove' or 'replace' one privacy unit), persisted."""
+        return self.ledger.neighbour
 
     # -- DuckDB scalar functions for budget introspection -------------------------------------
     _FUNCTIONS = ("dodb_budget_epsilon", "dodb_budget_spent", "dodb_budget_remaining",
@@ -240,7 +247,7 @@ class Database:
         charge = None
         if p.events:
             charge = self.ledger.admit(p.events, sql=query, operators=[e.operator for e in p.events],
-                                       delta=p.delta)
+                                       delta=p.delta, neighbour=p.neighbour)
         try:
             table = p.execute(rng=self._rng)
         except BaseException as e:
@@ -296,18 +303,26 @@ def _tables_of(p: QueryPlan) -> set[str]:
     return {n.table for n in walk(p.root) if isinstance(n, Scan)}
 
 
-def connect(database: str = ":memory:", *, neighbour: str = "add_remove", allow_insecure: bool = False,
+def connect(database: str = ":memory:", *, neighbour: str | None = None, allow_insecure: bool = False,
             seed: int | None = None, read_only: bool = False, guard: bool = False) -> Database:
     """Open (or create) a DuckDB database file with dodb on top.  ``seed`` only in test mode.
 
+    ``neighbour`` is a dataset setting, stored with the ledger: ``None`` uses the stored
+    relation ('add_remove' for a new dataset); 'add_remove' or 'replace' sets it, which is
+    refused (LedgerError) once queries were charged under the other one.
     ``guard=True`` moves protected tables into the ``dodb_private`` schema so that plain
     SQL on ``db.con`` cannot read them by accident (see :func:`attach`).
     """
     con = duckdb.connect(database, read_only=read_only)
-    return Database(con, owned=True, neighbour=neighbour, allow_insecure=allow_insecure, seed=seed, guard=guard)
+    try:
+        return Database(con, owned=True, neighbour=neighbour, allow_insecure=allow_insecure, seed=seed,
+                        guard=guard)
+    except BaseException:
+        con.close()
+        raise
 
 
-def attach(con: duckdb.DuckDBPyConnection, *, neighbour: str = "add_remove", allow_insecure: bool = False,
+def attach(con: duckdb.DuckDBPyConnection, *, neighbour: str | None = None, allow_insecure: bool = False,
            seed: int | None = None, guard: bool = True) -> Database:
     """Put dodb on an existing DuckDB connection (the script keeps using it).
 

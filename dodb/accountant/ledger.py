@@ -51,7 +51,10 @@ from .errors import Budget, BudgetExceededError, BudgetNotSetError, LedgerError,
 from .events import PrivacyEvent
 from .filters import PrivacyFilter, QueryCharge, UnionFilter, make_filter
 
-__all__ = ["Ledger", "Charge", "BudgetInfo"]
+__all__ = ["Ledger", "Charge", "BudgetInfo", "NEIGHBOURS", "DEFAULT_NEIGHBOUR"]
+
+NEIGHBOURS = ("add_remove", "replace")  # add/remove one privacy unit, or replace one
+DEFAULT_NEIGHBOUR = "add_remove"
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CAP = 1e250  # stored coordinates are capped so DuckDB's fsum never meets inf (it would give NaN)
@@ -166,6 +169,8 @@ class Ledger:
             sql VARCHAR, operators VARCHAR, method VARCHAR NOT NULL, epsilon DOUBLE NOT NULL,
             delta DOUBLE NOT NULL, filter VARCHAR NOT NULL, bounds VARCHAR, event VARCHAR,
             status VARCHAR NOT NULL, status_at TIMESTAMP, error VARCHAR)""")
+        _run(cur, f"""CREATE TABLE IF NOT EXISTS {s}.settings (
+            name VARCHAR PRIMARY KEY, value VARCHAR NOT NULL, updated_at TIMESTAMP NOT NULL)""")
         _run(cur, f"""CREATE TABLE IF NOT EXISTS {s}.ledger_cost (
             query_id BIGINT NOT NULL, coord VARCHAR NOT NULL, value DOUBLE NOT NULL,
             PRIMARY KEY (query_id, coord))""")
@@ -257,17 +262,51 @@ class Ledger:
     def budget(self) -> BudgetInfo | None:
         return self._transact(self._read_budget)
 
+    # -- neighbour relation ---------------------------------------------------------------
+
+    def _read_neighbour(self, cur: duckdb.DuckDBPyConnection) -> str:
+        rows = _run(cur, f"SELECT value FROM {self._s}.settings WHERE name = 'neighbour'")
+        return rows[0][0] if rows else DEFAULT_NEIGHBOUR
+
+    @property
+    def neighbour(self) -> str:
+        """The dataset's neighbour relation: 'add_remove' (default) or 'replace' one privacy unit."""
+        return self._transact(self._read_neighbour)
+
+    def set_neighbour(self, neighbour: str) -> None:
+        """Fix the dataset's neighbour relation; it cannot change once queries were charged.
+
+        Every charge in the ledger is a guarantee for one neighbour relation, and
+        guarantees for different relations do not compose into one budget.
+        """
+        if neighbour not in NEIGHBOURS:
+            raise ValueError(f"neighbour must be one of {NEIGHBOURS}, got {neighbour!r}")
+
+        def body(cur: duckdb.DuckDBPyConnection) -> None:
+            old = self._read_neighbour(cur)
+            if old == neighbour:
+                return
+            n = _run(cur, f"SELECT count(*) FROM {self._s}.ledger")[0][0]
+            if n > 0:
+                raise LedgerError(f"this dataset's neighbour relation is {old!r}; it cannot change to "
+                                  f"{neighbour!r} after {n} queries were charged")
+            _run(cur, f"DELETE FROM {self._s}.settings WHERE name = 'neighbour'")
+            _run(cur, f"INSERT INTO {self._s}.settings VALUES ('neighbour', ?, ?)", [neighbour, _now()])
+
+        self._transact(body)
+
     # -- charging -------------------------------------------------------------------------
 
     def admit(self, query_event: PrivacyEvent | Iterable[PrivacyEvent], *, sql: str | None = None,
               operators: Sequence[Any] | None = None, method: str = "best", delta: float | None = None,
-              session: str | None = None) -> Charge:
+              session: str | None = None, neighbour: str | None = None) -> Charge:
         """Check the filter and charge the query, atomically, before it runs.
 
         The query's own cost is its tightest fixed-sequence bound with ``method``
         ('best' = minimum over all applicable) at target ``delta`` (default: the sum
         of its leaks' deltas).  Raises :class:`BudgetExceededError` (nothing charged)
         if the filter would be exceeded; any error before the commit charges nothing.
+        ``neighbour``: the relation the query was planned for; it must be the dataset's.
         """
         event, report, chosen, charge_in = self._price(query_event, method, delta)
         ops = [str(o) if not isinstance(o, (dict, list, str, int, float)) else o for o in (operators or [])]
@@ -275,6 +314,9 @@ class Ledger:
         def body(cur: duckdb.DuckDBPyConnection) -> Charge:
             # Write first: any concurrent admit that also updates this row conflicts.
             _run(cur, f"UPDATE {self._s}.budget SET version = version + 1 WHERE id = 1")
+            if neighbour is not None and neighbour != self._read_neighbour(cur):
+                raise LedgerError(f"the query was planned for {neighbour!r} neighbours but the dataset's "
+                                  f"relation is now {self._read_neighbour(cur)!r}: plan it again")
             info, filt, cost, totals = self._check(cur, charge_in)
             if not filt.admits(totals, cost):
                 raise BudgetExceededError(Budget(chosen.epsilon, chosen.delta), filt.spent(totals),

@@ -94,6 +94,45 @@ def test_replace_neighbours_double_group_noise():
     assert [e.sensitivity for e in p.events] == [40]
 
 
+def test_neighbour_relation_is_a_persisted_dataset_setting(tmp_path):
+    path = str(tmp_path / "n.duckdb")
+    db = dodb.connect(path, neighbour="replace")
+    _make(db)
+    db.set_budget(epsilon=2.0, delta=1e-6)
+    db.close()
+    db = dodb.connect(path)  # a later session inherits the dataset's relation
+    assert db.neighbour == "replace"
+    group = "SELECT ward, count(*) FROM visits GROUP BY ward"
+    assert [e.sensitivity for e in db.plan(group, epsilon=0.5, delta=1e-6).events] == [40]
+    db.sql(group, epsilon=0.5)
+    history = db.history()
+    db.close()
+    # once a query was charged under 'replace', the relation cannot change
+    with pytest.raises(dodb.LedgerError, match="cannot change to 'add_remove' after 1 queries"):
+        dodb.connect(path, neighbour="add_remove")
+    db = dodb.connect(path, neighbour="replace")  # the same relation is fine
+    assert db.neighbour == "replace" and db.history() == history
+    with pytest.raises(ValueError, match="neighbour must be one of"):
+        dodb.connect(path, neighbour="swap")
+    db.close()
+
+
+def test_neighbour_relation_can_change_before_any_charge_and_is_checked_at_admission():
+    con = duckdb.connect()
+    a = dodb.attach(con, guard=False)
+    _make(a)
+    a.set_budget(epsilon=2.0, delta=1e-6)
+    assert a.neighbour == "add_remove"
+    b = dodb.attach(con, neighbour="replace", guard=False)  # nothing charged yet: allowed
+    assert a.neighbour == b.neighbour == "replace"
+    # a plan made for the other relation is refused at admission and charges nothing
+    p = a.plan("SELECT ward, count(*) FROM visits GROUP BY ward", epsilon=0.5, delta=1e-6)
+    a.ledger.set_neighbour("add_remove")
+    with pytest.raises(dodb.LedgerError, match="plan it again"):
+        a.ledger.admit(p.events, delta=p.delta, neighbour=p.neighbour)
+    assert a.history() == []
+
+
 def test_budget_functions_in_plain_sql():
     con = duckdb.connect()
     db = dodb.attach(con)
