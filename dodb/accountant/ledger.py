@@ -16,6 +16,8 @@ in-memory database gets an in-memory ledger):
                  composition method and its (epsilon, delta), every method's bound
                  (JSON), the event description, status (charged/completed/failed).
 ``ledger_cost``  the filter's additive coordinates per query (``filters.py``).
+``settings``     dataset settings by name; ``neighbour`` = the neighbour relation
+                 every charge is a guarantee for (fixed once a query was charged).
 
 Atomic charging.  ``admit`` runs in one DuckDB transaction: bump ``budget.version``,
 read the budget and the summed coordinates, test the filter, insert the rows,
