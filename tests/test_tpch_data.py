@@ -144,3 +144,13 @@ def test_tpch_query_text() -> None:
     assert "Customer%Complaints" in tpch_query(16)
     with pytest.raises(ValueError):
         tpch_query(23)
+
+
+def test_schema_name_is_quoted_not_pasted() -> None:
+    con = duckdb.connect()
+    weird = 'we"ird; DROP TABLE x; --'
+    counts = generate_tpch(con, 0.001, schema=weird)
+    assert counts["region"] == 5
+    schemas = {r[0] for r in con.execute("SELECT schema_name FROM information_schema.schemata").fetchall()}
+    assert weird in schemas
+    assert con.execute('SELECT count(*) FROM "we""ird; DROP TABLE x; --".region').fetchone() == (5,)

@@ -20,7 +20,10 @@ from typing import NamedTuple
 import duckdb
 import numpy as np
 import pyarrow as pa
+import sqlglot
+from sqlglot import exp
 
+from dodb import sqlbuild
 from dodb.datasets import _tpch_text as tx
 
 __all__ = ["generate_tpch", "tpch_query", "TABLES", "DEVIATIONS"]
@@ -396,18 +399,25 @@ def _orders_lineitem(rng: np.random.Generator, n: int, n_cust: int, n_part: int,
 
 
 # --------------------------------------------------------------------------- loading
-def _load(con: duckdb.DuckDBPyConnection, name: str, qualified: str,
-          data: pa.Table) -> int:
-    """CREATE OR REPLACE ``qualified`` with the dbgen schema and insert ``data``."""
+def _load(con: duckdb.DuckDBPyConnection, name: str, schema: str | None, data: pa.Table) -> int:
+    """CREATE OR REPLACE table ``name`` with the dbgen schema and insert ``data``.
+
+    The statements are sqlglot expressions (quoted identifiers), never pasted text.
+    """
     # "DECIMAL(15,2)" has no space after its comma, so ", " splits columns safely.
     defs = [c.split(" ", 1) for c in _DDL[name].split(", ")]
-    ddl = ", ".join(f"{c} {t} NOT NULL" for c, t in defs)
-    select = ", ".join(_DERIVED.get(c, c) for c, _ in defs)
+    target = sqlbuild.table(name, schema)
+    columns = [exp.ColumnDef(this=exp.to_identifier(c, quoted=True), kind=exp.DataType.build(t, dialect="duckdb"),
+                             constraints=[exp.ColumnConstraint(kind=exp.NotNullColumnConstraint())])
+               for c, t in defs]
+    con.execute(sqlbuild.render(exp.Create(this=exp.Schema(this=target, expressions=columns), kind="TABLE",
+                                           replace=True)))
     view = f"__dodb_tpch_{name}"
-    con.execute(f"CREATE OR REPLACE TABLE {qualified} ({ddl})")
+    select = exp.select(*(sqlglot.parse_one(_DERIVED[c], dialect="duckdb") if c in _DERIVED else sqlbuild.column(c)
+                          for c, _ in defs)).from_(sqlbuild.table(view))
     con.register(view, data)
     try:
-        con.execute(f"INSERT INTO {qualified} SELECT {select} FROM {view}")
+        con.execute(sqlbuild.render(exp.insert(select, target)))
     finally:
         con.unregister(view)
     return data.num_rows
@@ -430,12 +440,12 @@ def generate_tpch(con: duckdb.DuckDBPyConnection, scale_factor: float = 0.01,
         return np.random.default_rng([seed, _STREAM[table]])
 
     if schema is not None:
-        con.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-    prefix = f'"{schema}".' if schema is not None else ""
+        con.execute(sqlbuild.render(exp.Create(this=exp.Table(this=exp.to_identifier(schema, quoted=True)),
+                                               kind="SCHEMA", exists=True)))
     counts: dict[str, int] = {}
 
     def load(name: str, data: pa.Table) -> None:
-        counts[name] = _load(con, name, prefix + name, data)
+        counts[name] = _load(con, name, schema, data)
 
     # Build and load one table at a time to bound peak memory.
     load("region", _region(rng("region")))
