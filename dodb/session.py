@@ -63,13 +63,19 @@ class PrivacyReport:
             mark = "*" if name == self.chosen else " "
             eps = b.get("epsilon")
             lines.append(f"  {mark} {name:<10} ε={eps:.4g}" if isinstance(eps, (int, float)) and eps != float("inf")
-                         else f"    {name:<10} n/a ({str(b.get('note', ''))[:70]})")
+                         else f"    {name:<10} n/a ({_first_clause(str(b.get('note', '')))})")
         lines.append(f"  charged: ε={self.charged_epsilon:.4g}, δ={self.charged_delta:.3g}"
                      + (f" (query #{self.query_id})" if self.query_id else ""))
         if self.remaining is not None:
             lines.append(f"  budget spent ε={self.spent[0]:.4g}, δ={self.spent[1]:.3g}; "
                          f"remaining ε={self.remaining[0]:.4g}, δ={self.remaining[1]:.3g}")
         return "\n".join(lines)
+
+
+def _first_clause(note: str, limit: int = 90) -> str:
+    """The reason a method does not apply, up to its first ';' and at most ``limit`` characters."""
+    head = note.split(";", 1)[0].strip()
+    return head if len(head) <= limit else head[:limit].rsplit(" ", 1)[0] + " …"
 
 
 class Result:

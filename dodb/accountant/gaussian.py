@@ -37,7 +37,8 @@ class GaussianAccountant(Accountant):
 
     def check(self, leaf: PrivacyEvent) -> None:
         if leaf.kind != "gaussian":
-            raise NotApplicableError(f"Gaussian NPDO composition applies to mu-GDP leaks only, not {leaf!r}")
+            what = f"{leaf.kind} event" + (f" from {leaf.operator}" if getattr(leaf, "operator", None) else "")
+            raise NotApplicableError(f"Gaussian NPDO composition applies to mu-GDP leaks only; got a {what}")
 
     @property
     def mu(self) -> float:
