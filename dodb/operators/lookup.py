@@ -22,9 +22,23 @@ from .join import _normalise_key
 from .keys import column_fields, pack_fields
 from .table import Column, PaddedTable, unify_columns
 
-__all__ = ["lookup_join", "LOOKUP_MAX_ROWS"]
+__all__ = ["lookup_join", "lookup_pays", "pass_cost"]
 
-LOOKUP_MAX_ROWS = 256  # public rows up to which k passes beat a sort
+COST_PER_STAGE = 25.0  # measured: a sort-join network stage costs about 25 pass-cost units per row
+
+
+def lookup_pays(public_rows: int, private_rows: int, cost_per_pass: float) -> bool:
+    """Whether ``k`` lookup passes are cheaper than a sort-based join of ``n + k`` rows.
+
+    A pass costs ``cost_per_pass`` (:func:`pass_cost`) per private row; the sort join's
+    network has ``log m (log m + 1) / 2`` stages on ``m = next_pow2(n + k)`` rows, each
+    worth about 25 units (operator micro-benchmark on this machine, n = 2^16 and 600,000,
+    public sides of 2 integer columns plus 0, 25 or 100-byte strings: the measured
+    break-even lies at 23-46 units per stage; 25 errs towards sorting).  All sizes are public.
+    """
+    k, n = int(public_rows), int(private_rows)
+    log_m = max(1, (n + k - 1).bit_length())
+    return k * float(cost_per_pass) <= COST_PER_STAGE * log_m * (log_m + 1) / 2
 
 
 def _key_words(cols: list[Column], n: int) -> list[np.ndarray]:
@@ -33,6 +47,43 @@ def _key_words(cols: list[Column], n: int) -> list[np.ndarray]:
         fields.extend(column_fields(c))
     words, _ = pack_fields(fields, n)
     return words
+
+
+def _as_word_rows(a: np.ndarray) -> np.ndarray:
+    """A public array of ``k`` rows as ``(words, k)`` ``uint64`` (row bytes zero-padded to 8)."""
+    k = a.shape[0]
+    flat = np.ascontiguousarray(a).reshape(k, int(np.prod(a.shape[1:], dtype=np.int64)))
+    raw = flat.astype(np.uint8) if a.dtype == bool else flat.view(np.uint8)
+    nbytes = raw.shape[1]
+    padded = np.zeros((k, -(-nbytes // 8) * 8), dtype=np.uint8)
+    padded[:, :nbytes] = raw
+    return np.ascontiguousarray(padded.view(np.uint64).T)
+
+
+def _from_word_rows(words: np.ndarray, like: np.ndarray, n: int) -> np.ndarray:
+    """Inverse of :func:`_as_word_rows` for ``n`` rows with ``like``'s dtype and trailing shape."""
+    raw = np.ascontiguousarray(words.T).view(np.uint8)
+    item = 1 if like.dtype == bool else like.dtype.itemsize
+    nbytes = item * int(np.prod(like.shape[1:], dtype=np.int64))
+    body = np.ascontiguousarray(raw[:, :nbytes])
+    if like.dtype == bool:
+        return body.reshape((n,) + like.shape[1:]).astype(bool)
+    return body.view(like.dtype).reshape((n,) + like.shape[1:])
+
+
+def pass_cost(table: PaddedTable) -> float:
+    """Cost of one lookup pass per private row, in word operations, for ``table``'s columns.
+
+    Two for the key compare and the match flag, one per selected ``uint64`` word; words of
+    multi-word arrays (strings, decimals) count 2.5 — measured: selecting a ``(words, n)``
+    block costs more per word than a single row of ``n``.
+    """
+    cost = 2.0
+    for c in table.columns:
+        for a in c.arrays():
+            words = -(-(a.dtype.itemsize * int(np.prod(a.shape[1:], dtype=np.int64))) // 8)
+            cost += words if words == 1 else 2.5 * words
+    return cost
 
 
 def lookup_join(left: PaddedTable, right: PaddedTable, left_keys: list[str], right_keys: list[str], *,
@@ -63,19 +114,24 @@ def lookup_join(left: PaddedTable, right: PaddedTable, left_keys: list[str], rig
         r_ok &= c.valid
     ctx.trace.record("lookup:passes", -1, n, k)
     matched = np.zeros(n, dtype=bool)
-    out_cols = [Column(c.type, np.zeros((n,) + c.values.shape[1:], c.values.dtype), np.zeros(n, bool),
-                       None if c.lengths is None else np.zeros(n, np.int32)) for c in pub.columns]
+    # every public array as uint64 word rows (words, k); the output as (words, n): a pass
+    # selects whole contiguous rows of n, whatever the column's byte width
+    pub_words = [_as_word_rows(a) for c in pub.columns for a in c.arrays()]
+    out_words = [np.zeros((w.shape[0], n), dtype=np.uint64) for w in pub_words]
     for j in range(k):  # one pass per public row: j is public, the comparison covers every row
-        eq = ok & r_ok[j]
+        if not r_ok[j]:
+            continue  # a NULL public key matches nothing (public)
+        eq = ok.copy()
         for lwd, rwd in zip(lw, rw):
             eq &= lwd == rwd[j]
         matched |= eq
-        for oc, pc in zip(out_cols, pub.columns):
-            sel = eq.reshape((n,) + (1,) * (oc.values.ndim - 1))
-            oc.values[...] = np.where(sel, pc.values[j], oc.values)
-            oc.valid[...] = np.where(eq, pc.valid[j], oc.valid)
-            if oc.lengths is not None:
-                oc.lengths[...] = np.where(eq, pc.lengths[j], oc.lengths)
+        for pw, ow in zip(pub_words, out_words):
+            np.copyto(ow, np.where(eq, pw[:, j:j + 1], ow))
+    out_cols = []
+    words = iter(out_words)
+    for c in pub.columns:
+        arrays = [_from_word_rows(next(words), a, n) for a in c.arrays()]
+        out_cols.append(Column(c.type, arrays[0], arrays[1], arrays[2] if len(arrays) > 2 else None))
     s = left.stability
     if how in ("semi", "anti"):
         keep = matched if how == "semi" else ~matched

@@ -148,12 +148,15 @@ class PlanBuilder:
             self._public_results[node.node_id] = Executor(self.catalog, ExecContext(mode="plain"), {}).run(node)
         return self._public_results[node.node_id]
 
-    def _lookup_side(self, node: Node, keys: list[str]) -> bool:
-        """A small public relation with unique join keys: joinable by one pass per row."""
-        from ..operators.lookup import LOOKUP_MAX_ROWS
+    def _lookup_side(self, node: Node, keys: list[str], other: Node) -> bool:
+        """A public relation with unique join keys, small enough that one pass per row of it
+        over ``other`` (public size bound) beats sorting both."""
+        from ..operators.lookup import lookup_pays, pass_cost
 
-        return (_all_public(node) and self.degree(node, keys) == 1
-                and self._public_table(node).real_count <= LOOKUP_MAX_ROWS)
+        if not (_all_public(node) and self.degree(node, keys) == 1):
+            return False
+        pub = self._public_table(node)
+        return lookup_pays(pub.real_count, upper_rows(other), pass_cost(pub))
 
     def bounded_degree(self, node: Node, cols: list[str]) -> tuple[int, str]:
         """A degree bound that always exists: declared/public, else the node's size bound."""
@@ -380,9 +383,9 @@ class PlanBuilder:
         """
         ln, rn = left.node, right.node
         sl, sr = ln.stability, rn.stability
-        if sl > 0 and sr == 0 and self._lookup_side(rn, rk):
+        if sl > 0 and sr == 0 and self._lookup_side(rn, rk, ln):
             return self._lookup_node(left, right, how, lk, rk)
-        if how == "inner" and sr > 0 and sl == 0 and self._lookup_side(ln, lk):
+        if how == "inner" and sr > 0 and sl == 0 and self._lookup_side(ln, lk, rn):
             return self._lookup_node(right, left, how, rk, lk)
         dl, dr = self.degree(ln, lk), self.degree(rn, rk)
         sources = {}

@@ -55,3 +55,21 @@ def test_public_side_must_have_unique_keys():
     r = from_arrow(pa.table({"rk": [1, 1]}), stability=0)
     with pytest.raises(ValueError, match="not unique"):
         lookup_join(l, r, ["lk"], ["rk"], ctx=ExecContext(rng=new_rng(0)))
+
+
+def test_lookup_cost_model_matches_the_measured_break_even():
+    from dodb.operators.lookup import lookup_pays, pass_cost
+    import pyarrow as pa
+    from dodb.operators.table import from_arrow
+
+    narrow = from_arrow(pa.table({"b": list(range(4)), "z": list(range(4))}))
+    wide = from_arrow(pa.table({"b": list(range(4)), "s": ["x" * 100] * 4}))
+    assert pass_cost(narrow) == 6.0  # compare + flag, two 1-word columns with their validity words
+    assert pass_cost(wide) > 3 * pass_cost(narrow)  # 100-byte strings: 13 words at 2.5 each
+    # measured (n = 2^16): narrow lookups win up to k ~ 1,000, lose at 2,048
+    assert lookup_pays(256, 1 << 16, pass_cost(narrow))
+    assert not lookup_pays(2048, 1 << 16, pass_cost(narrow))
+    # 100-byte strings: a sort already wins at k = 256
+    assert not lookup_pays(256, 1 << 16, pass_cost(wide))
+    # more private rows make the sort dearer, so more public rows still pay
+    assert lookup_pays(700, 600_000, pass_cost(narrow)) and not lookup_pays(700, 1 << 12, pass_cost(narrow))
