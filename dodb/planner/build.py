@@ -20,7 +20,7 @@ from ..operators.aggregate import Agg
 from ..operators.join import same_unit_stability
 from ..operators.sort_limit import SortKey
 from .catalog import Catalog
-from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, upper_rows
+from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, upper_rows, walk
 from .exprs import conjuncts
 from .ownership import Owners, same_unit
 from .rules.reject_unsupported import position_of
@@ -80,10 +80,18 @@ def _int_literal(node: exp.Expression | None, what: str) -> int | None:
     raise UnsupportedQueryError(f"{what} must be an integer constant", position_of(node))
 
 
+def scan_aliases(node: Node) -> frozenset[str]:
+    """The aliases of the base scans under ``node`` (names a public side across re-plans)."""
+    return frozenset(n.alias for n in walk(node) if isinstance(n, Scan))
+
+
 class PlanBuilder:
-    def __init__(self, catalog: Catalog, neighbour: str = "add_remove"):
+    def __init__(self, catalog: Catalog, neighbour: str = "add_remove",
+                 lookup_costs: dict[frozenset, float] | None = None):
         self.catalog = catalog
         self.neighbour = neighbour
+        # per-pass lookup cost of public sides after column pruning (see plan.lookup_hints)
+        self.lookup_costs = lookup_costs or {}
         self._n = itertools.count()
         self._public_degree_cache: dict[tuple, int] = {}
         self._rows_cache: dict[str, int] = {}
@@ -156,7 +164,8 @@ class PlanBuilder:
         if not (_all_public(node) and self.degree(node, keys) == 1):
             return False
         pub = self._public_table(node)
-        return lookup_pays(pub.real_count, upper_rows(other), pass_cost(pub))
+        cost = self.lookup_costs.get(scan_aliases(node))
+        return lookup_pays(pub.real_count, upper_rows(other), pass_cost(pub) if cost is None else cost)
 
     def bounded_degree(self, node: Node, cols: list[str]) -> tuple[int, str]:
         """A degree bound that always exists: declared/public, else the node's size bound."""

@@ -20,10 +20,10 @@ from ..oblivious.noise import ShiftedTruncatedDiscreteLaplace
 from ..oblivious.rng import RandomSource, new_rng
 from ..operators import ExecContext
 from ..operators.context import MODES, check_privacy_params
-from .build import PlanBuilder
+from .build import PlanBuilder, scan_aliases
 from .catalog import Catalog
 from .execute import Executor, NodeStats, cast_result
-from .logical import Node, leaks, upper_rows, walk
+from .logical import Join, Node, leaks, upper_rows, walk
 from .optimize import optimize, parse
 from .marking import mark_only_filters
 from .prune import prune_columns
@@ -201,6 +201,32 @@ def _result_schema(parsed, catalog: Catalog) -> list[tuple[str, str]]:
     return [(r[0], r[1]) for r in rows]
 
 
+def lookup_hints(root: Node, catalog: Catalog) -> dict[frozenset, float]:
+    """Pruned per-pass costs of public join sides that a lookup join would now beat a sort on.
+
+    The builder chooses lookup-vs-sort before column pruning, so a public side can look
+    wider than the join needs (e.g. a ``LIKE`` column used only by its own filter).  Every
+    input here is public (public tables, public size bounds).
+    """
+    from ..operators.lookup import lookup_pays, pass_cost
+
+    hints: dict[frozenset, float] = {}
+    for n in walk(root):
+        if not isinstance(n, Join) or n.method != "sort":
+            continue
+        sides = [(n.right, n.left, n.right_degree)]
+        if n.how == "inner":
+            sides.append((n.left, n.right, n.left_degree))
+        for pub, other, degree in sides:
+            if pub.stability != 0 or other.stability == 0 or degree != 1:
+                continue
+            table = Executor(catalog, ExecContext(mode="plain"), {}).run(pub)
+            cost = pass_cost(table)
+            if lookup_pays(table.real_count, upper_rows(other), cost):
+                hints[scan_aliases(pub)] = cost
+    return hints
+
+
 def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode: str = "do",
                neighbour: str = "add_remove", allocation: str = "cost") -> QueryPlan:
     """Everything before execution; raises on any problem and charges nothing."""
@@ -214,6 +240,10 @@ def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode
     builder = PlanBuilder(catalog, neighbour)
     built = builder.build(ast)
     prune_columns(built.root)
+    hints = lookup_hints(built.root, catalog)
+    if hints:  # a public side is cheaper to look up once its unused columns are pruned: plan again
+        built = PlanBuilder(catalog, neighbour, lookup_costs=hints).build(optimize(parsed.copy(), catalog))
+        prune_columns(built.root)
     mark_only_filters(built.root)
     if len(names) == len(built.names):
         built.names = names
