@@ -1,9 +1,12 @@
-"""Row packing: many payload columns as one fixed-width ``uint64`` row matrix.
+"""Row layouts: payload columns as ``uint64`` words.
 
-Moving rows through a network column by column costs one vectorised pass (and one
-Python call) per column per stage; packing all columns into a single ``(n, W)`` matrix
-moves a whole row with one pass.  Packing is a fixed reinterpretation of bytes — the
-layout depends only on the column dtypes and widths, never on the data.
+``pack_rows`` folds many payload columns into one ``(n, W)`` matrix of ``W`` words per
+row, so narrow columns (flags, 32-bit values) share words and a network moves ``W``
+words per row instead of one array per column.  ``word_columns`` turns an array into
+``(words, m)`` — one contiguous array per word — the layout in which a vectorised pass
+walks long runs (a row-major ``(n, W)`` block gives numpy inner loops of only ``W``).
+Both are fixed reinterpretations of bytes: the layout depends only on dtypes and
+widths, never on the data.
 """
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["RowLayout", "pack_rows", "unpack_rows"]
+__all__ = ["RowLayout", "pack_rows", "unpack_rows", "row_bytes", "word_columns", "from_word_columns"]
 
 
 @dataclass(frozen=True)
@@ -24,10 +27,32 @@ class RowLayout:
     width: int  # uint64 words per row
 
 
+def row_bytes(a: np.ndarray) -> int:
+    """Bytes one row of ``a`` (first axis = rows) occupies."""
+    return int(a.dtype.itemsize * int(np.prod(a.shape[1:], dtype=np.int64)))
+
+
+def word_columns(a: np.ndarray, m: int) -> np.ndarray:
+    """The rows of ``a`` as ``(words, m)`` ``uint64`` (row bytes and rows ``n..m`` zero-padded)."""
+    n, nbytes = int(a.shape[0]), row_bytes(a)
+    raw = np.zeros((n, -(-nbytes // 8) * 8), dtype=np.uint8)
+    raw[:, :nbytes] = np.ascontiguousarray(a).reshape(n, nbytes // a.dtype.itemsize).view(np.uint8)
+    out = np.zeros((raw.shape[1] // 8, m), dtype=np.uint64)
+    out[:, :n] = raw.view(np.uint64).T
+    return out
+
+
+def from_word_columns(words: np.ndarray, like: np.ndarray, n: int) -> np.ndarray:
+    """Inverse of :func:`word_columns` for the first ``n`` rows, with ``like``'s dtype and shape."""
+    raw = np.ascontiguousarray(words[:, :n].T).view(np.uint8)
+    body = np.ascontiguousarray(raw[:, :row_bytes(like)])
+    return body.view(like.dtype).reshape((n,) + like.shape[1:])
+
+
 def pack_rows(arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, RowLayout]:
     """Pack ``arrays`` (same first axis) into an ``(n, W)`` ``uint64`` matrix."""
     n = int(arrays[0].shape[0])
-    sizes = [int(a.dtype.itemsize * int(np.prod(a.shape[1:], dtype=np.int64))) for a in arrays]
+    sizes = [row_bytes(a) for a in arrays]
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int).tolist()
     total = offsets[-1]
     width = max(1, -(-total // 8))

@@ -18,6 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .rows import from_word_columns, word_columns
 from .trace import Trace
 
 __all__ = ["oblivious_sort", "bitonic_network_stages", "next_pow2"]
@@ -184,24 +185,6 @@ def _run_network(keys: list[np.ndarray], pay: list[np.ndarray], m: int, packed: 
         k *= 2
 
 
-def _word_columns(p: np.ndarray, m: int) -> np.ndarray:
-    """Rows of ``p`` as ``(words, m)`` unsigned words (zero rows from ``n`` on)."""
-    n = int(p.shape[0])
-    items = int(np.prod(p.shape[1:], dtype=np.int64))
-    row_bytes = p.dtype.itemsize * items
-    size = next(s for s in (8, 4, 2, 1) if row_bytes % s == 0)
-    words = np.ascontiguousarray(p).reshape(n, items).view(np.uint8).view(np.dtype(f"u{size}"))
-    out = np.zeros((row_bytes // size, m), dtype=words.dtype)
-    out[:, :n] = words.T
-    return out
-
-
-def _from_word_columns(cols: np.ndarray, like: np.ndarray, n: int) -> np.ndarray:
-    """Inverse of :func:`_word_columns` for the first ``n`` rows, with ``like``'s dtype and shape."""
-    rows = np.ascontiguousarray(cols[:, :n].T)
-    return rows.view(np.uint8).view(like.dtype).reshape((n,) + like.shape[1:])
-
-
 def oblivious_sort(
     keys: Sequence[np.ndarray],
     payload: Sequence[np.ndarray] = (),
@@ -252,9 +235,8 @@ def oblivious_sort(
         work_keys = [(work_keys[0] << np.uint64(idx_bits)) | pos]
     elif not unique:
         work_keys.append(pos)
-    # each payload as unsigned word columns: one contiguous array per word, so a stage swaps
-    # long runs (a row-major (m, W) block would give numpy inner loops of only W words)
-    work_cols = [_word_columns(p, m) for p in payload]
+    # each payload as word columns: one contiguous array per word, so a stage swaps long runs
+    work_cols = [word_columns(p, m) for p in payload]
     work_pay = [c for cols in work_cols for c in cols]
 
     _run_network(work_keys, work_pay, m, packed, trace, buf)
@@ -267,4 +249,4 @@ def oblivious_sort(
         out_keys = [w[:n] for w in (work_keys if unique else work_keys[:-1])]
         if descending:
             out_keys = [~w for w in out_keys]
-    return out_keys, [_from_word_columns(cols, p, n) for cols, p in zip(work_cols, payload)]
+    return out_keys, [from_word_columns(cols, p, n) for cols, p in zip(work_cols, payload)]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..oblivious.rows import from_word_columns, row_bytes, word_columns
 from .context import ExecContext, OpResult
 from .filter import filter_table
 from .join import _normalise_key
@@ -49,28 +50,6 @@ def _key_words(cols: list[Column], n: int) -> list[np.ndarray]:
     return words
 
 
-def _as_word_rows(a: np.ndarray) -> np.ndarray:
-    """A public array of ``k`` rows as ``(words, k)`` ``uint64`` (row bytes zero-padded to 8)."""
-    k = a.shape[0]
-    flat = np.ascontiguousarray(a).reshape(k, int(np.prod(a.shape[1:], dtype=np.int64)))
-    raw = flat.astype(np.uint8) if a.dtype == bool else flat.view(np.uint8)
-    nbytes = raw.shape[1]
-    padded = np.zeros((k, -(-nbytes // 8) * 8), dtype=np.uint8)
-    padded[:, :nbytes] = raw
-    return np.ascontiguousarray(padded.view(np.uint64).T)
-
-
-def _from_word_rows(words: np.ndarray, like: np.ndarray, n: int) -> np.ndarray:
-    """Inverse of :func:`_as_word_rows` for ``n`` rows with ``like``'s dtype and trailing shape."""
-    raw = np.ascontiguousarray(words.T).view(np.uint8)
-    item = 1 if like.dtype == bool else like.dtype.itemsize
-    nbytes = item * int(np.prod(like.shape[1:], dtype=np.int64))
-    body = np.ascontiguousarray(raw[:, :nbytes])
-    if like.dtype == bool:
-        return body.reshape((n,) + like.shape[1:]).astype(bool)
-    return body.view(like.dtype).reshape((n,) + like.shape[1:])
-
-
 def pass_cost(table: PaddedTable) -> float:
     """Cost of one lookup pass per private row, in word operations, for ``table``'s columns.
 
@@ -81,7 +60,7 @@ def pass_cost(table: PaddedTable) -> float:
     cost = 2.0
     for c in table.columns:
         for a in c.arrays():
-            words = -(-(a.dtype.itemsize * int(np.prod(a.shape[1:], dtype=np.int64))) // 8)
+            words = -(-row_bytes(a) // 8)
             cost += words if words == 1 else 2.5 * words
     return cost
 
@@ -116,7 +95,7 @@ def lookup_join(left: PaddedTable, right: PaddedTable, left_keys: list[str], rig
     matched = np.zeros(n, dtype=bool)
     # every public array as uint64 word rows (words, k); the output as (words, n): a pass
     # selects whole contiguous rows of n, whatever the column's byte width
-    pub_words = [_as_word_rows(a) for c in pub.columns for a in c.arrays()]
+    pub_words = [word_columns(a, k) for c in pub.columns for a in c.arrays()]
     out_words = [np.zeros((w.shape[0], n), dtype=np.uint64) for w in pub_words]
     for j in range(k):  # one pass per public row: j is public, the comparison covers every row
         if not r_ok[j]:
@@ -130,7 +109,7 @@ def lookup_join(left: PaddedTable, right: PaddedTable, left_keys: list[str], rig
     out_cols = []
     words = iter(out_words)
     for c in pub.columns:
-        arrays = [_from_word_rows(next(words), a, n) for a in c.arrays()]
+        arrays = [from_word_columns(next(words), a, n) for a in c.arrays()]
         out_cols.append(Column(c.type, arrays[0], arrays[1], arrays[2] if len(arrays) > 2 else None))
     s = left.stability
     if how in ("semi", "anti"):
