@@ -92,6 +92,8 @@ class PlanBuilder:
         self.neighbour = neighbour
         # per-pass lookup cost of public sides after column pruning (see plan.lookup_hints)
         self.lookup_costs = lookup_costs or {}
+        # the public sides that were weighed for a lookup join, by scan aliases: their rows
+        self.lookup_candidates: dict[frozenset, object] = {}
         self._n = itertools.count()
         self._public_degree_cache: dict[tuple, int] = {}
         self._rows_cache: dict[str, int] = {}
@@ -164,6 +166,7 @@ class PlanBuilder:
         if not (_all_public(node) and self.degree(node, keys) == 1):
             return False
         pub = self._public_table(node)
+        self.lookup_candidates[scan_aliases(node)] = pub
         cost = self.lookup_costs.get(scan_aliases(node))
         return lookup_pays(pub.real_count, upper_rows(other), pass_cost(pub) if cost is None else cost)
 

@@ -201,12 +201,13 @@ def _result_schema(parsed, catalog: Catalog) -> list[tuple[str, str]]:
     return [(r[0], r[1]) for r in rows]
 
 
-def lookup_hints(root: Node, catalog: Catalog) -> dict[frozenset, float]:
+def lookup_hints(root: Node, builder: PlanBuilder) -> dict[frozenset, float]:
     """Pruned per-pass costs of public join sides that a lookup join would now beat a sort on.
 
     The builder chooses lookup-vs-sort before column pruning, so a public side can look
-    wider than the join needs (e.g. a ``LIKE`` column used only by its own filter).  Every
-    input here is public (public tables, public size bounds).
+    wider than the join needs (e.g. a ``LIKE`` column used only by its own filter).  The
+    sides it weighed were run at plan time; their pruned columns are selected from those
+    results.  Every input here is public (public tables, public size bounds).
     """
     from ..operators.lookup import lookup_pays, pass_cost
 
@@ -214,13 +215,12 @@ def lookup_hints(root: Node, catalog: Catalog) -> dict[frozenset, float]:
     for n in walk(root):
         if not isinstance(n, Join) or n.method != "sort":
             continue
-        sides = [(n.right, n.left, n.right_degree)]
-        if n.how == "inner":
-            sides.append((n.left, n.right, n.left_degree))
-        for pub, other, degree in sides:
-            if pub.stability != 0 or other.stability == 0 or degree != 1:
+        sides = [(n.right, n.left)] + ([(n.left, n.right)] if n.how == "inner" else [])
+        for pub, other in sides:
+            full = builder.lookup_candidates.get(scan_aliases(pub))
+            if full is None or other.stability == 0:
                 continue
-            table = Executor(catalog, ExecContext(mode="plain"), {}).run(pub)
+            table = full.select(pub.columns)
             cost = pass_cost(table)
             if lookup_pays(table.real_count, upper_rows(other), cost):
                 hints[scan_aliases(pub)] = cost
@@ -240,7 +240,7 @@ def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode
     builder = PlanBuilder(catalog, neighbour)
     built = builder.build(ast)
     prune_columns(built.root)
-    hints = lookup_hints(built.root, catalog)
+    hints = lookup_hints(built.root, builder)
     if hints:  # a public side is cheaper to look up once its unused columns are pruned: plan again
         built = PlanBuilder(catalog, neighbour, lookup_costs=hints).build(optimize(parsed.copy(), catalog))
         prune_columns(built.root)
