@@ -86,15 +86,14 @@ class Executor:
             return filter_table(t, mask, epsilon=eps, delta=delta, ctx=ctx, bin_size=self.bin_size).table
         if isinstance(node, Project):
             return self._project(node, inputs[0], ctx)
-        if isinstance(node, Join) and node.method == "lookup":
-            left, right, lk, rk = _unify_keys(inputs[0], inputs[1], node.left_keys, node.right_keys)
-            out = lookup_join(left, right, lk, rk, how=node.how, epsilon=eps, delta=delta, ctx=ctx).table
-            return out if lk == node.left_keys and rk == node.right_keys else out.select(node.columns)
         if isinstance(node, Join):
             left, right, lk, rk = _unify_keys(inputs[0], inputs[1], node.left_keys, node.right_keys)
-            out = join(left, right, lk, rk, how=node.how, epsilon=eps, delta=delta, ctx=ctx,
-                       left_degree=node.left_degree, right_degree=node.right_degree,
-                       same_unit=node.same_unit).table
+            if node.method == "lookup":
+                out = lookup_join(left, right, lk, rk, how=node.how, epsilon=eps, delta=delta, ctx=ctx).table
+            else:
+                out = join(left, right, lk, rk, how=node.how, epsilon=eps, delta=delta, ctx=ctx,
+                           left_degree=node.left_degree, right_degree=node.right_degree,
+                           same_unit=node.same_unit).table
             return out if lk == node.left_keys and rk == node.right_keys else out.select(node.columns)
         if isinstance(node, CrossOne):
             return _broadcast(inputs[0], inputs[1], node.stability)

@@ -75,19 +75,16 @@ def prune_columns(root: Node) -> Node:
             need[c.node_id] = need.get(c.node_id, set()) | n
     # narrow the inputs of the operators whose cost grows with row width
     for node in walk(root):
-        if isinstance(node, Join):
+        if isinstance(node, (Join, CrossOne)):
             node.left = _select(node.left, need[node.left.node_id])
             node.right = _select(node.right, need[node.right.node_id])
-            node.columns = node.left.columns + ([] if node.how in ("semi", "anti") else node.right.columns)
+            semi = isinstance(node, Join) and node.how in ("semi", "anti")
+            node.columns = node.left.columns + ([] if semi else node.right.columns)
         elif isinstance(node, (Aggregate, Sort, Filter)):
             node.child = _select(node.child, need[node.child.node_id])
             if isinstance(node, (Sort, Filter)):
                 node.columns = list(node.child.columns)
-        elif isinstance(node, CrossOne):
-            node.left = _select(node.left, need[node.left.node_id])
-            node.right = _select(node.right, need[node.right.node_id])
-            node.columns = node.left.columns + node.right.columns
         elif isinstance(node, AddRowId):
-            node.child = _select(node.child, need[node.child.node_id] | set())
+            node.child = _select(node.child, need[node.child.node_id])
             node.columns = node.child.columns + [node.name]
     return root
