@@ -9,7 +9,7 @@ from typing import Sequence
 
 from sqlglot import exp
 
-__all__ = ["table", "column", "count_rows", "max_rows_per_value", "max_length", "count_where_null",
+__all__ = ["table", "column", "create_schema", "count_rows", "max_rows_per_value", "max_length", "count_where_null",
            "count_orphans", "render"]
 
 
@@ -24,6 +24,11 @@ def table(name: str, schema: str | None = None) -> exp.Table:
 
 def column(name: str, tbl: str | None = None) -> exp.Column:
     return exp.column(exp.to_identifier(name, quoted=True), table=exp.to_identifier(tbl, quoted=True) if tbl else None)
+
+
+def create_schema(name: str) -> str:
+    """``CREATE SCHEMA IF NOT EXISTS "name"``."""
+    return render(exp.Create(this=exp.Table(this=exp.to_identifier(name, quoted=True)), kind="SCHEMA", exists=True))
 
 
 def _count_star() -> exp.Expression:

@@ -440,8 +440,7 @@ def generate_tpch(con: duckdb.DuckDBPyConnection, scale_factor: float = 0.01,
         return np.random.default_rng([seed, _STREAM[table]])
 
     if schema is not None:
-        con.execute(sqlbuild.render(exp.Create(this=exp.Table(this=exp.to_identifier(schema, quoted=True)),
-                                               kind="SCHEMA", exists=True)))
+        con.execute(sqlbuild.create_schema(schema))
     counts: dict[str, int] = {}
 
     def load(name: str, data: pa.Table) -> None:

@@ -261,8 +261,7 @@ def guard_table(catalog: Catalog, table: str) -> None:
     src, dst = sqlbuild.table(table), sqlbuild.table(table, PRIVATE_SCHEMA)
     con.execute("BEGIN TRANSACTION").fetchall()
     try:
-        con.execute(sqlbuild.render(exp.Create(this=exp.Table(db=exp.to_identifier(PRIVATE_SCHEMA, quoted=True)),
-                                               kind="SCHEMA", exists=True))).fetchall()
+        con.execute(sqlbuild.create_schema(PRIVATE_SCHEMA)).fetchall()
         con.execute(create.sql(dialect="duckdb")).fetchall()
         con.execute(sqlbuild.render(exp.insert(exp.select(exp.Star()).from_(src), dst))).fetchall()
         con.execute(sqlbuild.render(exp.Drop(tables=[src], kind="TABLE"))).fetchall()
