@@ -16,7 +16,7 @@ import duckdb
 import pyarrow as pa
 
 from .accountant import BudgetExceededError, BudgetNotSetError, Ledger
-from .accountant.ledger import NEIGHBOURS
+from .accountant.ledger import check_neighbour
 from .errors import CatalogError, DodbError
 from .oblivious.rng import new_rng
 from .operators.context import MODES
@@ -121,8 +121,8 @@ class Database:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, *, owned: bool, neighbour: str | None = None,
                  allow_insecure: bool = False, seed: int | None = None, guard: bool = False):
-        if neighbour is not None and neighbour not in NEIGHBOURS:
-            raise ValueError(f"neighbour must be one of {NEIGHBOURS}, got {neighbour!r}")
+        if neighbour is not None:
+            check_neighbour(neighbour)  # before the ledger tables are touched
         self.con = con
         self._owned = owned
         self.allow_insecure = allow_insecure

@@ -53,10 +53,15 @@ from .errors import Budget, BudgetExceededError, BudgetNotSetError, LedgerError,
 from .events import PrivacyEvent
 from .filters import PrivacyFilter, QueryCharge, UnionFilter, make_filter
 
-__all__ = ["Ledger", "Charge", "BudgetInfo", "NEIGHBOURS", "DEFAULT_NEIGHBOUR"]
+__all__ = ["Ledger", "Charge", "BudgetInfo", "NEIGHBOURS", "DEFAULT_NEIGHBOUR", "check_neighbour"]
 
 NEIGHBOURS = ("add_remove", "replace")  # add/remove one privacy unit, or replace one
 DEFAULT_NEIGHBOUR = "add_remove"
+
+
+def check_neighbour(neighbour: str) -> None:
+    if neighbour not in NEIGHBOURS:
+        raise ValueError(f"neighbour must be one of {NEIGHBOURS}, got {neighbour!r}")
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CAP = 1e250  # stored coordinates are capped so DuckDB's fsum never meets inf (it would give NaN)
@@ -281,8 +286,7 @@ class Ledger:
         Every charge in the ledger is a guarantee for one neighbour relation, and
         guarantees for different relations do not compose into one budget.
         """
-        if neighbour not in NEIGHBOURS:
-            raise ValueError(f"neighbour must be one of {NEIGHBOURS}, got {neighbour!r}")
+        check_neighbour(neighbour)
 
         def body(cur: duckdb.DuckDBPyConnection) -> None:
             old = self._read_neighbour(cur)
@@ -316,9 +320,10 @@ class Ledger:
         def body(cur: duckdb.DuckDBPyConnection) -> Charge:
             # Write first: any concurrent admit that also updates this row conflicts.
             _run(cur, f"UPDATE {self._s}.budget SET version = version + 1 WHERE id = 1")
-            if neighbour is not None and neighbour != self._read_neighbour(cur):
+            current = self._read_neighbour(cur) if neighbour is not None else None
+            if current != neighbour:
                 raise LedgerError(f"the query was planned for {neighbour!r} neighbours but the dataset's "
-                                  f"relation is now {self._read_neighbour(cur)!r}: plan it again")
+                                  f"relation is now {current!r}: plan it again")
             info, filt, cost, totals = self._check(cur, charge_in)
             if not filt.admits(totals, cost):
                 raise BudgetExceededError(Budget(chosen.epsilon, chosen.delta), filt.spent(totals),
