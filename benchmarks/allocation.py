@@ -16,7 +16,7 @@ from pathlib import Path
 from .common import (DEFAULT_OUT, NOISE_CAVEAT, fmt_ratio, fmt_seconds, geomean, machine_info, machine_lines,
                      progress, write_json)
 from .report import md_table
-from .tpch import parse_queries
+from .tpch import flatten_plan, has_order_by, parse_queries
 
 __all__ = ["add_arguments", "run", "padded_rows"]
 
@@ -33,21 +33,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def padded_rows(plan: dict) -> int:
-    """Sum of padded output sizes of the private (non-scan) operators of an executed plan."""
-    total = 0
-    seen: set[int] = set()
-
-    def go(nd: dict) -> None:
-        nonlocal total
-        if nd["id"] in seen:
-            return  # a shared sub-plan (CTE) runs once
-        seen.add(nd["id"])
-        if not nd["mode"].startswith("plain") and not nd["operator"].startswith("Scan"):
-            total += nd.get("padded_out") or 0
-        for c in nd.get("children", []):
-            go(c)
-    go(plan)
-    return total
+    """Sum of padded output sizes of the private (non-scan) operators of an executed plan
+    (a shared sub-plan — a CTE — counted once, as it runs once)."""
+    return sum(o["padded_out"] or 0 for o in flatten_plan(plan)
+               if not o["shared"] and not o["mode"].startswith("plain") and o["kind"] != "Scan")
 
 
 def _measure(args: argparse.Namespace, bar) -> tuple[dict, list[dict]]:
@@ -68,7 +57,7 @@ def _measure(args: argparse.Namespace, bar) -> tuple[dict, list[dict]]:
     for q in args.queries:
         sql = tpch_query(q)
         want = db.con.sql(sql).to_arrow_table()
-        ordered = " order by " in " ".join(sql.lower().split())
+        ordered = has_order_by(sql)
         row = {"query": q}
         for strategy in STRATEGIES:
             bar.set_postfix_str(f"Q{q} {strategy}")

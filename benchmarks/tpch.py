@@ -133,7 +133,7 @@ def _load_data(con, scale: float, generator: str) -> tuple[str, dict]:
     return "builtin (dodb.datasets.generate_tpch)", generate_tpch(con, scale)
 
 
-def _ordered(sql: str) -> bool:
+def has_order_by(sql: str) -> bool:
     return re.search(r"\border\s+by\b", sql, re.I) is not None
 
 
@@ -188,7 +188,8 @@ def _worker(conn, scale: float, generator: str, seed: int, delta: float) -> None
                 out.update(match=True, rows=res.num_rows)
             else:
                 got = res.arrow()
-                out.update(match=bool(same_answer(got, want_cache[q], ordered=_ordered(sql))), rows=got.num_rows,
+                same = same_answer(got, want_cache[q], ordered=has_order_by(sql))
+                out.update(match=bool(same), rows=got.num_rows,
                            want_rows=want_cache[q].num_rows, charged_epsilon=res.privacy.charged_epsilon,
                            charged_delta=res.privacy.charged_delta, composition=res.privacy.chosen,
                            releases=len(res.privacy.operators), ops=flatten_plan(res.plan.to_dict()["plan"]))
