@@ -80,20 +80,25 @@ def _int_literal(node: exp.Expression | None, what: str) -> int | None:
     raise UnsupportedQueryError(f"{what} must be an integer constant", position_of(node))
 
 
-def scan_aliases(node: Node) -> frozenset[str]:
-    """The aliases of the base scans under ``node`` (names a public side across re-plans)."""
-    return frozenset(n.alias for n in walk(node) if isinstance(n, Scan))
+def scans_of(node: Node) -> frozenset[str]:
+    """The base scans under ``node`` (table, alias, pushed predicate): unchanged by pruning."""
+    return frozenset(n.describe() for n in walk(node) if isinstance(n, Scan))
+
+
+def side_key(node: Node) -> tuple[frozenset[str], tuple[str, ...]]:
+    """Names a public join side across re-plans of one query: its scans and output columns."""
+    return scans_of(node), tuple(node.columns)
 
 
 class PlanBuilder:
     def __init__(self, catalog: Catalog, neighbour: str = "add_remove",
-                 lookup_costs: dict[frozenset, float] | None = None):
+                 lookup_costs: dict[tuple, float] | None = None):
         self.catalog = catalog
         self.neighbour = neighbour
         # per-pass lookup cost of public sides after column pruning (see plan.lookup_hints)
         self.lookup_costs = lookup_costs or {}
-        # the public sides that were weighed for a lookup join, by scan aliases: their rows
-        self.lookup_candidates: dict[frozenset, object] = {}
+        # the public sides that were weighed for a lookup join (by side_key): their rows
+        self.lookup_candidates: dict[tuple, object] = {}
         self._n = itertools.count()
         self._public_degree_cache: dict[tuple, int] = {}
         self._rows_cache: dict[str, int] = {}
@@ -166,8 +171,8 @@ class PlanBuilder:
         if not (_all_public(node) and self.degree(node, keys) == 1):
             return False
         pub = self._public_table(node)
-        self.lookup_candidates[scan_aliases(node)] = pub
-        cost = self.lookup_costs.get(scan_aliases(node))
+        self.lookup_candidates[side_key(node)] = pub
+        cost = self.lookup_costs.get(side_key(node))
         return lookup_pays(pub.real_count, upper_rows(other), pass_cost(pub) if cost is None else cost)
 
     def bounded_degree(self, node: Node, cols: list[str]) -> tuple[int, str]:

@@ -20,7 +20,7 @@ from ..oblivious.noise import ShiftedTruncatedDiscreteLaplace
 from ..oblivious.rng import RandomSource, new_rng
 from ..operators import ExecContext
 from ..operators.context import MODES, check_privacy_params
-from .build import PlanBuilder, scan_aliases
+from .build import PlanBuilder, scans_of
 from .catalog import Catalog
 from .execute import Executor, NodeStats, cast_result
 from .logical import Join, Node, leaks, upper_rows, walk
@@ -201,29 +201,33 @@ def _result_schema(parsed, catalog: Catalog) -> list[tuple[str, str]]:
     return [(r[0], r[1]) for r in rows]
 
 
-def lookup_hints(root: Node, builder: PlanBuilder) -> dict[frozenset, float]:
+def lookup_hints(root: Node, builder: PlanBuilder) -> dict[tuple, float]:
     """Pruned per-pass costs of public join sides that a lookup join would now beat a sort on.
 
     The builder chooses lookup-vs-sort before column pruning, so a public side can look
     wider than the join needs (e.g. a ``LIKE`` column used only by its own filter).  The
-    sides it weighed were run at plan time; their pruned columns are selected from those
-    results.  Every input here is public (public tables, public size bounds).
+    sides it weighed were run at plan time; a pruned side is matched to the weighed one with
+    the same scans whose columns include its own, and those columns are selected from its
+    result.  Every input here is public (public tables, public size bounds).
     """
     from ..operators.lookup import lookup_pays, pass_cost
 
-    hints: dict[frozenset, float] = {}
+    hints: dict[tuple, float] = {}
     for n in walk(root):
         if not isinstance(n, Join) or n.method != "sort":
             continue
         sides = [(n.right, n.left)] + ([(n.left, n.right)] if n.how == "inner" else [])
         for pub, other in sides:
-            full = builder.lookup_candidates.get(scan_aliases(pub))
-            if full is None or other.stability == 0:
+            if other.stability == 0:
                 continue
-            table = full.select(pub.columns)
-            cost = pass_cost(table)
-            if lookup_pays(table.real_count, upper_rows(other), cost):
-                hints[scan_aliases(pub)] = cost
+            for (scans, columns), full in builder.lookup_candidates.items():
+                if scans != scans_of(pub) or not set(pub.columns) <= set(full.names):
+                    continue
+                table = full.select(pub.columns)
+                cost = pass_cost(table)
+                if lookup_pays(table.real_count, upper_rows(other), cost):
+                    hints[(scans, columns)] = cost
+                break
     return hints
 
 

@@ -225,3 +225,20 @@ def test_regression_aggregate_of_an_all_null_expression(reg_db):
     run_query(reg_db, "SELECT count(*) AS c0, sum(CASE WHEN '' = 'a' THEN a.n END) + 1 AS c1, "
                       "min(CASE WHEN 1 = 2 THEN a.s END) AS c2 FROM t1 a")
     run_query(reg_db, "SELECT a.k AS c0, avg(CASE WHEN 1 = 2 THEN a.f END) AS c1, max(NULL) AS c2 FROM t1 a GROUP BY a.k")
+
+
+def test_regression_two_public_subqueries_with_the_same_alias():
+    # both subqueries scan public t1 as `z`: the lookup-vs-sort re-plan must tell them apart
+    db = dodb.connect(seed=1, allow_insecure=True)
+    try:
+        db.con.execute("CREATE TABLE t1 AS SELECT range AS id, DATE '1992-01-01' + range::INTEGER AS d "
+                       "FROM range(2000)")
+        db.con.execute("CREATE TABLE t2 AS SELECT range % 6 AS id, DATE '1992-01-03' + (range % 4)::INTEGER AS d "
+                       "FROM range(30)")
+        db.protect("t2", "id")
+        db.set_budget(epsilon=100.0, delta=1e-3)
+        run_query(db, "SELECT a.id AS c0, count(*) AS c1 FROM t1 a JOIN t2 b ON a.id = b.id "
+                      "WHERE EXISTS (SELECT * FROM t1 z WHERE b.id = z.id) AND b.d IN (SELECT z.d FROM t1 z) "
+                      "GROUP BY a.id")
+    finally:
+        db.close()
