@@ -12,6 +12,6 @@ __all__ = ["PRIVATE", "PUBLIC", "protect_tpch", "tpch_database"]
 def tpch_database(scale: float = 0.01, path: str = ":memory:", budget: float = 1e6, seed: int = 1) -> "dodb.Database":
     db = dodb.connect(path, seed=seed, allow_insecure=True)
     generate_tpch(db.con, scale)
-    protect_tpch(db)
     db.set_budget(epsilon=budget, delta=0.5)
+    protect_tpch(db)
     return db
