@@ -47,6 +47,7 @@ class PrivacyReport:
     query_id: int | None
     spent: tuple[float, float] | None = None
     remaining: tuple[float, float] | None = None
+    tables: list[dict[str, Any]] = field(default_factory=list)  # private tables read: capacity and its origin
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -54,7 +55,7 @@ class PrivacyReport:
     def __str__(self) -> str:
         lines = [f"privacy report (mode={self.mode}, requested ε={self.epsilon:g}, δ={self.delta:g})"]
         if not self.operators:
-            lines.append("  no data-dependent size was released (public inputs only, or no private operator)")
+            lines.append("  no new size was released by this query")
         for op in self.operators:
             v = op.get("value")
             shown = f"{sum(v)} in {len(v)} bins" if isinstance(v, list) and len(v) > 1 else \
@@ -66,6 +67,10 @@ class PrivacyReport:
             eps = b.get("epsilon")
             lines.append(f"  {mark} {name:<10} ε={eps:.4g}" if isinstance(eps, (int, float)) and eps != float("inf")
                          else f"    {name:<10} n/a ({_first_clause(str(b.get('note', '')))})")
+        for t in self.tables:
+            origin = (f"released under DP when loaded, ledger #{t['ledger_id']}" if t["source"] == "dp"
+                      else "declared by the owner")
+            lines.append(f"  size of {t['table']}: {t['capacity']} slots ({origin})")
         lines.append(f"  charged: ε={self.charged_epsilon:.4g}, δ={self.charged_delta:.3g}"
                      + (f" (query #{self.query_id})" if self.query_id else ""))
         if self.remaining is not None:
@@ -351,9 +356,15 @@ class Database:
             spent, remaining = tuple(st["spent"]), tuple(st["remaining"])
         except BudgetNotSetError:
             pass
+        tables = []
+        for name in sorted(_tables_of(p)):
+            info = self.catalog.table(name)
+            if info.private:
+                tables.append({"table": name, "capacity": info.capacity, "source": info.capacity_source,
+                               "ledger_id": info.capacity_charge})
         return PrivacyReport(p.sql, p.mode, p.epsilon, p.delta, ops, comp, charge.method if charge else None,
                              charge.epsilon if charge else 0.0, charge.delta if charge else 0.0,
-                             charge.query_id if charge else None, spent, remaining)
+                             charge.query_id if charge else None, spent, remaining, tables)
 
     def close(self) -> None:
         """Detach dodb (its SQL functions); close the connection if dodb opened it."""

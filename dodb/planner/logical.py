@@ -91,7 +91,8 @@ class Scan(Node):
 
     def describe(self) -> str:
         where = f" WHERE {self.predicate.sql(dialect='duckdb')}" if self.predicate is not None else ""
-        return f"Scan {self.table} AS {self.alias} ({'private' if self.private else 'public'}){where}"
+        kind = f"private, {self.max_rows} slots" if self.private else "public"
+        return f"Scan {self.table} AS {self.alias} ({kind}){where}"
 
 
 @dataclass(eq=False)
