@@ -210,3 +210,27 @@ def test_environment_selects_reference():
     env = {"DODB_KERNELS": "numpy", "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "numpy"
+
+
+def test_kernels_run_without_a_writable_cache_directory():
+    """With no cache location (read-only install, no home) numba's ``cache=True`` raises at
+    import; the kernels must still compile and run, with a warning (compiled.py)."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    code = ("import warnings, numpy as np\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    from dodb.oblivious import compiled, segmented_scan\n"
+            "print(compiled._OPTS['cache'], any('NUMBA_CACHE_DIR' in str(x.message) for x in w))\n"
+            "print(segmented_scan(np.arange(6), np.array([1, 0, 0, 1, 0, 0], bool), 'sum').tolist())\n")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    # no locator finds a place: as when neither the package nor the home directory is writable
+    env.update(NUMBA_CACHE_LOCATOR_CLASSES="IPythonCacheLocator", DODB_KERNELS="compiled",
+               PYTHONPATH=str(root) + os.pathsep + env.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[:2] == ["False True", "[0, 1, 3, 3, 7, 12]"]
