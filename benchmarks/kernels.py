@@ -13,6 +13,12 @@ data-independent passes (network stages / shift rounds), each of which must at l
 and write every row's ``w`` bytes once, cannot finish faster than ``P * 2 * n * w /
 bandwidth`` — the *bandwidth bound*.  ``measured / bound`` says how far the numpy
 implementation (several temporaries per pass) is from streaming each pass once.
+
+Backends (issue 13): every kernel is timed on the compiled numba backend (the default,
+``ns/elem``) and on the numpy reference backend in the same run, next to each other, and
+their ratio is reported (``speedup``); only ratios from one run are compared (the machine is
+shared and noisy).  The pruning table times the sort at ``n = 2^(k-1) + 1`` (padded to
+``2^k``) with and without skipping comparators at padding rows, on both backends.
 """
 from __future__ import annotations
 
@@ -27,6 +33,8 @@ import numpy as np
 from .common import (DEFAULT_OUT, NOISE_CAVEAT, fmt_ratio, log2_sizes, machine_info, machine_lines, measure,
                      progress, write_json)
 from .report import md_table, plot_kernels
+
+from dodb.oblivious.backend import kernel_backend_scope
 
 __all__ = ["add_arguments", "run", "copy_bandwidth", "sort_stages"]
 
@@ -44,6 +52,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bandwidth-mib", type=int, default=256, help="array size for the copy-bandwidth probe")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--prune-max-log2", type=int, default=20, help="largest padded size of the pruning table")
 
 
 def copy_bandwidth(mib: int = 256, repeats: int = 5) -> dict:
@@ -99,7 +108,7 @@ def _seg_prefix_numpy(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
 
 def _cases(n: int, rng: np.random.Generator) -> list[dict]:
     """One dict per kernel: the oblivious call, its numpy reference and its bandwidth model."""
-    from dodb.oblivious import compact, expand, oblivious_sort, segmented_scan
+    from dodb.oblivious import compact, expand, oblivious_sort, segmented_lex_scan, segmented_scan
 
     k1 = rng.integers(0, 1 << KEY_BITS, n, dtype=np.uint64)
     k2 = rng.integers(0, 1 << 62, n, dtype=np.uint64)
@@ -147,11 +156,41 @@ def _cases(n: int, rng: np.random.Generator) -> list[dict]:
         dict(kernel="segmented_scan (sum)", fn=lambda: segmented_scan(pay, starts, "sum"),
              ref_name="numpy segmented cumsum", ref=lambda: _seg_prefix_numpy(pay, starts),
              passes=_rounds(n), row_bytes=8 + 8, rows=n),
+        dict(kernel="segmented_lex_scan (max, 2 words + payload)",
+             fn=lambda: segmented_lex_scan([k1, k2], starts, "max", payload=[pay]),
+             ref_name="numpy segmented cumsum", ref=lambda: _seg_prefix_numpy(pay, starts),
+             passes=_rounds(n), row_bytes=3 * 8 + 8, rows=n),
     ]
     for c in cases:
         if "bound_bytes" not in c:
             c["bound_bytes"] = c["passes"] * 2 * c["rows"] * c["row_bytes"]
     return cases
+
+
+def prune_gain(sizes: list[int], rng: np.random.Generator, args: argparse.Namespace) -> list[dict]:
+    """Sort time at ``n = 2^(k-1) + 1`` with and without skipping padding comparators, per backend."""
+    from dodb.oblivious import oblivious_sort
+    from dodb.oblivious import sort as osort
+
+    out = []
+    for lg in sizes:
+        n = (1 << (lg - 1)) + 1
+        keys = rng.integers(0, 1 << KEY_BITS, n, dtype=np.uint64)
+        pay = rng.integers(0, 1 << 62, n, dtype=np.int64)
+        row = {"log2_padded": lg, "n": n}
+        for backend in ("numpy", "compiled"):
+            for prune in (False, True):
+                osort.PRUNE = prune
+                try:
+                    with kernel_backend_scope(backend):
+                        t = measure(lambda: oblivious_sort([keys], [pay], key_bits=KEY_BITS), warmup=1,
+                                    repeats=args.repeats, long_seconds=args.long)
+                finally:
+                    osort.PRUNE = True
+                row[f"{backend}_{'pruned' if prune else 'full'}_seconds"] = t["median"]
+            row[f"{backend}_gain"] = row[f"{backend}_full_seconds"] / row[f"{backend}_pruned_seconds"]
+        out.append(row)
+    return out
 
 
 def _add_blocked_bound(r: dict, bw: dict, block: int | None) -> None:
@@ -176,20 +215,25 @@ def run(args: argparse.Namespace) -> int:
     sizes = log2_sizes(args.min_log2, args.max_log2, args.step)
     args_block = sort_block()
     rows: list[dict] = []
-    n_cases = 6
+    n_cases = 7
     bar = progress(total=len(sizes) * n_cases, desc="kernels")
     for lg in sizes:
         n = 1 << lg
         for c in _cases(n, rng):
             bar.set_postfix_str(f"2^{lg} {c['kernel']}")
-            t = measure(c["fn"], warmup=args.warmup, repeats=args.repeats, long_seconds=args.long)
+            with kernel_backend_scope("numpy"):
+                tn = measure(c["fn"], warmup=args.warmup, repeats=args.repeats, long_seconds=args.long)
+            with kernel_backend_scope("compiled"):
+                t = measure(c["fn"], warmup=max(1, args.warmup), repeats=args.repeats, long_seconds=args.long)
             r = measure(c["ref"], warmup=args.warmup, repeats=args.repeats, long_seconds=args.long)
             r2 = measure(c["ref2"], warmup=args.warmup, repeats=args.repeats, long_seconds=args.long) \
                 if "ref2" in c else None
             bound = c["bound_bytes"] / bw["bytes_per_second"]
             rows.append({
                 "kernel": c["kernel"], "log2": lg, "n": n, "seconds": t["median"], "runs": t["runs"],
-                "times": t["times"], "ns_per_elem": t["median"] / n * 1e9,
+                "times": t["times"], "ns_per_elem": t["median"] / n * 1e9, "backend": "compiled",
+                "numpy_backend_seconds": tn["median"], "numpy_backend_runs": tn["runs"],
+                "numpy_backend_ns_per_elem": tn["median"] / n * 1e9, "speedup": tn["median"] / t["median"],
                 "ref_name": c["ref_name"], "ref_seconds": r["median"], "ref_ns_per_elem": r["median"] / n * 1e9,
                 "ratio_to_ref": t["median"] / r["median"],
                 "ref2_name": c.get("ref2_name"), "ref2_seconds": r2["median"] if r2 else None,
@@ -201,7 +245,8 @@ def run(args: argparse.Namespace) -> int:
             _add_blocked_bound(rows[-1], bw, args_block)
             bar.update(1)
     bar.close()
-    data = {"benchmark": "kernels", "machine": info, "bandwidth": bw, "sort_block": args_block,
+    prune = prune_gain([lg for lg in sizes if lg <= args.prune_max_log2], rng, args)
+    data = {"benchmark": "kernels", "machine": info, "bandwidth": bw, "sort_block": args_block, "prune": prune,
             "params": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "func"},
             "rows": rows}
     write_json(out / "kernels.json", data)
@@ -209,6 +254,41 @@ def run(args: argparse.Namespace) -> int:
     (out / "kernels.md").write_text(render(data, plot))
     print(f"wrote {out / 'kernels.md'}")
     return 0
+
+
+def _speedup(r: dict) -> str:
+    return f"{r['speedup']:.1f}×" if "speedup" in r else ""
+
+
+def _backend_lines(rows: list[dict], prune: list[dict]) -> list[str]:
+    """Compiled vs numpy-reference backend (same run), and the pruning gain."""
+    with_both = [r for r in rows if "speedup" in r]
+    if not with_both:
+        return []
+    sizes = sorted({r["log2"] for r in with_both})
+    kernels = []
+    for r in with_both:
+        if r["kernel"] not in kernels:
+            kernels.append(r["kernel"])
+    body = []
+    for k in kernels:
+        by = {r["log2"]: r for r in with_both if r["kernel"] == k}
+        body.append([k] + [_speedup(by[lg]) if lg in by else "" for lg in sizes])
+    lines = ["## Compiled kernels vs the numpy reference (same run)", "",
+             "Speedup = numpy-backend time / compiled-backend time of the same call on the same data "
+             "(`DODB_KERNELS=numpy` vs the default); outputs and traces are identical (tests/oblivious/test_compiled.py).",
+             "", md_table(["kernel"] + [f"2^{lg}" for lg in sizes], body), ""]
+    if prune:
+        lines += ["## Skipping comparators at padding rows", "",
+                  "Packed-key sort of n = 2^(k-1) + 1 rows (padded to 2^k): time with every comparator of the "
+                  "2^k network vs with the comparators whose higher row is padding skipped (they never swap).", "",
+                  md_table(["padded size", "n", "numpy full s", "numpy pruned s", "gain", "compiled full s",
+                            "compiled pruned s", "gain"],
+                           [[f"2^{p['log2_padded']}", p["n"], f"{p['numpy_full_seconds']:.3f}",
+                             f"{p['numpy_pruned_seconds']:.3f}", f"{p['numpy_gain']:.2f}×",
+                             f"{p['compiled_full_seconds']:.3f}", f"{p['compiled_pruned_seconds']:.3f}",
+                             f"{p['compiled_gain']:.2f}×"] for p in prune]), ""]
+    return lines
 
 
 def render(data: dict, plot: Path | None = None) -> str:
@@ -223,12 +303,14 @@ def render(data: dict, plot: Path | None = None) -> str:
         "# dodb kernel micro-benchmark",
         "",
         f"Command: `python -m benchmarks kernels --min-log2 {p['min_log2']} --max-log2 {p['max_log2']} "
-        f"--repeats {p['repeats']} --warmup {p['warmup']}`",
+        f"--step {p.get('step', 1)} --repeats {p['repeats']} --warmup {p['warmup']}"
+        f"{' --prune-max-log2 %d' % p['prune_max_log2'] if 'prune_max_log2' in p else ''}`",
         "",
         *machine_lines(data["machine"]),
         "",
         f"> {NOISE_CAVEAT} Runs longer than {p['long']:g} s were measured once (`runs` in the JSON).",
         "",
+        *_backend_lines(rows, data.get("prune", [])),
         "## Memory-bandwidth reference",
         "",
         f"`np.copyto` of a {bw['array_bytes'] / 2**20:.0f} MiB array takes {bw['seconds'] * 1e3:.1f} ms: "
@@ -251,7 +333,8 @@ def render(data: dict, plot: Path | None = None) -> str:
         rs = [r for r in rows if r["kernel"] == k]
         lines += [f"## {k}", ""]
         has2 = any(r.get("ref2_name") for r in rs)
-        head = ["n", "ns/elem", "runs", f"ref: {rs[0]['ref_name']} ns/elem", "ratio to ref"]
+        head = ["n", "ns/elem", "runs", "numpy backend ns/elem", "speedup", f"ref: {rs[0]['ref_name']} ns/elem",
+                "ratio to ref"]
         if has2:
             head += [f"ratio to {rs[0]['ref2_name']}"]
         head += ["bound ns/elem", "measured / bound"]
@@ -260,8 +343,9 @@ def render(data: dict, plot: Path | None = None) -> str:
             head += ["whole-array passes", "blocked bound ns/elem", "measured / blocked bound"]
         body = []
         for r in rs:
-            row = [f"2^{r['log2']}", f"{r['ns_per_elem']:.1f}", r["runs"], f"{r['ref_ns_per_elem']:.2f}",
-                   fmt_ratio(r["ratio_to_ref"])]
+            row = [f"2^{r['log2']}", f"{r['ns_per_elem']:.1f}", r["runs"],
+                   f"{r['numpy_backend_ns_per_elem']:.1f}" if "speedup" in r else "", _speedup(r),
+                   f"{r['ref_ns_per_elem']:.2f}", fmt_ratio(r["ratio_to_ref"])]
             if has2:
                 row.append(fmt_ratio(r["ratio_to_ref2"]))
             row += [f"{r['bound_ns_per_elem']:.2f}", f"{r['measured_over_bound']:.1f}"]
@@ -285,7 +369,7 @@ def render(data: dict, plot: Path | None = None) -> str:
             "which is where most of the measured/bound factor comes from.",
             "",
             f"The library's network is cache-blocked (blocks of {block} rows): merges up to the block size and the "
-            "small-j tail of every larger merge run block by block while the block is in cache. At 2^{big['log2']} its {stages} stages need "
+            f"small-j tail of every larger merge run block by block while the block is in cache. At 2^{big['log2']} its {stages} stages need "
             f"only {big.get('dram_passes', '?')} passes over the whole array (the stages with 2j > block, plus "
             "one blocked pass per merge), so the *blocked bound* (those passes only, 2 × m × row bytes each) is "
             "the tighter statement of what memory bandwidth forbids; measured / blocked bound is how far the in-cache work "

@@ -20,6 +20,8 @@ from typing import Sequence
 
 import numpy as np
 
+from .backend import use_compiled
+from .rows import from_word_block, word_block
 from .trace import Trace
 
 __all__ = ["compact", "distribute", "exclusive_count"]
@@ -49,6 +51,20 @@ def _shift_right(a: np.ndarray, s: int) -> np.ndarray:
 def _select(mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     m = mask.reshape(mask.shape + (1,) * (a.ndim - 1))
     return np.where(m, a, b)
+
+
+def _run_compiled(kernel: str, flags: np.ndarray, dist: np.ndarray, payload: Sequence[np.ndarray], n: int,
+                  rounds: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The shifting rounds as a compiled kernel (:mod:`.compiled`) on payload word columns."""
+    from . import compiled
+
+    payload = [np.asarray(p) for p in payload]
+    live = flags.astype(np.uint8)
+    dist = np.array(dist, dtype=np.int64, copy=True)
+    block, widths = word_block(payload, n)
+    getattr(compiled, kernel)(live, dist, block.reshape(-1), block.shape[0], n, rounds,
+                              np.empty(n, dtype=np.uint64))
+    return live.view(bool), from_word_block(block, payload, widths, n)
 
 
 def compact(
@@ -81,6 +97,11 @@ def compact(
         dist = np.where(marked, exclusive_count(~marked.reshape(-1, span)).reshape(-1), 0)
     else:
         dist = np.where(marked, exclusive_count(~marked), 0)
+    if use_compiled():
+        rounds = (span - 1).bit_length() if span > 0 else 0
+        for r in range(rounds):
+            trace.record("compact:round", buf, n, 1 << r)
+        return _run_compiled("compact_rounds", marked, dist, payload, n, rounds)
     cols = [np.array(p, copy=True) for p in payload]
     live = marked.copy()
     r = 0
@@ -118,9 +139,13 @@ def distribute(
     width = 1 + sum(int(np.prod(p.shape[1:], dtype=np.int64)) for p in payload)
     buf = trace.alloc(n, width + 1, "distribute")
     dist = np.where(live, np.asarray(target, dtype=np.int64) - np.arange(n, dtype=np.int64), 0)
+    rounds = max(0, (n - 1).bit_length())
+    if use_compiled():
+        for r in reversed(range(rounds)):
+            trace.record("distribute:round", buf, n, 1 << r)
+        return _run_compiled("distribute_rounds", live, dist, payload, n, rounds)
     cols = [np.array(p, copy=True) for p in payload]
     occ = live.copy()
-    rounds = max(0, (n - 1).bit_length())
     for r in reversed(range(rounds)):
         s = 1 << r
         trace.record("distribute:round", buf, n, s)

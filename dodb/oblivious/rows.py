@@ -15,7 +15,8 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["RowLayout", "pack_rows", "unpack_rows", "row_bytes", "word_columns", "from_word_columns"]
+__all__ = ["RowLayout", "pack_rows", "unpack_rows", "row_bytes", "word_columns", "from_word_columns",
+           "word_block", "from_word_block"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,42 @@ def from_word_columns(words: np.ndarray, like: np.ndarray, n: int) -> np.ndarray
     raw = np.ascontiguousarray(words[:, :n].T).view(np.uint8)
     body = np.ascontiguousarray(raw[:, :row_bytes(like)])
     return body.view(like.dtype).reshape((n,) + like.shape[1:])
+
+
+def _simple(a: np.ndarray) -> bool:
+    """1-D numbers/bools of at most 8 bytes: one word per row by plain widening (no byte copy)."""
+    return a.ndim == 1 and a.dtype.kind in "biuf" and a.dtype.itemsize in (1, 2, 4, 8)
+
+
+def word_block(arrays: Sequence[np.ndarray], m: int) -> tuple[np.ndarray, list[int]]:
+    """Every array's :func:`word_columns` stacked into one ``(W, m)`` block, and each one's word count.
+
+    Same bytes as ``word_columns`` (little-endian words); 1-D arrays of at most 8 bytes per
+    row take a direct widening copy instead of the byte-level path.
+    """
+    widths = [1 if _simple(a) else -(-row_bytes(a) // 8) for a in arrays]
+    out = np.zeros((sum(widths), m), dtype=np.uint64)
+    w = 0
+    for a, k in zip(arrays, widths):
+        n = int(a.shape[0])
+        if _simple(a):
+            out[w:w + 1, :n] = np.ascontiguousarray(a).view(f"u{a.dtype.itemsize}")
+        else:
+            out[w:w + k] = word_columns(a, m)
+        w += k
+    return out, widths
+
+
+def from_word_block(block: np.ndarray, likes: Sequence[np.ndarray], widths: Sequence[int], n: int) -> list[np.ndarray]:
+    """Inverse of :func:`word_block` for the first ``n`` rows (fresh arrays shaped like ``likes``)."""
+    out, w = [], 0
+    for a, k in zip(likes, widths):
+        if _simple(a):
+            out.append(block[w:w + 1, :n][0].astype(f"u{a.dtype.itemsize}").view(a.dtype))
+        else:
+            out.append(from_word_columns(block[w:w + k], a, n))
+        w += k
+    return out
 
 
 def pack_rows(arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, RowLayout]:

@@ -16,6 +16,8 @@ from typing import Sequence
 
 import numpy as np
 
+from .backend import use_compiled
+from .rows import from_word_block, word_block
 from .trace import Trace
 
 __all__ = ["segment_ids", "segment_ends", "segmented_scan", "segmented_lex_scan", "forward_fill"]
@@ -50,6 +52,41 @@ def _sel(mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(mask.reshape(mask.shape + (1,) * (a.ndim - 1)), a, b)
 
 
+def _scan_code(dtype: np.dtype, op: str) -> tuple[str, np.dtype] | None:
+    """The compiled scan's operator code and 64-bit working dtype for ``dtype``, or ``None``.
+
+    Integers widen to 64 bits (sums wrap to the same low bits, orders are unchanged);
+    float64 adds as float64; float min/max (NaN rules) and other types use the reference.
+    """
+    if op == "first" and dtype.kind in "biuf" and dtype.itemsize <= 8:
+        return "first", np.dtype(np.uint64) if dtype.kind == "f" else np.dtype(f"{'i' if dtype.kind == 'i' else 'u'}8")
+    if dtype.kind == "i" and dtype.itemsize <= 8:
+        return {"sum": "add", "count": "add", "min": "smin", "max": "smax"}[op], np.dtype(np.int64)
+    if dtype.kind == "u" and dtype.itemsize <= 8:
+        return {"sum": "add", "count": "add", "min": "umin", "max": "umax"}[op], np.dtype(np.uint64)
+    if dtype == np.float64 and op == "sum":
+        return "fadd", np.dtype(np.uint64)
+    return None
+
+
+def _scan_compiled(values: np.ndarray, seg: np.ndarray, op: str, reverse: bool) -> np.ndarray | None:
+    from . import compiled
+
+    chosen = _scan_code(values.dtype, op) if values.ndim == 1 else None
+    if chosen is None:
+        return None
+    name, work = chosen
+    if values.dtype.kind == "f":
+        acc = np.array(values, dtype=np.float64, copy=True).view(np.uint64)
+    else:
+        acc = values.astype(work).view(np.uint64)
+    code = compiled.SCAN_OPS[name]  # lint: public operator name
+    compiled.scan_rounds(acc, seg, int(values.shape[0]), code, bool(reverse))
+    if values.dtype.kind == "f":
+        return acc.view(np.float64).astype(values.dtype)
+    return acc.view(work).astype(values.dtype)
+
+
 def segmented_scan(
     values: np.ndarray,
     starts: np.ndarray,
@@ -72,6 +109,14 @@ def segmented_scan(
     trace = trace if trace is not None else Trace()
     buf = trace.alloc(n, 2, f"scan:{op}")
     seg = segment_ids(starts)
+    if use_compiled():
+        out = _scan_compiled(values, seg, op, reverse)
+        if out is not None:
+            s = 1
+            while s < n:
+                trace.record("scan:round", buf, n, s)
+                s *= 2
+            return out
     acc = values.copy()
     s = 1
     while s < n:
@@ -93,6 +138,17 @@ def segmented_scan(
         cur[...] = _sel(same, comb, cur)
         s *= 2
     return acc
+
+
+def _lex_compiled(words: list[np.ndarray], pay: list[np.ndarray], seg: np.ndarray, n: int, op: str,
+                  reverse: bool) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    from . import compiled
+
+    W = np.stack(words) if n else np.zeros((len(words), 0), dtype=np.uint64)
+    P, widths = word_block(pay, n)
+    compiled.lex_scan_rounds(W.reshape(-1), W.shape[0], P.reshape(-1), P.shape[0], seg, n, op == "max",
+                             bool(reverse), np.empty(n, dtype=np.uint64))
+    return list(W), from_word_block(P, pay, widths, n)
 
 
 def segmented_lex_scan(
@@ -117,6 +173,12 @@ def segmented_lex_scan(
     trace = trace if trace is not None else Trace()
     buf = trace.alloc(n, len(words) + 1, f"lexscan:{op}")
     seg = segment_ids(starts)
+    if use_compiled() and words:
+        s = 1
+        while s < n:
+            trace.record("lexscan:round", buf, n, s)
+            s *= 2
+        return _lex_compiled(words, pay, seg, n, op, reverse)
     s = 1
     while s < n:
         trace.record("lexscan:round", buf, n, s)
@@ -154,6 +216,17 @@ def forward_fill(
     trace = trace if trace is not None else Trace()
     width = 1 + sum(int(np.prod(p.shape[1:], dtype=np.int64)) for p in payload)
     buf = trace.alloc(n, width, "fill")
+    if use_compiled():
+        from . import compiled
+
+        s = 1
+        while s < n:
+            trace.record("fill:round", buf, n, s)
+            s *= 2
+        flags = has.view(np.uint8)
+        block, widths = word_block(cols, n)
+        compiled.fill_rounds(flags, block.reshape(-1), block.shape[0], n, np.empty(n, dtype=np.uint64))
+        return flags.view(bool), from_word_block(block, cols, widths, n)
     s = 1
     while s < n:
         trace.record("fill:round", buf, n, s)

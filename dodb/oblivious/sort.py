@@ -18,7 +18,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .rows import from_word_columns, word_columns
+from .backend import use_compiled
+from .rows import from_word_block, word_block
 from .trace import Trace
 
 __all__ = ["oblivious_sort", "bitonic_network_stages", "next_pow2"]
@@ -85,6 +86,8 @@ def _full_mask(gt: np.ndarray, dtype: np.dtype, cache: dict) -> np.ndarray:
     return full
 
 
+PRUNE = True  # skip comparators at padding rows (see _run_network); False only to measure the gain
+SUB_BLOCK = 1 << 12  # compiled network: rows per inner cache block (its working set fits in L2)
 BLOCK = 1 << 16  # rows per cache block (measured best of 2^12..2^18 on this machine): small stages run in cache
 
 
@@ -146,43 +149,128 @@ def _block_network(bk: list[np.ndarray], bp: list[np.ndarray], blk: int, stages:
     on_tile(short)
 
 
-def _run_network(keys: list[np.ndarray], pay: list[np.ndarray], m: int, packed: bool,
+def _live_prefix(n: int, k: int, j: int) -> int:
+    """Rows a whole-array stage ``(k, j)`` must cover when rows ``>= n`` are padding.
+
+    Its comparators come in groups of ``k`` (flip) or ``2j`` rows; the lowest higher row
+    of group ``g`` is ``g * size + j``, so groups with ``g * size + j >= n`` hold only
+    comparators that never swap (see :func:`_run_network`) and are left out.
+    """
+    size = k if 2 * j == k else 2 * j
+    return -(-max(0, n - j) // size) * size
+
+
+class _NumpyNetwork:
+    """The reference executor: vectorised strided passes (``_stage``/``_block_network``)."""
+
+    def __init__(self, keys: np.ndarray, pay: np.ndarray, n: int, m: int, blk: int, packed: bool):
+        self.keys, self.pay, self.n, self.m, self.blk, self.packed = list(keys), list(pay), n, m, blk, packed
+
+    def blocks(self, tail_j: int) -> None:
+        blk = self.blk
+        if tail_j == 0:
+            stages = bitonic_network_stages(blk)
+        else:  # any k > 2j selects the non-flip pattern
+            stages = [(4 * (tail_j >> i), tail_j >> i) for i in range(tail_j.bit_length())]
+        for b in range(-(-self.n // blk)):  # blocks past n hold padding only
+            lo, hi = b * blk, (b + 1) * blk
+            _block_network([w[lo:hi] for w in self.keys], [w[lo:hi] for w in self.pay], blk, stages, self.packed)
+
+    def stage(self, k: int, j: int) -> None:
+        live = _live_prefix(self.n, k, j)
+        _stage([w[:live] for w in self.keys], [w[:live] for w in self.pay], live, k, j, self.packed)
+
+    def finish(self) -> None:
+        pass
+
+
+class _CompiledNetwork:
+    """The numba executor (:mod:`.compiled`): the same stages on one flat block of words."""
+
+    def __init__(self, keys: np.ndarray, pay: np.ndarray, n: int, m: int, blk: int, packed: bool):
+        from . import compiled
+
+        self.nb, self.keys, self.pay = compiled, keys, pay
+        self.X = np.concatenate([keys, pay]).reshape(-1)  # key words first, then payload words
+        self.nk, self.nw, self.n, self.m, self.blk = keys.shape[0], keys.shape[0] + pay.shape[0], n, m, blk
+        self.cols = _split(blk)[0]
+        self.msk = np.empty(m, dtype=np.uint64)
+        self.T = np.empty(self.nw * blk, dtype=np.uint64)
+
+    def blocks(self, tail_j: int) -> None:
+        """The in-block stages, cache-blocked once more inside each block (``SUB_BLOCK`` rows).
+
+        The comparators of different blocks are independent, so the stages of all blocks
+        can run as the same blocked schedule on a finer grid: whole stages for ``2j > sub``,
+        then per sub-block.  Same comparators, another fixed order (all public sizes).
+        """
+        sub = min(SUB_BLOCK, self.blk)
+        j = tail_j
+        if tail_j == 0:
+            self._sub_blocks(sub, 0)
+            k = 2 * sub
+            while k <= self.blk:
+                j = k // 2
+                while 2 * j > sub:
+                    self.stage(k, j)
+                    j //= 2
+                self._sub_blocks(sub, j)
+                k *= 2
+            return
+        while 2 * j > sub:
+            self.stage(4 * j, j)  # any k > 2j selects the non-flip pattern
+            j //= 2
+        self._sub_blocks(sub, j)
+
+    def _sub_blocks(self, sub: int, tail_j: int) -> None:
+        self.nb.sort_blocks(self.X, self.nk, self.nw, self.m, self.n, sub, _split(sub)[0], tail_j, self.msk, self.T)
+
+    def stage(self, k: int, j: int) -> None:
+        self.nb.sort_stage(self.X, self.nk, self.nw, self.m, self.n, k, j, self.msk)
+
+    def finish(self) -> None:
+        X = self.X.reshape(self.nw, self.m)
+        self.keys[...] = X[:self.nk]
+        self.pay[...] = X[self.nk:]
+
+
+def _run_network(keys: np.ndarray, pay: np.ndarray, n: int, m: int, packed: bool,
                  trace: Trace, buf: int) -> None:
-    """The flip-form bitonic network, cache-blocked.
+    """The flip-form bitonic network on ``(words, m)`` key and payload blocks, cache-blocked.
 
     Every comparator of a stage with ``2j <= BLOCK`` stays inside one aligned block of
     ``BLOCK`` rows, so those stages run block after block while the block is in cache
     (see ``_block_network``); the others are whole-array passes.  The comparators applied
     — and their order within each block — are those of the plain network, fixed by ``m``.
+
+    Less work (issue 13): rows ``n .. m-1`` are sentinels that sort after every real row
+    and among themselves in position order.  Every comparator puts the smaller row at the
+    lower position, so by induction over the stages the padding rows never move: a
+    comparator whose higher row is ``>= n`` compares a real row with a larger sentinel, or
+    two sentinels already in order, and never swaps.  Those comparators are skipped —
+    whole blocks and stage groups in the reference, single runs in the compiled network —
+    so the work, and the access pattern, depend on ``n`` as well as ``m`` (both public; the
+    ``sort:prune`` event records ``n``).
     """
     blk = min(BLOCK, m)
     nblocks = m // blk
-
-    def blocks():
-        for b in range(nblocks):
-            lo, hi = b * blk, (b + 1) * blk
-            yield [w[lo:hi] for w in keys], [w[lo:hi] for w in pay]
-
+    n = n if PRUNE else m
+    net = (_CompiledNetwork if use_compiled() else _NumpyNetwork)(keys, pay, n, m, blk, packed)
+    trace.record("sort:prune", buf, n, m)
     # all merges of size <= BLOCK: each block is sorted on its own
     trace.record("sort:blocks", buf, m, blk, nblocks)
-    block_stages = bitonic_network_stages(blk)
-    for bk, bp in blocks():
-        _block_network(bk, bp, blk, block_stages, packed)
+    net.blocks(0)
     k = 2 * blk
     while k <= m:
         j = k // 2
         while 2 * j > blk:
             trace.record("sort:stage", buf, m, k, j)
-            _stage(keys, pay, m, k, j, packed)
+            net.stage(k, j)
             j //= 2
         trace.record("sort:block_tail", buf, m, k, j, blk)
-        tail = []
-        while j >= 1:
-            tail.append((4 * j, j))  # any k > 2j selects the non-flip pattern
-            j //= 2
-        for bk, bp in blocks():
-            _block_network(bk, bp, blk, tail, packed)
+        net.blocks(j)
         k *= 2
+    net.finish()
 
 
 def oblivious_sort(
@@ -217,29 +305,26 @@ def oblivious_sort(
     width = len(keys) + sum(int(np.prod(p.shape[1:], dtype=np.int64)) for p in payload)
     buf = trace.alloc(m, width + 1, "sort")
 
-    work_keys = []
-    for k in keys:
-        w = np.full(m, _U64_MAX, dtype=np.uint64)
-        w[:n] = ~k if descending else k
-        work_keys.append(w)
-    pos = np.arange(m, dtype=np.uint64)
+    # keys as a (words, m) block; padding rows are all-ones sentinels that sort last
+    extra = 0 if unique else 1
     packed = key_bits is not None and len(keys) == 1 and key_bits + idx_bits <= 64
+    work_keys = np.full((1 if packed else len(keys) + extra, m), _U64_MAX, dtype=np.uint64)
+    for row, k in zip(work_keys, keys):
+        row[:n] = ~k if descending else k
+    pos = np.arange(m, dtype=np.uint64)
     if packed:
         kb = int(key_bits)
         limit = np.uint64((1 << kb) - 1)
-        if descending:
-            # ~k flipped the high bits too: bring the word back into [0, 2^kb).
-            work_keys[0][:n] &= limit
-        work_keys[0][:n] &= limit  # caller contract: keys fit in key_bits
-        work_keys[0][n:] = limit
-        work_keys = [(work_keys[0] << np.uint64(idx_bits)) | pos]
+        # ~k flipped the high bits too (descending); keys fit in key_bits (caller contract)
+        work_keys[0, :n] &= limit
+        work_keys[0, n:] = limit
+        work_keys[0] = (work_keys[0] << np.uint64(idx_bits)) | pos
     elif not unique:
-        work_keys.append(pos)
-    # each payload as word columns: one contiguous array per word, so a stage swaps long runs
-    work_cols = [word_columns(p, m) for p in payload]
-    work_pay = [c for cols in work_cols for c in cols]
+        work_keys[-1] = pos
+    # each payload as word columns: one contiguous row per word, so a stage swaps long runs
+    work_pay, widths = word_block(list(payload), m)
 
-    _run_network(work_keys, work_pay, m, packed, trace, buf)
+    _run_network(work_keys, work_pay, n, m, packed, trace, buf)
 
     if packed:
         out_keys = [work_keys[0][:n] >> np.uint64(idx_bits)]
@@ -249,4 +334,4 @@ def oblivious_sort(
         out_keys = [w[:n] for w in (work_keys if unique else work_keys[:-1])]
         if descending:
             out_keys = [~w for w in out_keys]
-    return out_keys, [from_word_columns(cols, p, n) for cols, p in zip(work_cols, payload)]
+    return out_keys, from_word_block(work_pay, list(payload), widths, n)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..oblivious.backend import use_compiled
 from ..oblivious.rows import from_word_columns, row_bytes, word_columns
 from .context import ExecContext, OpResult
 from .filter import filter_table
@@ -65,6 +66,40 @@ def pass_cost(table: PaddedTable) -> float:
     return cost
 
 
+def _passes_numpy(lw: list[np.ndarray], rw: list[np.ndarray], ok: np.ndarray, r_ok: np.ndarray,
+                  pub_words: list[np.ndarray], n: int, k: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The ``k`` passes in numpy (the reference): the matched flags and the selected ``(words, n)`` blocks."""
+    matched = np.zeros(n, dtype=bool)
+    out_words = [np.zeros((w.shape[0], n), dtype=np.uint64) for w in pub_words]
+    for j in range(k):  # one pass per public row: j is public, the comparison covers every row
+        if not r_ok[j]:
+            continue  # a NULL public key matches nothing (public)
+        eq = ok.copy()
+        for lwd, rwd in zip(lw, rw):
+            eq &= lwd == rwd[j]
+        matched |= eq
+        for pw, ow in zip(pub_words, out_words):
+            np.copyto(ow, np.where(eq, pw[:, j:j + 1], ow))
+    return matched, out_words
+
+
+def _passes_compiled(lw: list[np.ndarray], rw: list[np.ndarray], ok: np.ndarray, r_ok: np.ndarray,
+                     pub_words: list[np.ndarray], n: int, k: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The ``k`` passes as the compiled kernel ``compiled.lookup_passes``; same results as
+    :func:`_passes_numpy` (a NULL public key, ``r_ok[j]`` false, clears the pass's mask
+    instead of skipping the pass, so every pass reads and writes every row)."""
+    from ..oblivious import compiled
+
+    pub = np.concatenate(pub_words, axis=0) if pub_words else np.zeros((0, k), dtype=np.uint64)
+    out = np.zeros((pub.shape[0], n), dtype=np.uint64)
+    matched = np.zeros(n, dtype=np.uint8)
+    compiled.lookup_passes(np.concatenate(lw), np.concatenate(rw), len(lw), ok.astype(np.uint8),
+                           r_ok.astype(np.uint8), np.ascontiguousarray(pub).reshape(-1), out.reshape(-1),
+                           pub.shape[0], n, k, matched, np.empty(n, dtype=np.uint64))
+    bounds = np.cumsum([w.shape[0] for w in pub_words])[:-1]
+    return matched.view(bool), np.split(out, bounds, axis=0) if pub_words else []
+
+
 def lookup_join(left: PaddedTable, right: PaddedTable, left_keys: list[str], right_keys: list[str], *,
                 how: str = "inner", mode: str = "do", epsilon: float = 1.0, delta: float = 1e-6,
                 ctx: ExecContext | None = None) -> OpResult:
@@ -92,20 +127,11 @@ def lookup_join(left: PaddedTable, right: PaddedTable, left_keys: list[str], rig
     for c in rcols:
         r_ok &= c.valid
     ctx.trace.record("lookup:passes", -1, n, k)
-    matched = np.zeros(n, dtype=bool)
     # every public array as uint64 word rows (words, k); the output as (words, n): a pass
     # selects whole contiguous rows of n, whatever the column's byte width
     pub_words = [word_columns(a, k) for c in pub.columns for a in c.arrays()]
-    out_words = [np.zeros((w.shape[0], n), dtype=np.uint64) for w in pub_words]
-    for j in range(k):  # one pass per public row: j is public, the comparison covers every row
-        if not r_ok[j]:
-            continue  # a NULL public key matches nothing (public)
-        eq = ok.copy()
-        for lwd, rwd in zip(lw, rw):
-            eq &= lwd == rwd[j]
-        matched |= eq
-        for pw, ow in zip(pub_words, out_words):
-            np.copyto(ow, np.where(eq, pw[:, j:j + 1], ow))
+    passes = _passes_compiled if use_compiled() else _passes_numpy
+    matched, out_words = passes(lw, rw, ok, r_ok, pub_words, n, k)
     out_cols = []
     words = iter(out_words)
     for c in pub.columns:

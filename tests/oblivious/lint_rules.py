@@ -15,6 +15,14 @@ kernel modules and reports, with file and line:
 
 A line may opt out only with a trailing ``# lint: public <reason>`` comment naming why
 the value is public (e.g. a caller contract that is always true in correct runs).
+
+Compiled kernels (functions decorated ``@njit``/``@jit``) index arrays with loop
+counters, so inside them the rules are taint-based instead: a value loaded from an array
+(``a[i]``), a scalar parameter annotated ``: Data``, a call of a kernel that returns such a
+value, and every name assigned from one of those is *data*; other scalar parameters are
+public sizes.  Flagged: an index, a branch test (``if``/``while``/conditional expression/
+``assert``), a ``for`` loop's range, a short-circuit ``and``/``or`` or a chained
+comparison that reads data.  ``tests/oblivious/ir_lint.py`` checks the compiled code itself.
 """
 from __future__ import annotations
 
@@ -96,6 +104,108 @@ def _index_ok(node: ast.AST) -> bool:
     return False
 
 
+KERNEL_DECORATORS = {"njit", "jit"}
+
+
+def _is_kernel(fn: ast.AST) -> bool:
+    if not isinstance(fn, ast.FunctionDef):
+        return False
+    for d in fn.decorator_list:
+        f = d.func if isinstance(d, ast.Call) else d
+        name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
+        if name in KERNEL_DECORATORS:
+            return True
+    return False
+
+
+def _data_params(fn: ast.FunctionDef) -> set[str]:
+    return {a.arg for a in fn.args.args + fn.args.kwonlyargs
+            if isinstance(a.annotation, (ast.Name, ast.Constant))
+            and getattr(a.annotation, "id", getattr(a.annotation, "value", None)) == "Data"}
+
+
+def _kernel_reads(node: ast.AST, tainted: set[str], data_calls: set[str]) -> bool:
+    """Whether ``node`` reads data: an array element, a data name or a data-returning kernel."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Subscript) and not _only_shapes(sub.value):
+            return True
+        if isinstance(sub, ast.Name) and sub.id in tainted:
+            return True
+        if isinstance(sub, ast.Call) and _call_name(sub) in data_calls:
+            return True
+    return False
+
+
+def _kernel_taint(fn: ast.FunctionDef, data_calls: set[str]) -> set[str]:
+    tainted = set(_data_params(fn))
+    changed = True
+    while changed:
+        changed = False
+        for node in ast.walk(fn):
+            value, targets = None, []
+            if isinstance(node, ast.Assign):
+                value, targets = node.value, node.targets
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                value, targets = node.value, [node.target]
+            elif isinstance(node, ast.For):
+                value, targets = node.iter, [node.target]
+            if value is None or not _kernel_reads(value, tainted, data_calls):
+                continue
+            for n in _target_names(targets):  # a store into a[i] taints neither a nor i
+                if n not in tainted:
+                    tainted.add(n)
+                    changed = True
+    return tainted
+
+
+def _target_names(targets: list[ast.AST]) -> list[str]:
+    out = []
+    for t in targets:
+        if isinstance(t, ast.Name):
+            out.append(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            out += _target_names(list(t.elts))
+        elif isinstance(t, ast.Starred):
+            out += _target_names([t.value])
+    return out
+
+
+def _lint_kernel(fn: ast.FunctionDef, data_calls: set[str], add) -> None:
+    tainted = _kernel_taint(fn, data_calls)
+
+    def reads(node: ast.AST) -> bool:
+        return _kernel_reads(node, tainted, data_calls)
+
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Subscript) and not _only_shapes(node.value) and reads(node.slice):
+            add(node, "data-dependent index in a compiled kernel")
+        elif isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)) and reads(node.test):
+            add(node, "branch on data in a compiled kernel")
+        elif isinstance(node, ast.For) and reads(node.iter):
+            add(node, "loop bound from data in a compiled kernel")
+        elif isinstance(node, ast.BoolOp) and any(reads(v) for v in node.values):
+            add(node, "short-circuit and/or on data in a compiled kernel")
+        elif isinstance(node, ast.Compare) and len(node.ops) > 1 and reads(node):
+            add(node, "chained comparison on data (short-circuits) in a compiled kernel")
+
+
+def _data_returning(kernels: list[ast.FunctionDef]) -> set[str]:
+    """Kernels whose return value reads data (calls of them taint), to a fixed point."""
+    out: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for fn in kernels:
+            if fn.name in out:
+                continue
+            tainted = _kernel_taint(fn, out)
+            if any(isinstance(r, ast.Return) and r.value is not None and _kernel_reads(r.value, tainted, out)
+                   for r in ast.walk(fn)):
+                out.add(fn.name)
+                changed = True
+    return out
+
+
 def lint_source(src: str) -> list[Finding]:
     tree = ast.parse(src)
     lines = src.splitlines()
@@ -126,6 +236,14 @@ def lint_source(src: str) -> list[Finding]:
         if not exempt(ln):
             findings.append(Finding(ln, rule, lines[ln - 1].strip()))
 
+    # compiled kernels: taint rules instead of the subscript/branch rules below
+    kernels = [fn for fn in ast.walk(tree) if _is_kernel(fn)]
+    in_kernel: set[int] = set()
+    data_calls = _data_returning(kernels)
+    for fn in kernels:
+        _lint_kernel(fn, data_calls, add)
+        in_kernel.update(id(n) for n in ast.walk(fn))
+
     # names assigned from data reductions, per module (conservative: any scope)
     tainted: set[str] = set()
     changed = True
@@ -147,6 +265,8 @@ def lint_source(src: str) -> list[Finding]:
                                     changed = True
 
     for node in ast.walk(tree):
+        if id(node) in in_kernel and not isinstance(node, ast.Call):
+            continue
         if isinstance(node, ast.Call):
             name = _call_name(node)
             if name in BANNED_CALLS:

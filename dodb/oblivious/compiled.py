@@ -1,0 +1,479 @@
+"""Compiled, branch-free versions of the oblivious kernels (numba; issue 13).
+
+The numpy modules (``sort``, ``compact``, ``scan``) are the *reference*: they record the
+trace and, with the ``numpy`` backend (:mod:`.backend`), do the work.  With the default
+``compiled`` backend the same Python wrappers record the same trace events from public
+sizes and call the kernels below instead.  Each kernel applies exactly the reference's
+operations (same comparators of the same network, same shift rounds, same doubling
+rounds), so outputs are identical; only the loop order inside a stage may differ, and
+every comparator / select inside one stage or round is independent of the others.
+
+Rules every ``@njit`` kernel here follows (checked by ``tests/oblivious``):
+
+* data only ever arrives in arrays; every scalar argument is a public size or a public
+  operator code, so loop bounds and indices are functions of sizes and loop counters;
+* no ``if``/``while``/conditional expression/short-circuit operator on a value loaded
+  from an array: compare-exchange and selects are arithmetic masks
+  (``m = 0 - uint64(cond)``, ``x ^ ((x ^ y) & m)``), never branches or data-chosen indices;
+* indices are cast to unsigned (``_ix``) so numba emits no negative-index wrap-around and
+  the loops over contiguous runs vectorise.
+
+``tests/oblivious/ir_lint.py`` checks the LLVM IR numba produces for every compiled
+signature (its docstring says what that proves and what it does not); ``lint_rules.py``
+checks this source.  Compile options: ``cache=True`` (compiled once per machine; see
+:func:`_cache_location` when no cache directory is writable),
+``nogil``, ``boundscheck=False``, ``error_model="numpy"`` (no zero-division branches) and
+no fastmath, so floating-point sums round exactly like the reference.
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir as _llir
+from numba import njit, types
+from numba import uint64 as _ix
+from numba.extending import intrinsic
+
+__all__ = [
+    "sort_blocks", "sort_stage", "compact_rounds", "distribute_rounds", "fill_rounds",
+    "scan_rounds", "lex_scan_rounds", "lookup_passes", "SCAN_OPS",
+]
+
+
+
+def _cache_location() -> bool:
+    """Whether numba can cache compiled code for this file.
+
+    numba writes the cache to ``$NUMBA_CACHE_DIR``, else next to this module
+    (``__pycache__``), else to the user's cache directory (``~/.cache/numba``).  If none is
+    writable (a read-only install run by a user without a home directory), ``cache=True``
+    would raise at import; then the kernels are compiled in every process instead
+    (about 10-15 s on the first calls), with a warning.
+    """
+    try:
+        from numba.core.caching import FunctionCache
+    except ImportError:  # a numba without this class: let cache=True decide
+        return True
+    try:
+        FunctionCache(_cache_location)  # the locator search cache=True runs for every kernel
+    except RuntimeError:
+        import warnings
+
+        warnings.warn("dodb: no writable numba cache directory for dodb/oblivious/compiled.py (set "
+                      "NUMBA_CACHE_DIR); the compiled kernels are compiled again in every process",
+                      RuntimeWarning, stacklevel=2)
+        return False
+    return True
+
+
+_OPTS = dict(cache=_cache_location(), nogil=True, boundscheck=False, error_model="numpy")
+_ONE = np.uint64(1)
+_SIGN = np.uint64(1 << 63)
+
+# Annotation of scalar kernel arguments that carry data (the source lint treats every other
+# scalar argument as a public size); never evaluated (postponed annotations).
+Data = np.uint64
+
+# scan operator codes (public): how two 64-bit words combine
+SCAN_OPS = {"add": 0, "fadd": 1, "smin": 2, "smax": 3, "umin": 4, "umax": 5, "first": 6}
+
+
+@intrinsic
+def _f2u(typingctx, x):
+    """The bits of a float64 as uint64 (an LLVM ``bitcast``: no branch, no memory)."""
+    if x != types.float64:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], _llir.IntType(64))
+
+    return types.uint64(types.float64), codegen
+
+
+@intrinsic
+def _u2f(typingctx, x):
+    """Inverse of :func:`_f2u`."""
+    if x != types.uint64:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], _llir.DoubleType())
+
+    return types.float64(types.uint64), codegen
+
+
+# --------------------------------------------------------------------------- sorting network
+
+
+@njit(**_OPTS)
+def _cx_runs(X, nk, nw, stride, a0, b0, step, length, msk):
+    """Compare-exchange rows ``a0 + t`` and ``b0 + step * t`` for ``t < length`` (ascending).
+
+    ``X`` holds ``nw`` words per row, the first ``nk`` of them the key, word ``w`` of row
+    ``i`` at ``w * stride + i``.  Lexicographic ``row_a > row_b`` is evaluated over the
+    key words into an all-ones / zero mask per pair; then every word of both rows is
+    xor-swapped under the mask, so each pair is read and written whatever the keys.
+    ``step`` is 1, or -1 for the mirror pairs of a flip stage (both branches below are on
+    that public flag; with ``step == 1`` the loops run over contiguous runs and vectorise).
+    The masks go through ``msk`` in a separate pass on purpose: computed in the loop that
+    swaps, one pair's mask is invariant over the word loop and LLVM unswitches that loop
+    on it — a branch on the keys, which the IR lint caught in an earlier version.
+    """
+    last = (nk - 1) * stride
+    if step == 1:
+        for t in range(length):
+            msk[_ix(t)] = np.uint64(0) - np.uint64(X[_ix(last + a0 + t)] > X[_ix(last + b0 + t)])
+        for w in range(nk - 2, -1, -1):
+            o = w * stride
+            for t in range(length):
+                x = X[_ix(o + a0 + t)]
+                y = X[_ix(o + b0 + t)]
+                msk[_ix(t)] = (np.uint64(0) - np.uint64(x > y)) | ((np.uint64(0) - np.uint64(x == y)) & msk[_ix(t)])
+        for w in range(nw):
+            o = w * stride
+            for t in range(length):
+                d = (X[_ix(o + a0 + t)] ^ X[_ix(o + b0 + t)]) & msk[_ix(t)]
+                X[_ix(o + a0 + t)] ^= d
+                X[_ix(o + b0 + t)] ^= d
+    else:
+        for t in range(length):
+            msk[_ix(t)] = np.uint64(0) - np.uint64(X[_ix(last + a0 + t)] > X[_ix(last + b0 - t)])
+        for w in range(nk - 2, -1, -1):
+            o = w * stride
+            for t in range(length):
+                x = X[_ix(o + a0 + t)]
+                y = X[_ix(o + b0 - t)]
+                msk[_ix(t)] = (np.uint64(0) - np.uint64(x > y)) | ((np.uint64(0) - np.uint64(x == y)) & msk[_ix(t)])
+        for w in range(nw):
+            o = w * stride
+            for t in range(length):
+                d = (X[_ix(o + a0 + t)] ^ X[_ix(o + b0 - t)]) & msk[_ix(t)]
+                X[_ix(o + a0 + t)] ^= d
+                X[_ix(o + b0 - t)] ^= d
+
+
+@njit(inline="always", **_OPTS)
+def _clamp(v, hi):
+    """``min(max(v, 0), hi)`` of public sizes."""
+    return min(max(v, 0), hi)
+
+
+@njit(**_OPTS)
+def _long_stage(X, nk, nw, stride, lo, span, n, k, j, msk):
+    """Stage ``(k, j)`` on rows ``[lo, lo + span)`` in place, skipping comparators at rows >= n.
+
+    ``j == k // 2`` is the flip stage (row ``i`` against its mirror in the ``k``-group).
+    Every comparator joins a lower row with a higher one and the network keeps padding
+    rows (>= n, sentinels that sort last) in place, so a comparator whose higher row is
+    >= n never swaps: it is skipped.  Which ones that are depends on ``n`` only.
+    """
+    flip = 2 * j == k
+    size = 2 * j
+    if flip:
+        size = k
+    for g in range(span // size):
+        base = lo + g * size
+        a0 = base
+        b0 = base + j
+        step = 1
+        length = _clamp(n - base - j, j)
+        if flip:
+            t0 = _clamp(base + k - n, j)  # pairs t < t0 have their mirror row >= n
+            a0 = base + t0
+            b0 = base + k - 1 - t0
+            step = -1
+            length = j - t0
+        _cx_runs(X, nk, nw, stride, a0, b0, step, length, msk)
+
+
+@njit(**_OPTS)
+def _tile(X, T, nw, stride, lo, rows, cols, back):
+    """Copy the block at ``lo`` (``rows x cols``, row-major) to its transpose ``T`` (or back)."""
+    for w in range(nw):
+        o = w * stride + lo
+        p = w * rows * cols
+        if back:
+            for r in range(rows):
+                for c in range(cols):
+                    X[_ix(o + r * cols + c)] = T[_ix(p + c * rows + r)]
+        else:
+            for r in range(rows):
+                for c in range(cols):
+                    T[_ix(p + c * rows + r)] = X[_ix(o + r * cols + c)]
+
+
+@njit(**_OPTS)
+def _short_stage(T, nk, nw, blk, lo, rows, cols, n, k, j, msk):
+    """Stage ``(k, j)`` with ``j < cols`` on the transposed tile of the block at ``lo``.
+
+    Row ``i = r * cols + c`` of the block sits at ``c * rows + r`` of the tile, so the
+    comparator of columns ``(c, c')`` pairs whole contiguous runs of ``rows`` tile slots
+    (the reason for the tile, as in the reference).  The run keeps the rows ``r`` whose
+    higher row ``lo + r * cols + c'`` is below ``n``.
+    """
+    flip = 2 * j == k
+    size = 2 * j
+    if flip:
+        size = k
+    for g in range(cols // size):
+        for t in range(j):
+            ca = g * size + t
+            cb = ca + j
+            if flip:
+                cb = g * size + k - 1 - t
+            live = _clamp((n - lo - cb + cols - 1) // cols, rows)
+            _cx_runs(T, nk, nw, blk, ca * rows, cb * rows, 1, live, msk)
+
+
+@njit(**_OPTS)
+def sort_blocks(X, nk, nw, m, n, blk, cols, tail_j, msk, T):
+    """The in-block part of the cache-blocked network (``sort._block_network``).
+
+    ``tail_j == 0``: the whole network on each block of ``blk`` rows; otherwise the tail
+    stages ``j = tail_j, tail_j / 2, ... 1`` (no flip) of a larger merge.  Stages with
+    ``j >= cols`` run on the block, shorter ones on its transposed ``cols x rows`` tile
+    ``T`` (``blk`` rows of ``nw`` words), entered and left only when that changes.
+    Blocks starting at or past ``n`` hold padding only and are skipped.
+    """
+    rows = blk // cols
+    nblocks = min(m // blk, (n + blk - 1) // blk)
+    k_first = 2
+    k_last = blk
+    if tail_j > 0:  # one merge, its stages from j = tail_j down
+        k_first = 4 * tail_j
+        k_last = 4 * tail_j
+    for b in range(nblocks):
+        lo = b * blk
+        tiled = False
+        k = k_first
+        while k <= k_last:
+            j = k // 2
+            if tail_j > 0:
+                j = tail_j
+            while j >= 1:
+                kk = k
+                if tail_j > 0:
+                    kk = 4 * j  # any k > 2j selects the non-flip pattern
+                if j >= cols:
+                    if tiled:
+                        _tile(X, T, nw, m, lo, rows, cols, True)
+                        tiled = False
+                    _long_stage(X, nk, nw, m, lo, blk, n, kk, j, msk)
+                else:
+                    if not tiled:
+                        _tile(X, T, nw, m, lo, rows, cols, False)
+                        tiled = True
+                    _short_stage(T, nk, nw, blk, lo, rows, cols, n, kk, j, msk)
+                j //= 2
+            k *= 2
+        if tiled:
+            _tile(X, T, nw, m, lo, rows, cols, True)
+
+
+@njit(**_OPTS)
+def sort_stage(X, nk, nw, m, n, k, j, msk):
+    """One whole-array stage ``(k, j)`` (``2j`` larger than a cache block)."""
+    _long_stage(X, nk, nw, m, 0, m, n, k, j, msk)
+
+
+# --------------------------------------------------------------------------- shifting networks
+
+
+@njit(inline="always", **_OPTS)
+def _sel64(mask: Data, a: Data, b: Data):
+    """``a`` where ``mask`` is all ones, ``b`` where it is zero (int64 or uint64 words)."""
+    return b ^ ((a ^ b) & mask)
+
+
+@njit(**_OPTS)
+def compact_rounds(live, dist, cols, words, n, rounds, msk):
+    """Goodrich's compaction rounds (``compact.compact``), in place.
+
+    Round ``r`` shifts left by ``s = 2^r`` every live row whose distance has bit ``r``
+    set.  Slot ``i`` reads rows ``i`` and ``i + s`` whatever the flags (ascending ``i``:
+    row ``i + s`` is still the old one), then every payload word is selected under the
+    slot's mask.  ``live`` is 0/1 bytes, ``dist`` int64, ``cols`` ``words`` columns of ``n``.
+    """
+    for r in range(rounds):
+        s = 1 << r
+        for i in range(n - s):
+            here = live[_ix(i)] & np.uint8((dist[_ix(i)] >> r) & 1)
+            inc = live[_ix(i + s)] & np.uint8((dist[_ix(i + s)] >> r) & 1)
+            mi = np.int64(0) - np.int64(inc)
+            msk[_ix(i)] = np.uint64(mi)
+            live[_ix(i)] = inc | (live[_ix(i)] & (np.uint8(1) ^ here))
+            dist[_ix(i)] = _sel64(mi, dist[_ix(i + s)], dist[_ix(i)])
+        for i in range(max(n - s, 0), n):
+            here = live[_ix(i)] & np.uint8((dist[_ix(i)] >> r) & 1)
+            live[_ix(i)] = live[_ix(i)] & (np.uint8(1) ^ here)
+        for w in range(words):
+            o = w * n
+            for i in range(n - s):
+                cols[_ix(o + i)] = _sel64(msk[_ix(i)], cols[_ix(o + i + s)], cols[_ix(o + i)])
+
+
+@njit(**_OPTS)
+def distribute_rounds(occ, dist, cols, words, n, rounds, msk):
+    """Distribution rounds (``compact.distribute``): shifts right, largest first, in place.
+
+    Descending ``i`` so that row ``i - s`` is still the old one when slot ``i`` reads it.
+    """
+    for r in range(rounds - 1, -1, -1):
+        s = 1 << r
+        for i in range(n - 1, s - 1, -1):
+            here = occ[_ix(i)] & np.uint8((dist[_ix(i)] >> r) & 1)
+            inc = occ[_ix(i - s)] & np.uint8((dist[_ix(i - s)] >> r) & 1)
+            mi = np.int64(0) - np.int64(inc)
+            msk[_ix(i)] = np.uint64(mi)
+            occ[_ix(i)] = inc | (occ[_ix(i)] & (np.uint8(1) ^ here))
+            dist[_ix(i)] = _sel64(mi, dist[_ix(i - s)], dist[_ix(i)])
+        for i in range(min(s, n)):
+            here = occ[_ix(i)] & np.uint8((dist[_ix(i)] >> r) & 1)
+            occ[_ix(i)] = occ[_ix(i)] & (np.uint8(1) ^ here)
+        for w in range(words):
+            o = w * n
+            for i in range(n - 1, s - 1, -1):
+                cols[_ix(o + i)] = _sel64(msk[_ix(i)], cols[_ix(o + i - s)], cols[_ix(o + i)])
+
+
+@njit(**_OPTS)
+def fill_rounds(has, cols, words, n, msk):
+    """Forward fill (``scan.forward_fill``): doubling rounds, descending ``i``, in place."""
+    s = 1
+    while s < n:
+        for i in range(n - 1, s - 1, -1):
+            take = (np.uint8(1) ^ has[_ix(i)]) & has[_ix(i - s)]
+            msk[_ix(i)] = np.uint64(0) - np.uint64(take)
+            has[_ix(i)] = has[_ix(i)] | has[_ix(i - s)]
+        for w in range(words):
+            o = w * n
+            for i in range(n - 1, s - 1, -1):
+                cols[_ix(o + i)] = _sel64(msk[_ix(i)], cols[_ix(o + i - s)], cols[_ix(o + i)])
+        s *= 2
+
+
+# --------------------------------------------------------------------------- segmented scans
+
+
+@njit(inline="always", **_OPTS)
+def _combine(op, cur: Data, prev: Data):
+    """``op`` (a public code, :data:`SCAN_OPS`) of two words; min/max by masks, not branches."""
+    if op == 0:
+        return cur + prev  # two's complement: the same bits for int64 and uint64
+    if op == 1:
+        return _f2u(_u2f(cur) + _u2f(prev))
+    if op == 6:
+        return prev
+    a = cur
+    b = prev
+    if op == 2 or op == 3:  # signed order = unsigned order of the sign-flipped words
+        a = cur ^ _SIGN
+        b = prev ^ _SIGN
+    lt = np.uint64(0) - np.uint64(b < a)  # prev < cur
+    if op == 2 or op == 4:
+        return _sel64(lt, prev, cur)
+    return _sel64(lt, cur, prev)
+
+
+@njit(**_OPTS)
+def scan_rounds(acc, seg, n, op, reverse):
+    """Hillis–Steele segmented scan (``scan.segmented_scan``) over 64-bit words, in place.
+
+    Round ``s`` combines row ``i`` with row ``i - s`` (``i + s`` when ``reverse``) where
+    both carry the same segment id.  The loop runs against the shift direction, so the
+    other row still holds its value from before the round.
+    """
+    s = 1
+    while s < n:
+        if reverse:
+            for i in range(n - s):
+                same = np.uint64(0) - np.uint64(seg[_ix(i + s)] == seg[_ix(i)])
+                cur = acc[_ix(i)]
+                acc[_ix(i)] = _sel64(same, _combine(op, cur, acc[_ix(i + s)]), cur)
+        else:
+            for i in range(n - 1, s - 1, -1):
+                same = np.uint64(0) - np.uint64(seg[_ix(i - s)] == seg[_ix(i)])
+                cur = acc[_ix(i)]
+                acc[_ix(i)] = _sel64(same, _combine(op, cur, acc[_ix(i - s)]), cur)
+        s *= 2
+
+
+@njit(**_OPTS)
+def lex_scan_rounds(W, nw, P, npay, seg, n, is_max, reverse, msk):
+    """Segmented lexicographic min/max (``scan.segmented_lex_scan``), in place.
+
+    Per round: one pass computes, for every row, whether it takes the row ``s`` before it
+    (after it when ``reverse``): same segment and that row's words compare lower (min) or
+    not higher (max); then every word and payload word is selected under that mask.
+    """
+    s = 1
+    flip = np.uint64(0) - np.uint64(is_max)
+    while s < n:
+        d = s
+        lo = s
+        hi = n
+        if reverse:
+            d = -s
+            lo = 0
+            hi = n - s
+        last = (nw - 1) * n
+        for i in range(lo, hi):
+            msk[_ix(i)] = np.uint64(0) - np.uint64(W[_ix(last + i - d)] < W[_ix(last + i)])
+        for w in range(nw - 2, -1, -1):
+            o = w * n
+            for i in range(lo, hi):
+                a = W[_ix(o + i - d)]
+                b = W[_ix(o + i)]
+                lt = np.uint64(0) - np.uint64(a < b)
+                eq = np.uint64(0) - np.uint64(a == b)
+                msk[_ix(i)] = lt | (eq & msk[_ix(i)])
+        for i in range(lo, hi):
+            same = np.uint64(0) - np.uint64(seg[_ix(i - d)] == seg[_ix(i)])
+            msk[_ix(i)] = same & (msk[_ix(i)] ^ flip)
+        # apply against the shift direction so row i - d is still the old one
+        for w in range(nw):
+            o = w * n
+            if reverse:
+                for i in range(lo, hi):
+                    W[_ix(o + i)] = _sel64(msk[_ix(i)], W[_ix(o + i - d)], W[_ix(o + i)])
+            else:
+                for i in range(hi - 1, lo - 1, -1):
+                    W[_ix(o + i)] = _sel64(msk[_ix(i)], W[_ix(o + i - d)], W[_ix(o + i)])
+        for w in range(npay):
+            o = w * n
+            if reverse:
+                for i in range(lo, hi):
+                    P[_ix(o + i)] = _sel64(msk[_ix(i)], P[_ix(o + i - d)], P[_ix(o + i)])
+            else:
+                for i in range(hi - 1, lo - 1, -1):
+                    P[_ix(o + i)] = _sel64(msk[_ix(i)], P[_ix(o + i - d)], P[_ix(o + i)])
+        s *= 2
+
+
+# --------------------------------------------------------------------------- lookup join
+
+
+@njit(**_OPTS)
+def lookup_passes(LW, RW, nkw, ok, r_ok, PUB, OUT, words, n, k, matched, msk):
+    """``k`` passes of the lookup join (``operators.lookup``), one per public row ``j``.
+
+    A pass compares every private row's key words with public row ``j`` into a mask and
+    selects the public row's words into every matching output row; ``r_ok[j] = 0`` (a NULL
+    public key) clears the mask rather than skipping the pass, so every pass reads and
+    writes every row.
+    """
+    for j in range(k):
+        rj = np.uint64(0) - np.uint64(r_ok[_ix(j)])
+        for i in range(n):
+            msk[_ix(i)] = rj & (np.uint64(0) - np.uint64(ok[_ix(i)]))
+        for w in range(nkw):
+            v = RW[_ix(w * k + j)]
+            o = w * n
+            for i in range(n):
+                msk[_ix(i)] &= np.uint64(0) - np.uint64(LW[_ix(o + i)] == v)
+        for i in range(n):
+            matched[_ix(i)] |= np.uint8(msk[_ix(i)] & _ONE)
+        for w in range(words):
+            v = PUB[_ix(w * k + j)]
+            o = w * n
+            for i in range(n):
+                OUT[_ix(o + i)] = _sel64(msk[_ix(i)], v, OUT[_ix(o + i)])

@@ -1,0 +1,236 @@
+"""The compiled kernels (dodb/oblivious/compiled.py) against the numpy reference.
+
+Every public kernel runs on both backends with the same inputs: outputs (values, dtypes,
+shapes) and recorded traces must be identical.  Tiny cache blocks make the sort take
+every path (blocks, transposed tiles, whole-array stages, block tails, pruned runs).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from dodb.oblivious import (
+    Trace,
+    compact,
+    distribute,
+    expand,
+    forward_fill,
+    oblivious_sort,
+    segmented_lex_scan,
+    segmented_scan,
+)
+from dodb.oblivious.backend import kernel_backend, kernel_backend_scope, set_kernel_backend
+
+U64MAX = 2**64 - 1
+words = st.one_of(st.integers(0, 3), st.integers(0, U64MAX), st.sampled_from([0, 1, U64MAX, U64MAX - 1, 2**63]))
+
+
+def both(fn):
+    """``fn(trace)`` on the reference and on the compiled backend: (result, trace) each."""
+    out = {}
+    for name in ("numpy", "compiled"):
+        with kernel_backend_scope(name):
+            t = Trace()
+            out[name] = (fn(t), t)
+    return out["numpy"], out["compiled"]
+
+
+def assert_same(a, b, path="out"):
+    if isinstance(a, (list, tuple)):
+        assert isinstance(b, (list, tuple)) and len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same(x, y, f"{path}[{i}]")
+        return
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape, (path, a.dtype, b.dtype, a.shape, b.shape)
+    assert a.tobytes() == b.tobytes(), f"{path}: {a!r} != {b!r}"
+
+
+def check(fn):
+    (ra, ta), (rb, tb) = both(fn)
+    assert_same(ra, rb)
+    assert ta == tb, f"traces differ:\n{ta.events}\n{tb.events}"
+
+
+@pytest.fixture(params=[(2, 2), (4, 2), (16, 4), (64, 8), (1 << 16, 1 << 12)], ids=lambda b: f"block{b[0]}-{b[1]}")
+def block(request, monkeypatch):
+    """Cache block and the compiled network's inner block (sub-blocks smaller than blocks)."""
+    import dodb.oblivious.sort as sort_mod
+
+    monkeypatch.setattr(sort_mod, "BLOCK", request.param[0])
+    monkeypatch.setattr(sort_mod, "SUB_BLOCK", request.param[1])
+    return request.param
+
+
+@st.composite
+def sort_inputs(draw, max_n=80):
+    n = draw(st.integers(0, max_n))
+    nk = draw(st.integers(1, 3))
+    keys = [np.array(draw(st.lists(words, min_size=n, max_size=n)), dtype=np.uint64) for _ in range(nk)]
+    rng = np.random.default_rng(draw(st.integers(0, 2**32)))
+    kinds = draw(st.lists(st.sampled_from(["i8", "i4x3", "bytes", "bool", "f8"]), max_size=3))
+    pay = []
+    for kind in kinds:
+        if kind == "i8":
+            pay.append(rng.integers(-2**63, 2**63 - 1, n, dtype=np.int64))
+        elif kind == "i4x3":
+            pay.append(rng.integers(-2**31, 2**31 - 1, (n, 3), dtype=np.int32))
+        elif kind == "bytes":
+            pay.append(np.array([bytes(rng.integers(0, 256, 11, dtype=np.uint8)) for _ in range(n)], dtype="S11"))
+        elif kind == "bool":
+            pay.append(rng.random(n) < 0.5)
+        else:
+            pay.append(rng.standard_normal(n))
+    return keys, pay
+
+
+@given(sort_inputs(), st.booleans(), st.booleans())
+def test_sort_matches_reference(block, inp, descending, unique):
+    keys, pay = inp
+    if unique:  # the caller contract: distinct keys below all-ones
+        keys = [np.arange(len(keys[0]), dtype=np.uint64)[::-1].copy()] + keys[1:]
+    check(lambda t: oblivious_sort(keys, pay, descending=descending, unique=unique, trace=t))
+
+
+@given(st.lists(st.integers(0, 2**20 - 1), max_size=80), st.booleans())
+def test_packed_sort_matches_reference(block, values, descending):
+    k = np.array(values, dtype=np.uint64)
+    check(lambda t: oblivious_sort([k], [np.arange(len(values))], key_bits=20, descending=descending, trace=t))
+
+
+@pytest.mark.parametrize("n", [255, 256, 257, 700])
+def test_sort_larger_sizes(block, n):
+    # sizes around a power of two with many blocks: every pruning boundary is hit
+    rng = np.random.default_rng(n)
+    keys = [rng.integers(0, 5, n).astype(np.uint64), rng.integers(0, 2**64, n, dtype=np.uint64)]
+    flag = rng.random(n) < 0.5
+    check(lambda t: oblivious_sort(keys, [np.arange(n), flag], trace=t))
+    check(lambda t: oblivious_sort(keys[:1], [np.arange(n)], key_bits=3, trace=t))
+
+
+flags = st.lists(st.booleans(), max_size=90)
+
+
+@given(flags, st.integers(0, 2**32), st.sampled_from([None, 1, 2, 8]))
+def test_compact_matches_reference(marked, seed, blk):
+    m = np.array(marked, dtype=bool)
+    n = m.shape[0]
+    if blk is not None:
+        m = m[: n - n % blk]
+        n = m.shape[0]
+    rng = np.random.default_rng(seed)
+    pay = [rng.integers(0, 2**62, n), np.array([b"xy%d" % i for i in range(n)], dtype="S6"), rng.random((n, 2))]
+    check(lambda t: compact(m, pay, block=blk, trace=t))
+    check(lambda t: compact(m, [], block=blk, trace=t))
+
+
+@given(flags, st.data())
+def test_distribute_matches_reference(live_flags, data):
+    n = len(live_flags)
+    k = sum(live_flags)
+    tg = sorted(data.draw(st.lists(st.integers(0, max(n - 1, 0)), min_size=k, max_size=k, unique=True))) if n else []
+    live = np.zeros(n, bool)
+    live[:k] = True
+    target = np.zeros(n, np.int64)
+    target[:k] = tg
+    check(lambda t: distribute(live, target, [np.arange(n) * 7, np.arange(n) % 2 == 0], trace=t))
+
+
+@given(st.lists(st.integers(0, 4), max_size=50), st.integers(0, 5))
+def test_expand_matches_reference(counts, extra):
+    d = np.array(counts, dtype=np.int64)
+    m = int(d.sum()) + extra
+    check(lambda t: expand(d, [np.arange(d.shape[0]) + 100, np.array(["s%d" % i for i in range(len(counts))], "S4")],
+                           m, trace=t))
+
+
+@given(flags, st.integers(0, 2**32))
+def test_forward_fill_matches_reference(has, seed):
+    h = np.array(has, dtype=bool)
+    v = np.random.default_rng(seed).integers(-50, 50, (h.shape[0], 2))
+    check(lambda t: forward_fill(h, [v, h.copy()], trace=t))
+
+
+@st.composite
+def segments(draw):
+    n = draw(st.integers(0, 70))
+    starts = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+    return n, starts, np.random.default_rng(draw(st.integers(0, 2**32)))
+
+
+VALUE_KINDS = ["int64", "uint64", "float64", "int32", "bool", "extreme"]
+
+
+def scan_values(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    if kind == "int64":
+        return rng.integers(-2**63, 2**63 - 1, n, dtype=np.int64)
+    if kind == "uint64":
+        return rng.integers(0, 2**64, n, dtype=np.uint64)
+    if kind == "float64":
+        return rng.standard_normal(n) * 1e6
+    if kind == "int32":
+        return rng.integers(-2**31, 2**31 - 1, n, dtype=np.int32)
+    if kind == "bool":
+        return rng.random(n) < 0.5
+    return rng.choice(np.array([0, 1, U64MAX, 2**63], dtype=np.uint64), n)
+
+
+@given(segments(), st.sampled_from(["sum", "count", "min", "max", "first"]), st.booleans(),
+       st.sampled_from(VALUE_KINDS))
+def test_segmented_scan_matches_reference(seg, op, reverse, kind):
+    n, starts, rng = seg
+    values = scan_values(kind, n, rng)
+    if kind == "bool" and op in ("sum", "min", "max"):
+        values = values.astype(np.int64)
+    check(lambda t: segmented_scan(values, starts, op, reverse=reverse, trace=t))
+
+
+@given(segments(), st.sampled_from(["min", "max"]), st.booleans(), st.integers(1, 3))
+def test_lex_scan_matches_reference(seg, op, reverse, nw):
+    n, starts, rng = seg
+    ws = [rng.choice(np.array([0, 1, 2, U64MAX], dtype=np.uint64), n) for _ in range(nw)]
+    pay = [np.arange(n), np.array([b"v%d" % i for i in range(n)], dtype="S9")]
+    check(lambda t: segmented_lex_scan(ws, starts, op, payload=pay, reverse=reverse, trace=t))
+
+
+def test_backend_switch():
+    assert kernel_backend() in ("compiled", "numpy")
+    with kernel_backend_scope("numpy"):
+        assert kernel_backend() == "numpy"
+    with pytest.raises(ValueError):
+        set_kernel_backend("fortran")
+
+
+def test_environment_selects_reference():
+    import subprocess
+    import sys
+
+    code = "from dodb.oblivious.backend import kernel_backend; print(kernel_backend())"
+    env = {"DODB_KERNELS": "numpy", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "numpy"
+
+
+def test_kernels_run_without_a_writable_cache_directory():
+    """With no cache location (read-only install, no home) numba's ``cache=True`` raises at
+    import; the kernels must still compile and run, with a warning (compiled.py)."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    code = ("import warnings, numpy as np\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    from dodb.oblivious import compiled, segmented_scan\n"
+            "print(compiled._OPTS['cache'], any('NUMBA_CACHE_DIR' in str(x.message) for x in w))\n"
+            "print(segmented_scan(np.arange(6), np.array([1, 0, 0, 1, 0, 0], bool), 'sum').tolist())\n")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    # no locator finds a place: as when neither the package nor the home directory is writable
+    env.update(NUMBA_CACHE_LOCATOR_CLASSES="IPythonCacheLocator", DODB_KERNELS="compiled",
+               PYTHONPATH=str(root) + os.pathsep + env.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[:2] == ["False True", "[0, 1, 3, 3, 7, 12]"]

@@ -1,0 +1,151 @@
+"""The LLVM IR of every compiled kernel has no branch or address computed from data.
+
+Also the proof that the IR lint bites: deliberately leaky numba kernels (a branch on a
+loaded value, an index computed from one) must be flagged, a branch-free one must not.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import njit
+from numba import uint64 as ix
+from numba.core.registry import CPUDispatcher
+
+from dodb.oblivious import compiled
+from dodb.oblivious.backend import kernel_backend_scope
+
+from .ir_lint import fresh_ir, lint_ir
+
+OPTS = dict(nogil=True, boundscheck=False, error_model="numpy")  # as the kernels, without the cache
+
+
+def _exercise() -> None:
+    """Run every public kernel once on the compiled backend, so every signature exists."""
+    from dodb.oblivious import (compact, distribute, expand, forward_fill, oblivious_sort, segmented_lex_scan,
+                                segmented_scan)
+    from dodb.oblivious import sort as sort_mod
+
+    rng = np.random.default_rng(0)
+    n = 37
+    keys = rng.integers(0, 5, n).astype(np.uint64)
+    flags = rng.random(n) < 0.5
+    starts = rng.random(n) < 0.3
+    block, sort_mod.BLOCK = sort_mod.BLOCK, 8  # small blocks: whole-array stages run too
+    try:
+        with kernel_backend_scope("compiled"):
+            oblivious_sort([keys, keys], [np.arange(n)])
+    finally:
+        sort_mod.BLOCK = block
+    with kernel_backend_scope("compiled"):
+        compact(flags, [np.arange(n)])
+        distribute(np.arange(n) < 5, np.arange(n) * 2, [np.arange(n)])
+        expand(rng.integers(0, 2, n), [np.arange(n)], 2 * n)
+        forward_fill(flags, [np.arange(n)])
+        segmented_scan(np.arange(n), starts, "sum")
+        segmented_lex_scan([keys], starts, "max", payload=[np.arange(n)])
+    k, w = 3, 2
+    u64, u8 = np.zeros(n * w, np.uint64), np.zeros(n, np.uint8)
+    compiled.lookup_passes(u64[:n], np.zeros(k, np.uint64), 1, u8, np.ones(k, np.uint8), np.zeros(w * k, np.uint64),
+                           u64, w, n, k, u8.copy(), np.zeros(n, np.uint64))
+
+
+def _kernels() -> list:
+    return [v for v in vars(compiled).values() if isinstance(v, CPUDispatcher)]
+
+
+def _inlined(d) -> bool:
+    """``inline="always"`` helpers are inlined into their callers' numba IR: no code of their own."""
+    return d.targetoptions.get("inline") == "always"
+
+
+@pytest.fixture(scope="module")
+def kernel_ir() -> dict[str, list[str]]:
+    _exercise()
+    return fresh_ir(_kernels())
+
+
+def test_every_kernel_was_compiled(kernel_ir):
+    names = {d.py_func.__name__ for d in _kernels() if not _inlined(d)}
+    assert names <= set(kernel_ir)
+    assert all(kernel_ir[name] for name in names), [name for name in names if not kernel_ir[name]]
+
+
+def test_compiled_kernels_have_no_data_dependent_branch_or_address(kernel_ir):
+    problems = [f"{name}: {f}" for name, irs in kernel_ir.items() for ir in irs for f in lint_ir(ir)]
+    assert not problems, "\n".join(problems)
+
+
+# --------------------------------------------------------------------------- planted leaks
+
+
+@njit(**OPTS)
+def leak_early_exit(a, out, n):
+    for i in range(n):
+        if a[ix(i)] > 7:  # branch on a loaded value: stops at the first large one
+            break
+        out[ix(i)] = a[ix(i)]
+
+
+@njit(**OPTS)
+def leak_gather(a, b, out, n):
+    for i in range(n):
+        out[ix(i)] = b[ix(a[ix(i)])]  # index computed from data
+
+
+@njit(**OPTS)
+def leak_scatter(a, out, n):
+    for i in range(n):
+        out[ix(a[ix(i)])] = np.uint64(i)
+
+
+@njit(**OPTS)
+def leak_data_loop(a, out, n):
+    for i in range(n):
+        j = 0
+        while j < a[ix(i)]:  # trip count from data
+            out[ix(j)] += np.uint64(3)
+            j += 1
+
+
+@njit(**OPTS)
+def leak_pointer_select(a, b, c, n):
+    for i in range(n):
+        src = b
+        if a[ix(i)] > 0:  # which array is read depends on data
+            src = c
+        a[ix(i)] = src[ix(i)]
+
+
+@njit(**OPTS)
+def branch_free(a, b, out, n):
+    for i in range(n):
+        m = np.uint64(0) - np.uint64(a[ix(i)] > b[ix(i)])
+        out[ix(i)] = b[ix(i)] ^ ((a[ix(i)] ^ b[ix(i)]) & m)
+        out[ix(i)] += min(a[ix(i)], b[ix(i)])  # select on data: allowed
+
+
+def _ir(fn, *args) -> str:
+    fn(*args)
+    return fn.inspect_llvm(fn.signatures[0])
+
+
+U = np.arange(8, dtype=np.uint64)
+PLANTED = {
+    "early exit": (lambda: _ir(leak_early_exit, U.copy(), U.copy(), 8), "branch"),
+    "gather": (lambda: _ir(leak_gather, U.copy(), U.copy(), U.copy(), 8), "data index"),
+    "scatter": (lambda: _ir(leak_scatter, U.copy(), U.copy(), 8), "data index"),
+    "data-dependent loop": (lambda: _ir(leak_data_loop, U.copy(), U.copy(), 8), "branch"),
+    "pointer select": (lambda: _ir(leak_pointer_select, U.copy(), U.copy(), U.copy(), 8), ""),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLANTED))
+def test_planted_leak_is_flagged(name):
+    make, word = PLANTED[name]
+    findings = lint_ir(make())
+    assert findings, f"IR lint missed the planted leak: {name}"
+    assert any(word in f.rule for f in findings), [str(f) for f in findings]
+
+
+def test_branch_free_kernel_passes():
+    assert not lint_ir(_ir(branch_free, U.copy(), U[::-1].copy(), U.copy(), 8))
