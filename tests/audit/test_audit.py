@@ -101,6 +101,27 @@ def test_planted_undercharged_release_is_caught(db, monkeypatch):
     assert report.identical < 3 and "charged sensitivity" in "\n".join(report.lines())
 
 
+def test_planted_positional_bins_after_a_sort_are_caught(db, monkeypatch):
+    """A filter that bins by position on rows a group-by has sorted (HAVING): one unit's
+    removal can drop a group and shift every later group across bins, so the bin counts
+    move by more than charged."""
+    from dodb.operators.context import OpResult
+
+    orig = execute_mod.filter_table
+
+    def positional(table, mask, **kw):
+        kw["bin_size"] = 4
+        res = orig(table.with_arrays(table.arrays(), aligned=True), mask, **kw)  # bins as if aligned
+        return OpResult(res.table.with_arrays(res.table.arrays(), aligned=table.aligned), res.leaks, res.trace)
+
+    monkeypatch.setattr(execute_mod, "filter_table", positional)
+    sql = "SELECT age, count(*) FROM patients GROUP BY age HAVING age % 3 = 0"
+    report = audit(db, [sql], pairs=3)
+    assert report.identical < 3 and "charged sensitivity" in "\n".join(report.lines()), "\n".join(report.lines())
+    monkeypatch.undo()
+    assert audit(db, [sql], pairs=3).ok  # the real filter on a sorted output: one total, no bins
+
+
 def test_planted_data_sized_buffer_is_caught(db, monkeypatch):
     """An operator that keeps a buffer sized by its real rows (v1's Arrow string buffers)."""
     orig = execute_mod.Executor._dispatch
