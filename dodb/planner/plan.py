@@ -24,7 +24,7 @@ from .build import PlanBuilder, scans_of
 from .catalog import Catalog
 from ..wire import PaddedAnswer, decode, encode
 from .execute import Executor, NodeStats, cast_result
-from .logical import Join, Node, leaks, upper_rows, walk
+from .logical import Join, Node, Scan, leaks, upper_rows, walk
 from .optimize import optimize, parse
 from .alignment import mark_alignment
 from .marking import mark_only_filters
@@ -192,8 +192,21 @@ class QueryPlan:
 
         fmt(d["plan"], 1)
         comp = self.composition()
-        lines.append(comp.explain() if comp else "privacy: this query leaks nothing (public inputs only)")
+        lines.append(comp.explain() if comp else self._no_release_line())
         return "\n".join(lines)
+
+    def _no_release_line(self) -> str:
+        """What a query without releases reveals: only public sizes (docs/threat-model.md)."""
+        sizes = []
+        for name in sorted({n.table for n in walk(self.root) if isinstance(n, Scan) and n.private}):
+            info = self.catalog.table(name)
+            origin = (f"released under DP when loaded, ledger #{info.capacity_charge}"
+                      if info.capacity_source == "dp" else "declared by the owner")
+            sizes.append(f"{name}: {info.capacity} slots, {origin}")
+        if not sizes:
+            return "privacy: this query releases nothing (public inputs only)"
+        return "privacy: this query releases no new size; it sees private tables at their capacities (" \
+            + "; ".join(sizes) + ")"
 
 
 def _result_schema(parsed, catalog: Catalog) -> list[tuple[str, str]]:

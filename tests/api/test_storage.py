@@ -128,3 +128,22 @@ def test_tpch_answers_equal_duckdb_on_canonical_storage():
     for q in (3, 4, 13, 22):
         sql = tpch_query(q)
         assert_same_rows(db.sql(sql, epsilon=1.0, delta=1e-6).arrow(), oracle.sql(sql).to_arrow_table(), ordered=True)
+
+
+def test_count_star_reveals_only_the_released_capacity_and_says_where_it_was_charged():
+    con = duckdb.connect()
+    _patients(con)
+    db = dodb.attach(con, seed=4)
+    db.set_budget(epsilon=2.0, delta=1e-6)
+    out = db.protect("patients", "id", max_contributions=1, keys=[["id"]], widths={"note": 8}, epsilon=0.5)
+    spent = db.budget["spent"]
+    res = db.sql("SELECT count(*) FROM patients", epsilon=0.5)
+    assert res.arrow().to_pylist() == [{"count_star()": 80}]
+    assert res.privacy.charged_epsilon == 0 and db.budget["spent"] == spent  # no new release, no charge
+    report = str(res.privacy)
+    assert f"size of patients: {out.capacity} slots (released under DP when loaded, ledger #{out.charge_id})" in report
+    text = db.explain("SELECT count(*) FROM patients")
+    assert f"patients: {out.capacity} slots, released under DP when loaded, ledger #{out.charge_id}" in text
+    # the engine's view holds the capacity, never the row count
+    plan_text = text.split("privacy:")[0]
+    assert f"{out.capacity} slots" in plan_text and "80" not in plan_text.replace(str(out.capacity), "")
