@@ -139,7 +139,7 @@ def has_order_by(sql: str) -> bool:
 
 def _worker(conn, scale: float, generator: str, seed: int, delta: float) -> None:
     import dodb
-    from dodb.compare import same_answer
+    from dodb.compare import same_answer, snapshot
     from dodb.datasets import protect_tpch, tpch_query
     from dodb.oblivious.rng import enable_seeding
 
@@ -147,8 +147,9 @@ def _worker(conn, scale: float, generator: str, seed: int, delta: float) -> None
     t0 = time.perf_counter()
     db = dodb.connect(":memory:", allow_insecure=True, seed=seed)
     gen, counts = _load_data(db.con, scale, generator)
-    protect_tpch(db)
+    oracle = snapshot(db.con)  # DuckDB on the raw tables: the baseline and the oracle (protect moves them)
     db.set_budget(epsilon=1e9, delta=0.999)
+    protect_tpch(db)
     conn.send(("ready", {"generator": gen, "rows": counts, "setup_seconds": time.perf_counter() - t0}))
     want_cache: dict[int, object] = {}
     while True:
@@ -159,14 +160,14 @@ def _worker(conn, scale: float, generator: str, seed: int, delta: float) -> None
             q, engine, eps = task["query"], task["engine"], task.get("epsilon")
             sql = tpch_query(q)
             if q not in want_cache:
-                want_cache[q] = db.con.sql(sql).to_arrow_table()
+                want_cache[q] = oracle.sql(sql).to_arrow_table()
             mode = None if engine == "duckdb" else engine
             cost = None
             if mode is not None:
                 p = db.plan(sql, epsilon=eps or 1.0, delta=delta, mode=mode)
                 cost = plan_cost_units(p.to_dict()["plan"])
             conn.send(("planned", {"cost_units": cost}))
-            fn = (lambda: db.con.sql(sql).to_arrow_table()) if mode is None else \
+            fn = (lambda: oracle.sql(sql).to_arrow_table()) if mode is None else \
                 (lambda: db.sql(sql, epsilon=eps or 1.0, delta=delta, mode=mode))
             times, peak, res, method = [], 0, None, ""
             for i in range(task["warmup"] + task["repeats"]):
