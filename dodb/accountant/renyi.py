@@ -62,7 +62,7 @@ from ._closed import (
     lap_core_rdp_ub,
     truncation_delta,
 )
-from ._math import golden_min, log_keep, logsumexp
+from ._math import grid_min, log_keep, logsumexp
 from .base import Accountant
 from .events import PrivacyEvent
 
@@ -318,10 +318,10 @@ class RenyiAccountant(Accountant):
         hi = float(self.orders[i + 1]) if i + 1 < len(self.orders) else alpha * 2
         lo = max(lo, 1.0 + 1e-6)
 
-        def f(x: float) -> float:
-            return rdp_to_epsilon([x], self.rdp_at([x]), dcore, self.conversion)[0]
+        def f(xs: np.ndarray) -> tuple[float, float]:
+            return rdp_to_epsilon(xs, self.rdp_at(xs), dcore, self.conversion)
 
-        _, val = golden_min(f, lo, hi, iters=50)
+        _, val = grid_min(f, lo, hi)
         return val
 
     def get_delta(self, epsilon: float) -> float:
@@ -334,7 +334,7 @@ class RenyiAccountant(Accountant):
             i = int(np.searchsorted(self.orders, alpha))
             lo = max(float(self.orders[i - 1]) if i > 0 else 1.0 + 1e-6, 1.0 + 1e-6)
             hi = float(self.orders[i + 1]) if i + 1 < len(self.orders) else alpha * 2
-            _, d2 = golden_min(lambda x: rdp_to_delta([x], self.rdp_at([x]), epsilon)[0], lo, hi, iters=50)
+            _, d2 = grid_min(lambda xs: rdp_to_delta(xs, self.rdp_at(xs), epsilon), lo, hi)
             dcore = min(dcore, d2)
         return min(1.0, -math.expm1(math.log1p(-da) + math.log1p(-dcore)) if dcore < 1 else 1.0)
 
