@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from .accountant import BudgetExceededError, BudgetNotSetError, Ledger
 from .accountant.ledger import check_neighbour
-from .errors import CatalogError, DodbError
+from .errors import CatalogError, DodbError, InvalidParameterError
 from .oblivious.rng import new_rng
 from .operators.context import MODES, check_privacy_params
 from .planner import Catalog, QueryPlan, plan_query
@@ -293,7 +293,7 @@ class Database:
              allocation: str = "cost") -> QueryPlan:
         """Plan without running or charging (what :meth:`explain` shows)."""
         if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}; choose one of {MODES}")
+            raise InvalidParameterError(f"unknown mode {mode!r}; choose one of {MODES}")
         with self._lock:
             self.catalog.refresh()
             d = self._default_delta() if delta is None else delta

@@ -9,6 +9,8 @@ from typing import Callable
 
 import numpy as np
 
+from ..errors import InvalidParameterError
+
 _SQRT2 = math.sqrt(2.0)
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -16,15 +18,15 @@ _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 def check_epsilon(epsilon: float, name: str = "epsilon", allow_zero: bool = False) -> float:
     """Validate a privacy parameter epsilon; return it as a float."""
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a real number, got {epsilon!r}")
+        raise InvalidParameterError(f"{name} must be a real number, got {epsilon!r}")
     e = float(epsilon)
     if math.isnan(e):
-        raise ValueError(f"{name} must not be NaN")
+        raise InvalidParameterError(f"{name} must not be NaN")
     if math.isinf(e):
-        raise ValueError(f"{name} must be finite, got {e}")
+        raise InvalidParameterError(f"{name} must be finite, got {e}")
     if e < 0 or (e == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be {bound}, got {e}")
+        raise InvalidParameterError(f"{name} must be {bound}, got {e}")
     return e
 
 

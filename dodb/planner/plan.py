@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..accountant import PrivacyEvent, compose_all
-from ..errors import PlanningError
+from ..errors import InvalidParameterError, PlanningError
 from ..oblivious.noise import ShiftedTruncatedDiscreteLaplace
 from ..oblivious.rng import RandomSource, new_rng
 from ..operators import ExecContext
@@ -69,7 +69,7 @@ def allocate(root: Node, epsilon: float, delta: float, strategy: str = "even") -
     small floor share and the rest is re-split among the others.
     """
     if strategy not in ALLOCATIONS:
-        raise ValueError(f"unknown allocation {strategy!r}; choose one of {ALLOCATIONS}")
+        raise InvalidParameterError(f"unknown allocation {strategy!r}; choose one of {ALLOCATIONS}")
     nodes = [n for n in walk(root) if leaks(n)]
     if not nodes:
         return {}
@@ -246,7 +246,7 @@ def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode
                neighbour: str = "add_remove", allocation: str = "cost") -> QueryPlan:
     """Everything before execution; raises on any problem and charges nothing."""
     if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; choose one of {MODES}")
+        raise InvalidParameterError(f"unknown mode {mode!r}; choose one of {MODES}")
     check_privacy_params(epsilon, delta)
     parsed = parse(sql)
     ast = optimize(parsed.copy(), catalog)
