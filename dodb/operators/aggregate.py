@@ -60,6 +60,8 @@ def _int128_parts(c: Column) -> tuple[np.ndarray, np.ndarray]:
     """(lo uint64, hi int64) two's-complement words of an integer or decimal column."""
     if c.is_decimal:
         return c.values[:, 0], c.values[:, 1].view(np.int64)
+    if c.values.dtype == np.uint64:  # UBIGINT: above 2^63 the int64 view would wrap negative
+        return c.values.copy(), np.zeros(c.values.shape[0], dtype=np.int64)
     v = c.values.astype(np.int64)
     return v.view(np.uint64), np.where(v < 0, -1, 0).astype(np.int64)
 
