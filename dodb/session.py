@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from .accountant import BudgetExceededError, BudgetNotSetError, Ledger
 from .accountant.ledger import check_neighbour
-from .errors import CatalogError, DodbError, InvalidParameterError
+from .errors import CatalogError, DodbError, InvalidParameterError, QueryExecutionError, one_line
 from .oblivious.rng import new_rng
 from .operators.context import MODES, check_privacy_params
 from .planner import Catalog, QueryPlan, plan_query
@@ -323,7 +323,9 @@ class Database:
         except BaseException as e:
             if charge is not None:
                 charge.fail(e)
-            raise
+            if not isinstance(e, Exception):  # KeyboardInterrupt and the like pass through
+                raise
+            raise _failed_after_admission(e, charge) from e
         if charge is not None:
             charge.complete()
         report = self._report(p, charge)
@@ -377,6 +379,17 @@ class Database:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _failed_after_admission(e: Exception, charge) -> QueryExecutionError:
+    """One line saying what failed and what the ledger kept for it (docs/design.md §Bind before charge)."""
+    what = one_line(e) if isinstance(e, DodbError) else f"{type(e).__name__}: {one_line(e)}"
+    if charge is None:
+        return QueryExecutionError(f"query failed while running: {what}; nothing was charged")
+    return QueryExecutionError(
+        f"query failed while running: {what}; it was admitted and ran on private data before failing, so "
+        f"its charge ε={charge.epsilon:.4g}, δ={charge.delta:.3g} stands (query #{charge.query_id}, marked failed)",
+        charged=(charge.epsilon, charge.delta), query_id=charge.query_id)
 
 
 def _tables_of(p: QueryPlan) -> set[str]:

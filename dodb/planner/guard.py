@@ -173,15 +173,24 @@ class _Resolver:
                 elif isinstance(child, exp.Expression):
                     self.visit(child, scope, views)
 
+    def canonical(self, name: str, scope: dict[str, str]) -> str:
+        """DuckDB matches names case-insensitively, quoted or not: find the one it would bind."""
+        if name in scope or name in self.catalog.tables:
+            return name
+        hits = [n for n in list(scope) + list(self.catalog.tables) if n.lower() == name.lower()]
+        return hits[0] if hits else name
+
     def table(self, t: exp.Table, scope: dict[str, str], views: tuple[str, ...]) -> None:
         src = t.this
         if not isinstance(src, exp.Identifier):
             name = src.name if isinstance(src, exp.Anonymous) else src.key
+            if name.lower() in self.catalog.macros:
+                _refuse(f"table macro {name}() in FROM (dodb does not run macros: write its query instead)", t)
             _refuse(f"table function {name}(…) in FROM", t)
         extra = sorted(k for k, v in t.args.items() if v and k not in _ARGS[exp.Table])
         if extra:
             _refuse(f"table modifier {extra[0].upper()} on {_snippet(t)}", t)
-        name = t.name
+        name = self.canonical(t.name, scope)
         db = t.args.get("db")
         if db is not None or t.args.get("catalog") is not None:
             schema = db.name if db is not None else ""
@@ -201,6 +210,7 @@ class _Resolver:
         if info.kind == "view":
             self.expand_view(t, name, views)
             return
+        t.set("this", exp.to_identifier(name, quoted=t.this.quoted))
         self.out.tables.add(name)
 
     def expand_view(self, t: exp.Table, name: str, views: tuple[str, ...]) -> None:
@@ -244,6 +254,15 @@ def _check_node(node: exp.Expression, user_functions: set[str]) -> None:
         what = _NAMES.get(cls.__name__) or (f"function {node.sql_name()}()" if isinstance(node, exp.Func)
                                             else f"{cls.__name__} expression")
         _refuse(f"{what} {_snippet(node)}", node)
+    if isinstance(node, exp.Func) and user_functions:
+        names = {node.name.lower()} if isinstance(node, exp.Anonymous) else {n.lower() for n in cls.sql_names()}
+        rendered = _CALL.match(_snippet(node, 200))
+        if rendered:
+            names.add(rendered.group(1).lower())
+        hit = sorted(names & user_functions)
+        if hit:
+            _refuse(f"user-defined function or macro {hit[0]}() (dodb does not run macros or UDFs: "
+                    "write the definition into the query)", node)
     allowed = _ARGS.get(cls)
     if allowed is not None:
         extra = sorted(k for k, v in node.args.items() if v and k not in allowed)
@@ -271,15 +290,6 @@ def _check_node(node: exp.Expression, user_functions: set[str]) -> None:
         to = node.args.get("to")
         if isinstance(to, exp.DataType) and to.this not in _CAST_TYPES:
             _refuse(f"CAST to {to.sql(dialect='duckdb')}", node)
-    if isinstance(node, exp.Func) and user_functions:
-        names = {node.name.lower()} if isinstance(node, exp.Anonymous) else {n.lower() for n in cls.sql_names()}
-        rendered = _CALL.match(_snippet(node, 200))
-        if rendered:
-            names.add(rendered.group(1).lower())
-        hit = sorted(names & user_functions)
-        if hit:
-            _refuse(f"user-defined function or macro {hit[0]}() (dodb does not run macros or UDFs: "
-                    "write the definition into the query)", node)
 
 
 _CALL = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
