@@ -47,6 +47,8 @@ class QueryExecutionError(DodbError):
 
     ``charged`` is the ``(ε, δ)`` the ledger kept for it (the query may have run on private
     rows before it failed) or ``None`` when nothing was charged; ``query_id`` its ledger id.
+    A DodbError raised while running (e.g. a CatalogError for storage changed outside dodb)
+    keeps its class and gets the same attributes and sentence.
     """
 
     def __init__(self, message: str, charged: tuple[float, float] | None = None, query_id: int | None = None):

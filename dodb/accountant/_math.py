@@ -33,14 +33,14 @@ def check_epsilon(epsilon: float, name: str = "epsilon", allow_zero: bool = Fals
 def check_delta(delta: float, name: str = "delta", allow_zero: bool = True) -> float:
     """Validate a privacy parameter delta in ``[0, 1)`` (or ``(0, 1)``)."""
     if isinstance(delta, bool) or not isinstance(delta, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a real number, got {delta!r}")
+        raise InvalidParameterError(f"{name} must be a real number, got {delta!r}")
     d = float(delta)
     if math.isnan(d):
-        raise ValueError(f"{name} must not be NaN")
+        raise InvalidParameterError(f"{name} must not be NaN")
     lo_ok = d >= 0 if allow_zero else d > 0
     if not (lo_ok and d < 1):
         rng = "[0, 1)" if allow_zero else "(0, 1)"
-        raise ValueError(f"{name} must lie in {rng}, got {d}")
+        raise InvalidParameterError(f"{name} must lie in {rng}, got {d}")
     return d
 
 

@@ -18,7 +18,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from ..errors import InvalidParameterError
+from ..errors import DodbError, InvalidParameterError
 from ..oblivious.fixed_work import MAX_SAMPLES_PER_RELEASE
 from ..oblivious.noise import ShiftedTruncatedDiscreteLaplace
 from ..oblivious.rng import RandomSource, new_rng
@@ -31,7 +31,7 @@ __all__ = ["MODES", "Leak", "ExecContext", "OpResult", "check_privacy_params", "
 MODES = ("do", "oblivious", "plain")
 
 
-class UnboundedStabilityError(ValueError):
+class UnboundedStabilityError(DodbError, ValueError):
     """An operator's output stability is unbounded (e.g. a join without degree bound)."""
 
 
