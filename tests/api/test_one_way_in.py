@@ -291,4 +291,10 @@ def test_unsigned_and_huge_sums_are_exact():
     assert [tuple(int(v) if i < 3 else v for i, v in enumerate(r)) for r in got] == \
         [tuple(int(v) if i < 3 else v for i, v in enumerate(r)) for r in oracle]
     assert all(r[1] > 2 ** 64 for r in got)
+    # a HUGEINT sum beyond 38 digits: DuckDB raises an overflow, so does dodb (on the analyst's side)
+    d.con.execute("CREATE TABLE big AS SELECT range AS id, 90000000000000000000000000000000000000::HUGEINT AS h FROM range(4)")
+    d.protect("big", "id", max_contributions=1, capacity=8)
+    assert d.sql("SELECT sum(h) FROM big WHERE id = 0", epsilon=1.0).fetchall() == [(9 * 10 ** 37,)]
+    with pytest.raises(dodb.DodbError, match="Overflow in SUM"):
+        d.sql("SELECT sum(h) FROM big", epsilon=1.0)
     d.close()
