@@ -74,6 +74,8 @@ _ARGS = {
     exp.Select: {"expressions", "from", "from_", "joins", "where", "group", "having", "order", "limit",
                  "offset", "distinct", "with", "with_"},
     exp.Join: {"this", "on", "side", "kind"},
+    **{op: {"this", "expression", "distinct", "with", "with_", "order", "limit", "offset"}
+       for op in (exp.Union, exp.Intersect, exp.Except)},
     exp.Table: {"this", "alias", "db", "catalog"},
     exp.Group: {"expressions", "all"},
     exp.Limit: {"expression", "limit_options"},
@@ -267,7 +269,7 @@ def _check_node(node: exp.Expression, user_functions: set[str]) -> None:
     if allowed is not None:
         extra = sorted(k for k, v in node.args.items() if v and k not in allowed)
         if extra:
-            _refuse(f"{cls.__name__.upper()} with {extra[0].upper()}: {_snippet(node)}", node)
+            _refuse(f"{cls.__name__.upper()} with {extra[0].upper().replace('_', ' ')}: {_snippet(node)}", node)
     if isinstance(node, exp.Anonymous) and node.name.lower() not in _FUNCTIONS:
         _refuse(f"function {node.name}() (not on dodb's list of supported functions)", node)
     if isinstance(node, exp.Var) and node.arg_key != "unit" and not isinstance(node.parent, exp.Extract):
