@@ -10,13 +10,15 @@
     [(0, 15), (1, 15)]
 """
 from .accountant import BudgetExceededError, BudgetNotSetError, LedgerError
-from .errors import CatalogError, DodbError, PlanningError, UnsupportedQueryError
+from .errors import (CatalogError, DodbError, InvalidParameterError, PlanningError, QueryExecutionError,
+                     UnsupportedQueryError)
 from .session import Database, PrivacyReport, Result, attach, connect
 
 __version__ = "0.1.0"
 
 __all__ = [
     "connect", "attach", "Database", "Result", "PrivacyReport",
-    "DodbError", "UnsupportedQueryError", "PlanningError", "CatalogError",
+    "DodbError", "UnsupportedQueryError", "PlanningError", "CatalogError", "InvalidParameterError",
+    "QueryExecutionError",
     "BudgetExceededError", "BudgetNotSetError", "LedgerError",
 ]

@@ -1,7 +1,20 @@
-"""Errors users see.  Each names what went wrong precisely; none leaves state changed."""
+"""Errors users see.  Each names what went wrong precisely in one line; none leaves state
+changed, except :class:`QueryExecutionError`, which says what was charged and why.
+
+Every error a user can cause is a :class:`DodbError` (the accountant's budget and ledger
+errors too, :mod:`dodb.accountant.errors`); a few also keep a Python base class where
+callers expect it (an invalid ε is a ``ValueError`` as well).
+"""
 from __future__ import annotations
 
-__all__ = ["DodbError", "UnsupportedQueryError", "PlanningError", "CatalogError"]
+__all__ = ["DodbError", "UnsupportedQueryError", "PlanningError", "CatalogError", "InvalidParameterError",
+           "QueryExecutionError", "one_line"]
+
+
+def one_line(message: object, limit: int = 300) -> str:
+    """``message`` on one line (DuckDB's errors carry a caret diagram on later lines)."""
+    text = " ".join(str(message).split("\n", 1)[0].split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 class DodbError(Exception):
@@ -23,3 +36,22 @@ class PlanningError(DodbError):
 
 class CatalogError(DodbError):
     """Unknown table, or an invalid privacy declaration."""
+
+
+class InvalidParameterError(DodbError, ValueError):
+    """An invalid argument (ε, δ, mode, neighbour relation, filter …); also a ``ValueError``."""
+
+
+class QueryExecutionError(DodbError):
+    """The query failed while it ran, after it was admitted (docs/design.md §Bind before charge).
+
+    ``charged`` is the ``(ε, δ)`` the ledger kept for it (the query may have run on private
+    rows before it failed) or ``None`` when nothing was charged; ``query_id`` its ledger id.
+    A DodbError raised while running (e.g. a CatalogError for storage changed outside dodb)
+    keeps its class and gets the same attributes and sentence.
+    """
+
+    def __init__(self, message: str, charged: tuple[float, float] | None = None, query_id: int | None = None):
+        self.charged = charged
+        self.query_id = query_id
+        super().__init__(message)

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from .accountant import BudgetExceededError, BudgetNotSetError, Ledger
 from .accountant.ledger import check_neighbour
-from .errors import CatalogError, DodbError
+from .errors import CatalogError, DodbError, InvalidParameterError, QueryExecutionError, one_line
 from .oblivious.rng import new_rng
 from .operators.context import MODES, check_privacy_params
 from .planner import Catalog, QueryPlan, plan_query
@@ -293,9 +293,12 @@ class Database:
              allocation: str = "cost") -> QueryPlan:
         """Plan without running or charging (what :meth:`explain` shows)."""
         if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}; choose one of {MODES}")
+            raise InvalidParameterError(f"unknown mode {mode!r}; choose one of {MODES}")
         with self._lock:
-            self.catalog.refresh()
+            try:
+                self.catalog.refresh()
+            except duckdb.Error as e:
+                raise DodbError(f"cannot read the catalog: {one_line(e)}") from None
             d = self._default_delta() if delta is None else delta
             return plan_query(query, self.catalog, epsilon=epsilon, delta=d, mode=mode,
                               neighbour=self.neighbour, allocation=allocation)
@@ -323,7 +326,12 @@ class Database:
         except BaseException as e:
             if charge is not None:
                 charge.fail(e)
-            raise
+            if not isinstance(e, Exception):  # KeyboardInterrupt and the like pass through
+                raise
+            err = _failed_after_admission(e, charge)
+            if err is e:
+                raise
+            raise err from e
         if charge is not None:
             charge.complete()
         report = self._report(p, charge)
@@ -379,6 +387,23 @@ class Database:
         self.close()
 
 
+def _failed_after_admission(e: Exception, charge) -> DodbError:
+    """The error to raise for a query that failed while it ran: one line saying what failed and
+    what the ledger kept for it (docs/design.md §Bind before charge).  A DodbError keeps its
+    class (e.g. CatalogError for storage changed outside dodb) with that said in its message."""
+    kept = "nothing was charged" if charge is None else (
+        f"it was admitted and ran on private data before failing, so its charge ε={charge.epsilon:.4g}, "
+        f"δ={charge.delta:.3g} stands (query #{charge.query_id}, marked failed)")
+    charged = None if charge is None else (charge.epsilon, charge.delta)
+    query_id = None if charge is None else charge.query_id
+    if isinstance(e, DodbError):
+        e.args = (f"{one_line(e)}; {kept}",)
+        e.charged, e.query_id = charged, query_id
+        return e
+    return QueryExecutionError(f"query failed while running: {type(e).__name__}: {one_line(e)}; {kept}",
+                               charged=charged, query_id=query_id)
+
+
 def _tables_of(p: QueryPlan) -> set[str]:
     from .planner.logical import Scan, walk
 
@@ -395,7 +420,10 @@ def connect(database: str = ":memory:", *, neighbour: str | None = None, allow_i
     Protected tables live only in canonical storage (``dodb_private``): plain SQL on
     ``db.con`` does not find them under their names.
     """
-    con = duckdb.connect(database, read_only=read_only)
+    try:
+        con = duckdb.connect(database, read_only=read_only)
+    except duckdb.Error as e:
+        raise DodbError(f"cannot open database {database!r}: {one_line(e)}") from None
     try:
         return Database(con, owned=True, neighbour=neighbour, allow_insecure=allow_insecure, seed=seed)
     except BaseException:

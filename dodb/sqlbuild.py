@@ -17,9 +17,10 @@ def render(e: exp.Expression) -> str:
     return e.sql(dialect="duckdb")
 
 
-def table(name: str, schema: str | None = None) -> exp.Table:
+def table(name: str, schema: str | None = None, database: str | None = None) -> exp.Table:
     return exp.table_(exp.to_identifier(name, quoted=True),
-                      db=exp.to_identifier(schema, quoted=True) if schema else None)
+                      db=exp.to_identifier(schema, quoted=True) if schema else None,
+                      catalog=exp.to_identifier(database, quoted=True) if database and schema else None)
 
 
 def column(name: str, tbl: str | None = None) -> exp.Column:
@@ -35,13 +36,14 @@ def _count_star() -> exp.Expression:
     return exp.Count(this=exp.Star())
 
 
-def count_rows(name: str, schema: str | None = None) -> str:
-    return render(exp.select(_count_star()).from_(table(name, schema)))
+def count_rows(name: str | exp.Table, schema: str | None = None) -> str:
+    return render(exp.select(_count_star()).from_(name if isinstance(name, exp.Table) else table(name, schema)))
 
 
-def max_rows_per_value(name: str, cols: Sequence[str], schema: str | None = None) -> str:
+def max_rows_per_value(name: str | exp.Table, cols: Sequence[str], schema: str | None = None) -> str:
     """``SELECT coalesce(max(c), 0) FROM (SELECT count(*) AS c FROM t GROUP BY cols)``."""
-    inner = exp.select(_count_star().as_("c")).from_(table(name, schema)).group_by(*[column(c) for c in cols])
+    src = name if isinstance(name, exp.Table) else table(name, schema)
+    inner = exp.select(_count_star().as_("c")).from_(src).group_by(*[column(c) for c in cols])
     return render(exp.select(exp.Coalesce(this=exp.Max(this=exp.column("c")), expressions=[exp.Literal.number(0)]))
                   .from_(inner.subquery("g")))
 

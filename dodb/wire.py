@@ -107,7 +107,10 @@ def decode(answer: PaddedAnswer, error_message: Callable[[int], str] | None = No
     """
     code = int(answer.status[0])
     if code:
-        raise QueryRuntimeError(error_message(code) if error_message else f"query failed (error code {code})")
+        from .operators.aggregate import STATUS_MESSAGES
+
+        known = STATUS_MESSAGES.get(code)
+        raise QueryRuntimeError(known or (error_message(code) if error_message else f"query failed (error code {code})"))
     t = answer.table
     meta = json.loads(t.schema.metadata[_META])
     real = np.asarray(t.column(REAL).to_numpy(zero_copy_only=False), dtype=bool)

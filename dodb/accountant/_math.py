@@ -9,6 +9,8 @@ from typing import Callable
 
 import numpy as np
 
+from ..errors import InvalidParameterError
+
 _SQRT2 = math.sqrt(2.0)
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -16,29 +18,29 @@ _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 def check_epsilon(epsilon: float, name: str = "epsilon", allow_zero: bool = False) -> float:
     """Validate a privacy parameter epsilon; return it as a float."""
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a real number, got {epsilon!r}")
+        raise InvalidParameterError(f"{name} must be a real number, got {epsilon!r}")
     e = float(epsilon)
     if math.isnan(e):
-        raise ValueError(f"{name} must not be NaN")
+        raise InvalidParameterError(f"{name} must not be NaN")
     if math.isinf(e):
-        raise ValueError(f"{name} must be finite, got {e}")
+        raise InvalidParameterError(f"{name} must be finite, got {e}")
     if e < 0 or (e == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be {bound}, got {e}")
+        raise InvalidParameterError(f"{name} must be {bound}, got {e}")
     return e
 
 
 def check_delta(delta: float, name: str = "delta", allow_zero: bool = True) -> float:
     """Validate a privacy parameter delta in ``[0, 1)`` (or ``(0, 1)``)."""
     if isinstance(delta, bool) or not isinstance(delta, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a real number, got {delta!r}")
+        raise InvalidParameterError(f"{name} must be a real number, got {delta!r}")
     d = float(delta)
     if math.isnan(d):
-        raise ValueError(f"{name} must not be NaN")
+        raise InvalidParameterError(f"{name} must not be NaN")
     lo_ok = d >= 0 if allow_zero else d > 0
     if not (lo_ok and d < 1):
         rng = "[0, 1)" if allow_zero else "(0, 1)"
-        raise ValueError(f"{name} must lie in {rng}, got {d}")
+        raise InvalidParameterError(f"{name} must lie in {rng}, got {d}")
     return d
 
 

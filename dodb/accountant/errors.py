@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import DodbError
+
 __all__ = [
     "AccountantError",
     "NotApplicableError",
@@ -28,8 +30,8 @@ class Budget:
         return f"(ε={self.epsilon:.6g}, δ={self.delta:.3g})"
 
 
-class AccountantError(Exception):
-    """Base class of every accountant error."""
+class AccountantError(DodbError):
+    """Base class of every accountant error (a :class:`~dodb.errors.DodbError`)."""
 
 
 class NotApplicableError(AccountantError, ValueError):

@@ -59,6 +59,7 @@ import numpy as np
 
 from ._math import check_delta, check_epsilon
 from .errors import Budget
+from ..errors import InvalidParameterError
 from .events import PrivacyEvent
 from .renyi import FILTER_ORDERS, leaf_rdp, rdp_to_epsilon
 
@@ -85,7 +86,7 @@ def _leq(total: float, cap: float) -> bool:
 
 def _check_share(share: float) -> float:
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share < 1:
-        raise ValueError(f"approx_share must lie in (0, 1), got {share!r}")
+        raise InvalidParameterError(f"approx_share must lie in (0, 1), got {share!r}")
     return float(share)
 
 
@@ -186,7 +187,7 @@ class RenyiFilter(PrivacyFilter):
         orders = FILTER_ORDERS if orders is None else orders
         self.orders = tuple(sorted({float(a) for a in orders}))
         if not self.orders or self.orders[0] <= 1:
-            raise ValueError("Rényi filter orders must be > 1")
+            raise InvalidParameterError("Rényi filter orders must be > 1")
         self.approx_share = _check_share(approx_share)
         self.delta_cap = self.delta * self.approx_share
         self.delta_conv = (self.delta - self.delta_cap) / len(self.orders)  # per order
@@ -289,10 +290,10 @@ FILTERS = {"basic": BasicFilter, "advanced": AdvancedFilter, "renyi": RenyiFilte
 def make_filter(name: str, epsilon: float, delta: float, **config: Any) -> PrivacyFilter:
     """Build a filter by name with its persisted configuration."""
     if name not in FILTERS:
-        raise ValueError(f"unknown filter {name!r}; choose from {sorted(FILTERS)}")
+        raise InvalidParameterError(f"unknown filter {name!r}; choose from {sorted(FILTERS)}")
     cls = FILTERS[name]
     allowed = {"basic": set(), "advanced": {"approx_share"}}.get(name, {"orders", "approx_share"})
     bad = set(config) - allowed
     if bad:
-        raise ValueError(f"filter {name!r} does not take {sorted(bad)}")
+        raise InvalidParameterError(f"filter {name!r} does not take {sorted(bad)}")
     return cls(epsilon, delta, **config)

@@ -50,6 +50,7 @@ import duckdb
 from ._math import check_delta
 from .best import METHODS, CompositionReport, compose_all
 from .errors import Budget, BudgetExceededError, BudgetNotSetError, LedgerError, NotApplicableError
+from ..errors import InvalidParameterError
 from .events import PrivacyEvent
 from .filters import PrivacyFilter, QueryCharge, UnionFilter, make_filter
 
@@ -61,7 +62,7 @@ DEFAULT_NEIGHBOUR = "add_remove"
 
 def check_neighbour(neighbour: str) -> None:
     if neighbour not in NEIGHBOURS:
-        raise ValueError(f"neighbour must be one of {NEIGHBOURS}, got {neighbour!r}")
+        raise InvalidParameterError(f"neighbour must be one of {NEIGHBOURS}, got {neighbour!r}")
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CAP = 1e250  # stored coordinates are capped so DuckDB's fsum never meets inf (it would give NaN)

@@ -24,6 +24,7 @@ import sqlglot
 from sqlglot import exp
 
 from dodb import sqlbuild
+from dodb.errors import InvalidParameterError
 from dodb.datasets import _tpch_text as tx
 
 __all__ = ["generate_tpch", "tpch_query", "TABLES", "DEVIATIONS"]
@@ -431,9 +432,9 @@ def generate_tpch(con: duckdb.DuckDBPyConnection, scale_factor: float = 0.01,
     qualifies the table names; by default they go to the current schema.
     """
     if not scale_factor > 0:
-        raise ValueError("scale_factor must be positive")
+        raise InvalidParameterError("scale_factor must be positive")
     if seed < 0:
-        raise ValueError("seed must be non-negative")
+        raise InvalidParameterError("seed must be non-negative")
     n = _row_counts(scale_factor)
 
     def rng(table: str) -> np.random.Generator:
@@ -469,7 +470,7 @@ def generate_tpch(con: duckdb.DuckDBPyConnection, scale_factor: float = 0.01,
 def tpch_query(n: int) -> str:
     """Text of TPC-H query ``n`` (1..22), from the packaged ``tpch_queries`` folder."""
     if not 1 <= n <= 22:
-        raise ValueError(f"TPC-H query number must be in 1..22, got {n}")
+        raise InvalidParameterError(f"TPC-H query number must be in 1..22, got {n}")
     return (resources.files("dodb.datasets") / "tpch_queries" / f"q{n:02d}.sql").read_text()
 
 

@@ -15,6 +15,8 @@ import secrets
 from contextlib import contextmanager
 from typing import Iterator, Protocol
 
+from ..errors import DodbError
+
 __all__ = [
     "RandomSource",
     "SeedingDisabledError",
@@ -26,7 +28,7 @@ __all__ = [
 ]
 
 
-class SeedingDisabledError(RuntimeError):
+class SeedingDisabledError(DodbError, RuntimeError):
     """A seed was requested outside the explicit test/benchmark mode."""
 
 

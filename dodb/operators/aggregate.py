@@ -24,7 +24,7 @@ from .context import ExecContext, OpResult
 from .keys import KeyField, column_fields, encode_keys, pack_fields
 from .table import Column, PaddedTable
 
-__all__ = ["Agg", "group_by", "AGG_FUNCS"]
+__all__ = ["Agg", "group_by", "AGG_FUNCS", "SUM_OVERFLOW", "STATUS_MESSAGES"]
 
 AGG_FUNCS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct")
 _M32 = np.uint64(0xFFFFFFFF)
@@ -60,6 +60,8 @@ def _int128_parts(c: Column) -> tuple[np.ndarray, np.ndarray]:
     """(lo uint64, hi int64) two's-complement words of an integer or decimal column."""
     if c.is_decimal:
         return c.values[:, 0], c.values[:, 1].view(np.int64)
+    if c.values.dtype == np.uint64:  # UBIGINT: above 2^63 the int64 view would wrap negative
+        return c.values.copy(), np.zeros(c.values.shape[0], dtype=np.int64)
     v = c.values.astype(np.int64)
     return v.view(np.uint64), np.where(v < 0, -1, 0).astype(np.int64)
 
@@ -76,6 +78,40 @@ def _sum128(kern, lo: np.ndarray, hi: np.ndarray, starts: np.ndarray) -> tuple[n
     return lo_t, hi_t
 
 
+# status code (dodb.wire) of a SUM outside DECIMAL(38, s), the widest result dodb returns
+SUM_OVERFLOW = 1 << 20
+STATUS_MESSAGES = {SUM_OVERFLOW: "Out of Range Error: Overflow in SUM: the total does not fit in 38 digits "
+                                 "(DECIMAL(38)/HUGEINT)"}
+_TEN38 = [(10 ** 38 >> (32 * i)) & 0xFFFFFFFF for i in range(4)]  # 32-bit limbs, low first
+
+
+def _carry(limbs: list) -> list:
+    """Propagate carries through 32-bit limbs (low first); the top limb keeps the sign."""
+    out, carry = [], 0
+    for i, t in enumerate(limbs):
+        t = t + carry
+        if i == len(limbs) - 1:
+            out.append(t)
+        else:
+            out.append(t & 0xFFFFFFFF)
+            carry = t >> 32  # arithmetic shift: exact for negative limbs too
+    return out
+
+
+def _sum_overflows(kern, lo: np.ndarray, hi: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per run: whether the exact sum of the 128-bit values is at least 10^38 in magnitude.
+
+    Four exact 32-bit-limb sums (no int64 overflow below 2^31 rows), then ``T + 10^38 <= 0``
+    or ``T - 10^38 >= 0`` by carry propagation: element-wise, no branch on the values.
+    """
+    parts = [(lo & _M32).astype(np.int64), (lo >> np.uint64(32)).astype(np.int64),
+             (hi.view(np.uint64) & _M32).astype(np.int64), hi >> 32]
+    limbs = _carry([kern.seg_reduce(p, starts, "sum") for p in parts])
+    up = _carry([x + t for x, t in zip(limbs, _TEN38)])
+    down = _carry([x - t for x, t in zip(limbs, _TEN38)])
+    return (up[3] < 0) | ((up[0] | up[1] | up[2] | up[3]) == 0) | (down[3] >= 0)
+
+
 def _int128_to_float(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Nearest double of ``hi * 2^64 + lo`` (exact int64 path when the value fits)."""
     small = lo.view(np.int64)
@@ -85,7 +121,8 @@ def _int128_to_float(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def _aggregate(kern, agg: Agg, col: Column | None, real: np.ndarray, starts: np.ndarray,
-               dstarts: np.ndarray | None) -> Column:
+               dstarts: np.ndarray | None, overflow: np.ndarray | None = None) -> Column:
+    """One aggregate's column; a 128-bit SUM also ORs its per-run overflow flags into ``overflow``."""
     if agg.func == "count_star":
         return Column(pa.int64(), kern.seg_reduce(real, starts, "count"), np.ones_like(real))
     inc = real & col.valid
@@ -112,6 +149,9 @@ def _aggregate(kern, agg: Agg, col: Column | None, real: np.ndarray, starts: np.
         lo_t, hi_t = _sum128(kern, lo, hi, starts)
         scale = t.scale if pa.types.is_decimal(t) else 0
         if agg.func == "sum":
+            # below 19 digits a sum of < 2^31 rows stays far inside DECIMAL(38): nothing to check
+            if overflow is not None and pa.types.is_decimal(t) and t.precision > 18:
+                overflow |= _sum_overflows(kern, lo, hi, starts) & nonnull
             words = np.stack([lo_t, hi_t.view(np.uint64)], axis=1)
             return Column(pa.decimal128(38, scale), np.where(nonnull[:, None], words, np.uint64(0)), nonnull)
         cnt = kern.seg_reduce(inc, starts, "count")
@@ -212,13 +252,17 @@ def _group_pass(kern, ctx, table: PaddedTable, keys: list[str], aggs: list[Agg],
         dstarts = starts | _words_differ(dkey.words)
     ctx.trace.record("group_by:scan", -1, n, len(aggs))
     out_cols = [sorted_t.column(k) for k in keys]
+    overflow = np.zeros(n, dtype=bool)
     for a in aggs:
         col = sorted_t.column(a.column) if a.column is not None else None
-        out_cols.append(_aggregate(kern, a, col, real, starts, dstarts))
+        out_cols.append(_aggregate(kern, a, col, real, starts, dstarts, overflow))
     ends = np.zeros(n, dtype=bool)
     if n:
         ends[:-1] = starts[1:]
         ends[-1] = True
+    # a group's SUM out of range is a runtime error on real rows: folded into the query's
+    # status word with one max over all rows, raised on the analyst's side (dodb.wire)
+    ctx.error_code = max(getattr(ctx, "error_code", 0), int(np.max(overflow & ends & real, initial=False)) * SUM_OVERFLOW)
     return out_cols, ends & real
 
 

@@ -18,6 +18,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
+from ..errors import DodbError, InvalidParameterError
 from ..oblivious.fixed_work import MAX_SAMPLES_PER_RELEASE
 from ..oblivious.noise import ShiftedTruncatedDiscreteLaplace
 from ..oblivious.rng import RandomSource, new_rng
@@ -30,7 +31,7 @@ __all__ = ["MODES", "Leak", "ExecContext", "OpResult", "check_privacy_params", "
 MODES = ("do", "oblivious", "plain")
 
 
-class UnboundedStabilityError(ValueError):
+class UnboundedStabilityError(DodbError, ValueError):
     """An operator's output stability is unbounded (e.g. a join without degree bound)."""
 
 
@@ -73,9 +74,9 @@ class OpResult(NamedTuple):
 
 def check_privacy_params(epsilon: float, delta: float) -> None:
     if not isinstance(epsilon, (int, float)) or not math.isfinite(epsilon) or epsilon <= 0:
-        raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}")
+        raise InvalidParameterError(f"epsilon must be a positive finite number, got {epsilon!r}")
     if not isinstance(delta, (int, float)) or not (0 < delta < 1):
-        raise ValueError(f"delta must lie in (0, 1) for padding noise, got {delta!r}")
+        raise InvalidParameterError(f"delta must lie in (0, 1) for padding noise, got {delta!r}")
 
 
 @dataclass
@@ -95,9 +96,9 @@ class ExecContext:
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
-            raise ValueError(f"unknown mode {self.mode!r}; choose one of {MODES}")
+            raise InvalidParameterError(f"unknown mode {self.mode!r}; choose one of {MODES}")
         if self.neighbour not in ("add_remove", "replace"):
-            raise ValueError("neighbour must be 'add_remove' or 'replace'")
+            raise InvalidParameterError("neighbour must be 'add_remove' or 'replace'")
         self.kernels: Kernels = kernels_for(self.mode, self.trace)
 
     def op_name(self, kind: str) -> str:

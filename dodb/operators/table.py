@@ -21,11 +21,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import DodbError
+
 __all__ = ["Column", "PaddedTable", "from_arrow", "column_from_arrow", "concat_tables", "UnsupportedTypeError"]
 
 
-class UnsupportedTypeError(TypeError):
-    """A column type the padded representation cannot hold."""
+class UnsupportedTypeError(DodbError, TypeError):
+    """A column type the padded representation cannot hold (a user error: refused before admission)."""
 
 
 @dataclass

@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-import duckdb
 from sqlglot import exp
 
 from .. import sqlbuild
@@ -22,6 +21,7 @@ from ..operators.sort_limit import SortKey
 from .catalog import Catalog
 from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, upper_rows, walk
 from .exprs import conjuncts
+from .guard import pushable
 from .ownership import Owners, same_unit
 from .rules.reject_unsupported import position_of
 from .widths import string_width
@@ -112,8 +112,11 @@ class PlanBuilder:
     def _public_degree(self, table: str, cols: tuple[str, ...]) -> int:
         key = (table, cols)
         if key not in self._public_degree_cache:
-            con: duckdb.DuckDBPyConnection = self.catalog.con
-            rows = con.execute(sqlbuild.max_rows_per_value(table, list(cols), self.catalog.table(table).schema)).fetchall()
+            cur = self.catalog.cursor()
+            try:
+                rows = cur.execute(sqlbuild.max_rows_per_value(self.catalog.relation(table), list(cols))).fetchall()
+            finally:
+                cur.close()
             self._public_degree_cache[key] = int(rows[0][0])
         return self._public_degree_cache[key]
 
@@ -235,6 +238,8 @@ class PlanBuilder:
             return self._rename(sub, alias)
         if isinstance(src, exp.Table):
             info = self.catalog.table(src.name)
+            if info.kind != "table":  # planner/guard.py expands views before anything is planned
+                raise UnsupportedQueryError(f"view {src.name} was not expanded", position_of(src))
             used = sorted({c.name for c in select.find_all(exp.Column) if c.table == alias} & set(info.columns))
             if not used:
                 used = [next(iter(info.columns))]
@@ -276,8 +281,10 @@ class PlanBuilder:
             return rel
         node = rel.node
         pred = exp.and_(*[self._expr(p, rel) for p in preds])
-        if isinstance(node, Scan) and not node.private and node.predicate is None:
-            # public base table: DuckDB evaluates the predicate on public data directly
+        if isinstance(node, Scan) and not node.private and node.predicate is None \
+                and all(pushable(p, node.alias, self.catalog.macros) for p in preds):
+            # public base table: DuckDB evaluates the predicate on public data directly; only
+            # allow-listed scalars over this table reach it (docs/design.md §Pushdown allow-list)
             node.predicate = exp.and_(*[p.copy() for p in preds])
             return rel
         f = Filter(node, pred, columns=list(node.columns), stability=node.stability,

@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
+from sqlglot import exp
 
+from .. import sqlbuild
 from ..errors import CatalogError
 from ..storage.canonical import PRIVATE_SCHEMA
 from ..storage.layout import LogicalColumn
@@ -83,6 +85,7 @@ class Catalog:
         self.con = con
         self.tables: dict[str, TableInfo] = {}
         self.macros: set[str] = set()
+        self.database, self.schema = "memory", "main"  # where public tables live (read in _load)
         self.refresh()
 
     # -- loading -----------------------------------------------------------------------
@@ -94,6 +97,7 @@ class Catalog:
             cur.close()
 
     def _load(self, cur: duckdb.DuckDBPyConnection) -> None:
+        self.database, self.schema = cur.execute("SELECT current_database(), current_schema()").fetchall()[0]
         rows = cur.execute(
             "SELECT c.table_name, c.column_name, c.data_type, c.is_nullable, t.table_type "
             "FROM information_schema.columns c JOIN information_schema.tables t "
@@ -139,6 +143,24 @@ class Catalog:
     def has_private_schema(self) -> bool:
         return any(i.private for i in self.tables.values())
 
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A fresh connection to the database: it sees no temporary views or macros made on ``con``."""
+        return self.con.cursor()
+
+    def relation(self, name: str) -> exp.Table:
+        """The fully qualified table holding ``name``'s rows (slot array of a private table)."""
+        info = self.table(name)
+        if info.private:
+            return sqlbuild.table(name, PRIVATE_SCHEMA, self.database)
+        if info.kind != "table":
+            raise CatalogError(f"{name!r} is a view: dodb expands views, it never reads them as tables")
+        return sqlbuild.table(name, self.schema, self.database)
+
+    def shadow(self, name: str) -> exp.Table:
+        """The relation a query is bound against: a private table's zero-row shadow, else the table."""
+        info = self.table(name)
+        return sqlbuild.table(name, SHADOW_SCHEMA, self.database) if info.private else self.relation(name)
+
     def reader(self) -> duckdb.DuckDBPyConnection:
         """A cursor that binds private table names to their zero-row shadows (no private row is reachable)."""
         cur = self.con.cursor()
@@ -173,9 +195,11 @@ class Catalog:
         info = self.table(name)
         if info.private:
             return int(info.capacity)
-        from .. import sqlbuild
-
-        return int(self.con.execute(sqlbuild.count_rows(name, None)).fetchall()[0][0])
+        cur = self.cursor()
+        try:
+            return int(cur.execute(sqlbuild.count_rows(self.relation(name))).fetchall()[0][0])
+        finally:
+            cur.close()
 
     def describe(self) -> dict[str, Any]:
         return {t: {"private": i.private, "stability": self.stability(t), "unit_path": self.unit_path(t),

@@ -17,15 +17,16 @@ import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
-from .. import duckcalls, sqlbuild
+from .. import duckcalls
 from ..operators import (
     ExecContext, PaddedTable, distinct, filter_table, from_arrow, group_by, join, order_by,
     predicate_mask, project, set_operation,
 )
 from ..operators.lookup import lookup_join
-from ..operators.table import Column
+from ..operators.table import Column, column_from_arrow
 from .build import AddRowId
 from .catalog import Catalog
+from .guard import pushable
 from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, leaks
 from ..storage.canonical import read_slots
 from .widths import string_width
@@ -41,9 +42,17 @@ class NodeStats:
     leaked: list[int] = field(default_factory=list)
 
 
+DRY_RUN_SLOTS = 2  # dummy slots per private scan when a plan is bound before admission
+
+
 class Executor:
+    """Runs a plan.  ``dry_run``: private scans are ``DRY_RUN_SLOTS`` dummy slots and public
+    scans return no row, so the run reads no data and depends on the plan alone
+    (docs/design.md §Bind before charge)."""
+
     def __init__(self, catalog: Catalog, ctx: ExecContext, allocation: dict[int, tuple[float, float]],
-                 bin_size: int | None = None):
+                 bin_size: int | None = None, dry_run: bool = False):
+        self.dry_run = dry_run
         self.catalog = catalog
         self.ctx = ctx
         self.public_ctx = ExecContext(mode="plain", neighbour=ctx.neighbour)
@@ -126,15 +135,39 @@ class Executor:
     def _scan(self, node: Scan) -> PaddedTable:
         info = self.catalog.table(node.table)
         if info.private:
-            return self._scan_private(node, info)
+            return self._dummy_slots(node, info) if self.dry_run else self._scan_private(node, info)
+        if node.predicate is not None and not pushable(node.predicate, node.alias, self.catalog.macros):
+            raise RuntimeError(f"internal error: {node.describe()} has a predicate off the pushdown allow-list")
+        # built here from the plan, on a fresh cursor (no temporary objects of the session's
+        # connection) and fully qualified (no search path): docs/design.md §Pushdown allow-list
         q = exp.select(*[exp.column(c, table=node.alias, quoted=True).as_(f"{node.alias}.{c}", quoted=True)
                          for c in node.source_columns]).from_(
-            sqlbuild.table(node.table, info.schema).as_(node.alias, quoted=True))
+            self.catalog.relation(node.table).as_(node.alias, quoted=True))
         if node.predicate is not None:
             q = q.where(node.predicate.copy())
-        con: duckdb.DuckDBPyConnection = self.catalog.con
-        data = duckcalls.fetch_arrow(con, q.sql(dialect="duckdb"))
+        if self.dry_run:
+            q = q.limit(0)
+        cur = self.catalog.cursor()
+        try:
+            data = duckcalls.fetch_arrow(cur, q.sql(dialect="duckdb"))
+        finally:
+            cur.close()
         return from_arrow(data, stability=node.stability)
+
+    def _dummy_slots(self, node: Scan, info) -> PaddedTable:
+        """``DRY_RUN_SLOTS`` dummy slots with the columns' logical types, from the zero-row shadow."""
+        q = exp.select(*[exp.column(c, quoted=True) for c in node.source_columns]).from_(
+            self.catalog.shadow(node.table)).limit(0)
+        cur = self.catalog.cursor()
+        try:
+            schema = cur.sql(q.sql(dialect="duckdb")).to_arrow_table().schema
+        finally:
+            cur.close()
+        k = DRY_RUN_SLOTS
+        cols = [column_from_arrow(pa.nulls(k, type=f.type), info.widths.get(c))
+                for c, f in zip(node.source_columns, schema)]
+        return PaddedTable([f"{node.alias}.{c}" for c in node.source_columns], cols, np.zeros(k, dtype=bool),
+                           node.stability, aligned=True)
 
     def _scan_private(self, node: Scan, info) -> PaddedTable:
         """All ``capacity`` slots of the canonical table (docs/design.md §Storage)."""

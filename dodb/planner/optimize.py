@@ -17,8 +17,9 @@ from sqlglot.optimizer import optimize as sqlglot_optimize
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.unnest_subqueries import unnest_subqueries
 
-from ..errors import CatalogError, PlanningError, UnsupportedQueryError
+from ..errors import CatalogError, PlanningError, UnsupportedQueryError, one_line
 from .catalog import Catalog
+from .guard import check_nesting
 from .rules import factor_disjunctions, reject_unsupported, unnest_exists
 from .rules.reject_unsupported import position_of
 
@@ -29,10 +30,11 @@ def parse(sql: str) -> exp.Expression:
     """Parse one SQL statement (DuckDB dialect); malformed SQL raises :class:`PlanningError`."""
     if not isinstance(sql, str) or not sql.strip():
         raise PlanningError("empty SQL")
+    check_nesting(sql)  # sqlglot and the planner recurse once per level
     try:
         # DuckDB's own parser is the authority on what is well-formed (it only parses here)
         duckdb.extract_statements(sql)
-    except duckdb.ParserException as e:
+    except duckdb.Error as e:  # a ParserException, or DuckDB's own limits (depth, size)
         raise PlanningError("malformed SQL: " + " ".join(str(e).replace("Parser Error: ", "").split())) from None
     try:
         statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
@@ -41,20 +43,24 @@ def parse(sql: str) -> exp.Expression:
         where = f" at line {errs.get('line')}, col {errs.get('col')}" if errs else ""
         raise PlanningError(f"malformed SQL{where}: {errs.get('description') or e}") from None
     except SqlglotError as e:
-        raise PlanningError(f"malformed SQL: {e}") from None
+        raise PlanningError(f"malformed SQL: {one_line(e)}") from None
+    except RecursionError:
+        raise UnsupportedQueryError("SQL nested too deeply to parse") from None
     if len(statements) != 1:
         raise UnsupportedQueryError(f"{len(statements)} statements (send one query at a time)")
     return statements[0]
 
 
 def _check_tables(e: exp.Expression, catalog: Catalog) -> None:
+    """Every relation is a CTE or a base table (the guard renamed CTEs and expanded views)."""
     ctes = {c.alias_or_name for c in e.find_all(exp.CTE)}
     for t in e.find_all(exp.Table):
         if t.name in ctes:
             continue
         if t.args.get("db") or t.args.get("catalog"):
             raise UnsupportedQueryError(f"qualified table name {t.sql(dialect='duckdb')}", position_of(t))
-        if t.name not in catalog.tables or t.name.startswith("dodb_"):
+        info = catalog.tables.get(t.name)
+        if info is None or t.name.startswith("dodb_") or info.kind != "table":
             raise CatalogError(f"unknown table {t.name!r}" + (f" ({position_of(t)})" if position_of(t) else ""))
 
 
@@ -100,7 +106,7 @@ def scalar_projections(expression: exp.Expression) -> exp.Expression:
 
 
 def optimize(sql: str | exp.Expression, catalog: Catalog) -> exp.Expression:
-    """The optimised, fully qualified AST of one SELECT query."""
+    """The optimised, fully qualified AST of one SELECT query (already through the guard)."""
     e = parse(sql) if isinstance(sql, str) else sql
     reject_unsupported(e)
     _check_tables(e, catalog)
@@ -122,7 +128,9 @@ def optimize(sql: str | exp.Expression, catalog: Catalog) -> exp.Expression:
     try:
         e = sqlglot_optimize(e, schema=schema, dialect="duckdb", rules=rules, validate_qualify_columns=True)
     except OptimizeError as err:
-        raise PlanningError(str(err)) from None
+        raise PlanningError(one_line(err)) from None
+    except RecursionError:
+        raise UnsupportedQueryError("expressions nested too deeply to plan") from None
     # decorrelation may have produced constructs we cannot run (e.g. ARRAY_AGG)
     reject_unsupported(e)
     return e

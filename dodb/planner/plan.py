@@ -12,10 +12,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 
 from ..accountant import PrivacyEvent, compose_all
-from ..errors import PlanningError
+from ..errors import DodbError, InvalidParameterError, PlanningError, UnsupportedQueryError, one_line
 from ..oblivious.noise import ShiftedTruncatedDiscreteLaplace
 from ..oblivious.rng import RandomSource, new_rng
 from ..operators import ExecContext
@@ -25,7 +26,10 @@ from .catalog import Catalog
 from ..wire import PaddedAnswer, decode, encode
 from .execute import Executor, NodeStats, cast_result
 from .logical import Join, Node, Scan, leaks, upper_rows, walk
+from .bind import dry_run, result_schema
+from .guard import guard
 from .optimize import optimize, parse
+from .rules import reject_unsupported
 from .alignment import mark_alignment
 from .marking import mark_only_filters
 from .prune import prune_columns
@@ -69,7 +73,7 @@ def allocate(root: Node, epsilon: float, delta: float, strategy: str = "even") -
     small floor share and the rest is re-split among the others.
     """
     if strategy not in ALLOCATIONS:
-        raise ValueError(f"unknown allocation {strategy!r}; choose one of {ALLOCATIONS}")
+        raise InvalidParameterError(f"unknown allocation {strategy!r}; choose one of {ALLOCATIONS}")
     nodes = [n for n in walk(root) if leaks(n)]
     if not nodes:
         return {}
@@ -209,22 +213,6 @@ class QueryPlan:
             + "; ".join(sizes) + ")"
 
 
-def _result_schema(parsed, catalog: Catalog) -> list[tuple[str, str]]:
-    """DuckDB's own names and types for the result columns (``DESCRIBE`` binds the query, reads no data)."""
-    from sqlglot import exp
-    import duckdb
-
-    try:
-        reader = catalog.reader()  # resolves guarded private tables too
-        try:
-            rows = reader.execute(exp.Describe(this=parsed.copy()).sql(dialect="duckdb")).fetchall()
-        finally:
-            reader.close()
-    except duckdb.Error as e:
-        raise PlanningError(str(e).split("\n")[0]) from None
-    return [(r[0], r[1]) for r in rows]
-
-
 def lookup_hints(root: Node, builder: PlanBuilder) -> dict[tuple, float]:
     """Pruned per-pass costs of public join sides that a lookup join would now beat a sort on.
 
@@ -257,20 +245,36 @@ def lookup_hints(root: Node, builder: PlanBuilder) -> dict[tuple, float]:
 
 def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode: str = "do",
                neighbour: str = "add_remove", allocation: str = "cost") -> QueryPlan:
-    """Everything before execution; raises on any problem and charges nothing."""
+    """Everything before execution; raises a :class:`~dodb.errors.DodbError` on any problem and
+    charges nothing.  The query is guarded (planner/guard.py) and bound (planner/bind.py) first."""
     if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; choose one of {MODES}")
+        raise InvalidParameterError(f"unknown mode {mode!r}; choose one of {MODES}")
     check_privacy_params(epsilon, delta)
-    parsed = parse(sql)
-    ast = optimize(parsed.copy(), catalog)
-    schema = _result_schema(parsed, catalog)
+    try:
+        return _plan(sql, catalog, epsilon, delta, mode, neighbour, allocation)
+    except DodbError:
+        raise
+    except RecursionError:
+        raise UnsupportedQueryError("expressions nested too deeply to plan") from None
+    except duckdb.Error as e:
+        raise PlanningError(one_line(e)) from None
+    except Exception as e:  # noqa: BLE001 - planning charges nothing; name the failure
+        raise PlanningError(f"dodb cannot plan this query: {type(e).__name__}: {one_line(e)}") from e
+
+
+def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, neighbour: str,
+          allocation: str) -> QueryPlan:
+    parsed = reject_unsupported(parse(sql))
+    guarded = guard(parsed, catalog)
+    schema = result_schema(guarded, catalog)
     names = [n for n, _ in schema]
+    ast = optimize(guarded.ast.copy(), catalog)
     builder = PlanBuilder(catalog, neighbour)
     built = builder.build(ast)
     prune_columns(built.root)
     hints = lookup_hints(built.root, builder)
     if hints:  # a public side is cheaper to look up once its unused columns are pruned: plan again
-        built = PlanBuilder(catalog, neighbour, lookup_costs=hints).build(optimize(parsed.copy(), catalog))
+        built = PlanBuilder(catalog, neighbour, lookup_costs=hints).build(optimize(guarded.ast.copy(), catalog))
         prune_columns(built.root)
     mark_only_filters(built.root)
     mark_alignment(built.root, neighbour)
@@ -295,6 +299,8 @@ def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode
             op = f"{n.kind}#{n.node_id}:{name}"
             events.append(PrivacyEvent.padding(mechanism=mech, sensitivity=s, operator=op, query=sql))
             event_nodes.append((n, name, s, eps_n, delta_n, mech))
-    return QueryPlan(sql, built.root, built.names, built.internal, mode, float(epsilon), float(delta), neighbour,
+    plan = QueryPlan(sql, built.root, built.names, built.internal, mode, float(epsilon), float(delta), neighbour,
                      alloc, events, event_nodes, catalog,
                      types=[t for _, t in schema] if len(schema) == len(built.names) else None)
+    dry_run(plan)  # every data-independent failure happens here, before admission
+    return plan

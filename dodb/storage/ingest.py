@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from ..accountant import PrivacyEvent
-from ..errors import CatalogError
+from ..errors import CatalogError, one_line
 from ..oblivious.noise import ShiftedTruncatedDiscreteLaplace
 from ..operators.table import from_arrow
 from ..planner.catalog import META_SCHEMA, META_TABLE, SHADOW_SCHEMA, Catalog, TableInfo
@@ -97,7 +97,10 @@ def _current_rows(con, info: TableInfo) -> pa.Table:
 def _as_arrow(con, rows: Any, like: pa.Schema | None) -> pa.Table:
     """Rows to add, from Arrow, pandas/polars, a DuckDB relation or a table name of the current schema."""
     if isinstance(rows, str):
-        data = _raw_table(con, rows)
+        try:
+            data = _raw_table(con, rows)
+        except duckdb.Error as e:
+            raise CatalogError(f"cannot read rows from table {rows!r}: {one_line(e)}") from None
     elif isinstance(rows, pa.Table):
         data = rows
     elif isinstance(rows, duckdb.DuckDBPyRelation):

@@ -1,0 +1,118 @@
+"""Bind before charge (docs/design.md §Bind before charge).
+
+Every error that does not depend on data is raised here, before the ledger admits the
+query, so it costs nothing:
+
+* :func:`result_schema` — DuckDB binds the guarded query (``DESCRIBE``, which reads no
+  row) with every private table replaced by its zero-row shadow and every public table
+  fully qualified: unknown columns, type mismatches and unknown functions fail here; each
+  result column's type must be one the padded representation holds (no INTERVAL,
+  STRUCT, LIST …).
+* :func:`dry_run` — the DO plan runs once over dummy slots (each private scan) and empty
+  public scans (:class:`~dodb.planner.execute.Executor` with ``dry_run``): every
+  operator and expression meets the types, and the all-NULL dummy rows, it will meet for
+  real.  Its work depends on the plan only.
+"""
+from __future__ import annotations
+
+import functools
+
+import duckdb
+import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+
+from ..errors import DodbError, PlanningError, UnsupportedQueryError, one_line
+from ..operators import ExecContext
+from ..operators.table import column_from_arrow
+from .catalog import Catalog
+from .guard import Guarded
+
+__all__ = ["result_schema", "check_type", "dry_run"]
+
+_AFTER = "found while binding the query, before admission: nothing was charged"
+
+
+def _qualified(guarded: Guarded, catalog: Catalog) -> exp.Expression:
+    """The guarded query with each base table fully qualified (private ones → zero-row shadows)."""
+    ast = guarded.ast.copy()
+    for t in list(ast.find_all(exp.Table)):
+        if t.name in guarded.ctes:
+            continue
+        if not t.args.get("alias"):  # column references keep naming the table
+            t.set("alias", exp.TableAlias(this=exp.to_identifier(t.name)))
+        target = catalog.shadow(t.name)
+        for key in ("this", "db", "catalog"):
+            t.set(key, target.args.get(key))
+    return ast
+
+
+def _duck_message(e: BaseException) -> str:
+    text = one_line(e)
+    for prefix in ("Binder Error: ", "Catalog Error: ", "Parser Error: ", "Conversion Error: ",
+                   "Invalid Input Error: ", "Not implemented Error: "):
+        text = text.replace(prefix, "")
+    return text
+
+
+def result_schema(guarded: Guarded, catalog: Catalog) -> list[tuple[str, str]]:
+    """DuckDB's names and types of the result columns; raises before anything is charged."""
+    sql = exp.Describe(this=_qualified(guarded, catalog)).sql(dialect="duckdb")
+    cur = catalog.cursor()
+    try:
+        rows = cur.execute(sql).fetchall()
+    except duckdb.Error as e:
+        raise PlanningError(_duck_message(e)) from None
+    except RecursionError:
+        raise UnsupportedQueryError("expressions nested too deeply to bind") from None
+    finally:
+        cur.close()
+    for row in rows:
+        check_type(row[1], f"result column {row[0]!r}")
+    return [(r[0], r[1]) for r in rows]
+
+
+@functools.lru_cache(maxsize=256)
+def _holds(duck_type: str) -> bool:
+    """Whether values of ``duck_type`` fit the padded representation (docs/design.md §Storage)."""
+    con = duckdb.connect()  # an empty in-memory database: only the type is looked at
+    try:
+        cast = exp.cast(exp.null(), exp.DataType.build(duck_type, dialect="duckdb"))
+        arrow = con.sql(exp.select(cast.as_("x")).limit(0).sql(dialect="duckdb")).to_arrow_table()
+        column_from_arrow(pa.array([], type=arrow.schema.field(0).type))
+        return True
+    except (duckdb.Error, sqlglot.errors.SqlglotError, DodbError, ValueError, TypeError, pa.ArrowException):
+        return False
+    finally:
+        con.close()
+
+
+def check_type(duck_type: str, what: str) -> None:
+    if not _holds(duck_type):
+        raise UnsupportedQueryError(f"{what} has type {duck_type}, which dodb cannot return (numbers, DECIMAL, "
+                                    "BOOLEAN, DATE, TIME, TIMESTAMP, VARCHAR and BLOB are supported)")
+
+
+def dry_run(plan) -> None:
+    """Run ``plan`` (a :class:`~dodb.planner.plan.QueryPlan`) over no data, as the real run will.
+
+    Raises a :class:`~dodb.errors.DodbError` naming the failure; reads no private row
+    and releases nothing.
+    """
+    from ..wire import encode
+    from .execute import Executor
+
+    ctx = ExecContext(mode="plain" if plan.mode == "plain" else "oblivious", neighbour=plan.neighbour)
+    try:
+        out = Executor(plan.catalog, ctx, {}, dry_run=True).run(plan.root)
+        plan.answer(encode(out, plan.internal, plan.names, plan.types, 0))
+    except UnsupportedQueryError:
+        raise
+    except DodbError as e:
+        raise PlanningError(f"{one_line(e)} ({_AFTER})") from None
+    except duckdb.Error as e:
+        raise PlanningError(f"{_duck_message(e)} ({_AFTER})") from None
+    except RecursionError:
+        raise UnsupportedQueryError("expressions nested too deeply to run") from None
+    except Exception as e:  # noqa: BLE001 - any failure here would have failed after the charge
+        raise PlanningError(f"dodb cannot run this query: {type(e).__name__}: {one_line(e)} ({_AFTER})") from e
