@@ -1,11 +1,14 @@
 """Projection: scalar SQL expressions evaluated over whole columns (DESIGN §3).
 
 Every row — real or dummy — is evaluated, so the access pattern is a linear scan of
-the padded table.  Evaluation is delegated to DuckDB over an Arrow batch, *projection
-only* (``SELECT expr, … FROM batch`` — never a filter, join or aggregate), which gives
-the full SQL function library.  Dummy rows are handed over as all-NULL so that no
-expression can fail on their placeholder contents.  The SQL is built and rendered by
-sqlglot; no value is ever pasted into SQL text.
+the padded table.  Over private rows (any mode but ``plain``) expressions go through
+dodb's oblivious evaluator (:mod:`dodb.operators.expressions`): every branch on every
+row, public string widths, runtime failures as per-row error codes folded into
+``ctx.error_code``.  In ``plain`` mode and for public-only sub-plans, evaluation is
+delegated to DuckDB over an Arrow batch, *projection only* (``SELECT expr, … FROM
+batch``); dummy rows are handed over as all-NULL so that no expression can fail on
+their placeholder contents.  The SQL is built and rendered by sqlglot; no value is ever
+pasted into SQL text.
 """
 from __future__ import annotations
 
@@ -85,6 +88,15 @@ def project(
     """New columns ``name = expr`` (in order).  Sizes and stability are unchanged."""
     ctx = ctx or ExecContext(mode=mode)
     widths = dict(widths or {})
+    if ctx.mode != "plain":
+        from . import expressions
+
+        columns, codes = expressions.evaluate(table, exprs, widths)
+        ctx.fold_errors(codes)
+        ctx.trace.record("project:scan", -1, table.padded_size, len(columns))
+        res = PaddedTable(list(exprs), [columns[name] for name in exprs], table.is_real.copy(), table.stability,
+                          dict(table.meta))
+        return OpResult(res, [], ctx.trace)
     out = evaluate(table, exprs)
     cols = []
     for name in exprs:
@@ -98,8 +110,22 @@ def project(
     return OpResult(res, [], ctx.trace)
 
 
-def predicate_mask(table: PaddedTable, predicate: exp.Expression | str) -> np.ndarray:
-    """Boolean mask of a WHERE/HAVING predicate over all rows (NULL counts as false)."""
+def predicate_mask(table: PaddedTable, predicate: exp.Expression | str,
+                   ctx: ExecContext | None = None) -> np.ndarray:
+    """Boolean mask of a WHERE/HAVING predicate over all rows (NULL counts as false).
+
+    With a ``ctx`` whose mode is not ``plain`` the oblivious evaluator is used and its
+    error codes are folded into ``ctx.error_code``.
+    """
+    if ctx is not None and ctx.mode != "plain":
+        from . import expressions
+
+        columns, codes = expressions.evaluate(table, {"__pred": predicate})
+        ctx.fold_errors(codes)
+        c = columns["__pred"]
+        if not pa.types.is_boolean(c.type) and not pa.types.is_null(c.type):
+            raise TypeError(f"predicate is not boolean: {predicate}")
+        return np.asarray(c.values, dtype=bool) & c.valid & table.is_real
     out = evaluate(table, {"__pred": predicate}).column("__pred")
     c = column_from_arrow(out)
     if not pa.types.is_boolean(c.type) and not pa.types.is_null(c.type):

@@ -79,7 +79,7 @@ class Executor:
             return self._scan(node)
         if isinstance(node, Filter):
             t = inputs[0]
-            mask = predicate_mask(t, node.predicate)
+            mask = predicate_mask(t, node.predicate, ctx)
             if node.mark_only:  # one linear pass; the padded size stays the public input size
                 ctx.trace.record("filter:mark", -1, t.padded_size)
                 return t.with_arrays(t.arrays()[:-1] + [t.is_real & mask])
