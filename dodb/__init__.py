@@ -3,8 +3,8 @@
     >>> import dodb
     >>> db = dodb.connect()                      # or dodb.connect("file.duckdb"), dodb.attach(con)
     >>> _ = db.con.execute("CREATE TABLE t AS SELECT range % 7 AS k, range AS v FROM range(100)")
-    >>> db.protect("t", privacy_unit="v", max_contributions=1)
     >>> db.set_budget(epsilon=3.0, delta=1e-6)
+    >>> stored = db.protect("t", privacy_unit="v", max_contributions=1)   # size released under DP
     >>> res = db.sql("SELECT k, count(*) AS n FROM t GROUP BY k ORDER BY k", epsilon=0.5)
     >>> res.fetchall()[:2]
     [(0, 15), (1, 15)]

@@ -68,18 +68,23 @@ def _print_table(table, limit: int = 20) -> None:
 
 def _demo(args: argparse.Namespace) -> int:
     import dodb
-    from .compare import same_answer
+    from .compare import same_answer, snapshot
     from .datasets import generate_tpch, protect_tpch, tpch_query
 
     print(f"dodb demo: building a TPC-H sample (scale factor {args.scale}) in {args.db or 'memory'} …")
     db = dodb.connect(args.db or ":memory:")
     counts = generate_tpch(db.con, args.scale)
     print("  tables: " + ", ".join(f"{t} ({n})" for t, n in counts.items()))
+    oracle = snapshot(db.con)  # the demo owns the data: DuckDB on the raw copy shows the answers are exact
+    db.set_budget(epsilon=args.budget, delta=1e-5)
+    print(f"privacy budget: ε={args.budget}, δ=1e-5 for the whole dataset")
     print("protecting customer (privacy unit), orders and lineitem (reach customers by keys); "
           "part, partsupp, supplier, nation, region stay public")
     protect_tpch(db)
-    db.set_budget(epsilon=args.budget, delta=1e-5)
-    print(f"privacy budget: ε={args.budget}, δ=1e-5 for the whole dataset\n")
+    for t in ("customer", "orders", "lineitem"):
+        info = db.catalog.table(t)
+        print(f"  {t}: stored in {info.capacity} slots (capacity released under DP, ledger #{info.capacity_charge})")
+    print()
     for title, q in DEMO_QUERIES:
         print(f"== {title}, ε=1.0")
         with _progress("running"):
@@ -88,7 +93,7 @@ def _demo(args: argparse.Namespace) -> int:
         secs = time.time() - t0
         _print_table(res.arrow(), limit=10)
         # the demo owns the data, so it can show that the private answer is DuckDB's exact answer
-        same = same_answer(res.arrow(), db.con.sql(tpch_query(q)).to_arrow_table(), ordered=True)
+        same = same_answer(res.arrow(), oracle.sql(tpch_query(q)).to_arrow_table(), ordered=True)
         print(f"  ({len(res)} rows, {secs:.1f}s; identical to DuckDB's answer: {'yes' if same else 'NO'})")
         print(str(res.privacy).replace("\n", "\n  "))
         print()
@@ -154,11 +159,21 @@ def _protect(args) -> int:
     for item in args.max_degree or []:
         col, _, val = item.partition("=")
         degrees[col] = int(val) if val else None
-    db.protect(args.table, args.privacy_unit, parent=parent, max_contributions=args.max_contributions,
-               keys=[k.split(",") for k in (args.key or [])], max_degree=degrees)
+    widths = {}
+    for item in args.width or []:
+        col, _, val = item.partition("=")
+        try:
+            widths[col] = int(val)
+        except ValueError:
+            raise DodbError(f"--width {item!r}: give COL=BYTES") from None
+    out = db.protect(args.table, args.privacy_unit, parent=parent, max_contributions=args.max_contributions,
+                     keys=[k.split(",") for k in (args.key or [])], max_degree=degrees, widths=widths,
+                     capacity=args.capacity, epsilon=args.epsilon)
     info = db.catalog.table(args.table)
     msg = {"table": args.table, "stability": db.catalog.stability(args.table), "unit_path": db.catalog.unit_path(args.table),
-           "max_contributions": info.max_contributions, "keys": info.keys, "max_degree": info.max_degree}
+           "max_contributions": info.max_contributions, "keys": info.keys, "max_degree": info.max_degree,
+           "widths": info.widths, "capacity": info.capacity, "capacity_source": info.capacity_source,
+           "charged_epsilon": out.charged_epsilon, "charged_delta": out.charged_delta, "ledger_id": out.charge_id}
     print(json.dumps(msg) if args.json else f"protected {args.table}: {msg}")
     db.close()
     return 0
@@ -191,7 +206,10 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--parent", help="TABLE.KEY the privacy unit column references")
     pr.add_argument("--max-contributions", type=int)
     pr.add_argument("--key", action="append", help="unique key columns, comma-separated (repeatable)")
-    pr.add_argument("--max-degree", action="append", help="COL=N (or COL= to compute it)")
+    pr.add_argument("--max-degree", action="append", help="COL=N (or COL= for a bound released under DP)")
+    pr.add_argument("--width", action="append", help="COL=BYTES: public width of a string column (repeatable)")
+    pr.add_argument("--capacity", type=int, help="a public capacity (>= rows): nothing is charged for the size")
+    pr.add_argument("--epsilon", type=float, help="ε for the released size (default: 5%% of the budget)")
     pr.add_argument("--json", action="store_true")
     return p
 

@@ -11,7 +11,7 @@ import math
 
 import pyarrow as pa
 
-__all__ = ["same_answer"]
+__all__ = ["same_answer", "snapshot"]
 
 
 def _cell(v):
@@ -40,3 +40,25 @@ def same_answer(got: pa.Table, want: pa.Table, *, ordered: bool = False, rel_tol
         key = lambda r: tuple((t, str(round(v, 6)) if t == "f" else str(v)) for t, v in r)  # noqa: E731
         g, w = sorted(g, key=key), sorted(w, key=key)
     return all(all(_close(x, y, rel_tol) for x, y in zip(a, b)) for a, b in zip(g, w))
+
+
+def snapshot(con) -> "duckdb.DuckDBPyConnection":
+    """A copy of every base table of ``con``'s current schema in a new in-memory database.
+
+    The data owner's oracle for demos, tests and benchmarks: take it *before* protecting
+    (protected tables leave the current schema).  It holds private data in the clear.
+    """
+    import duckdb
+    from sqlglot import exp
+
+    out = duckdb.connect()
+    names = [r[0] for r in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE schema_name = current_schema() "
+        "AND database_name = current_database()").fetchall()]
+    for name in names:
+        data = con.sql(exp.select(exp.Star()).from_(exp.table_(name, quoted=True)).sql(dialect="duckdb")).to_arrow_table()
+        out.register("__snapshot", data)
+        out.execute(f"CREATE TABLE {exp.to_identifier(name, quoted=True).sql(dialect='duckdb')} AS "
+                    "SELECT * FROM __snapshot").fetchall()
+        out.unregister("__snapshot")
+    return out

@@ -19,13 +19,15 @@ from .accountant import BudgetExceededError, BudgetNotSetError, Ledger
 from .accountant.ledger import check_neighbour
 from .errors import CatalogError, DodbError
 from .oblivious.rng import new_rng
-from .operators.context import MODES
+from .operators.context import MODES, check_privacy_params
 from .planner import Catalog, QueryPlan, plan_query
-from .planner.catalog import guard_table, protect_table
+from .storage import ingest
+from .wire import PaddedAnswer, QueryRuntimeError
 
 __all__ = ["connect", "attach", "Database", "Result", "PrivacyReport", "DEFAULT_QUERY_DELTA_SHARE"]
 
 DEFAULT_QUERY_DELTA_SHARE = 0.01  # a query's default delta: 1% of the dataset's delta budget
+LOAD_EPSILON_SHARE = 0.05  # an owner action's default epsilon: 5% of the dataset's epsilon
 
 
 @dataclass
@@ -45,6 +47,7 @@ class PrivacyReport:
     query_id: int | None
     spent: tuple[float, float] | None = None
     remaining: tuple[float, float] | None = None
+    tables: list[dict[str, Any]] = field(default_factory=list)  # private tables read: capacity and its origin
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -52,7 +55,7 @@ class PrivacyReport:
     def __str__(self) -> str:
         lines = [f"privacy report (mode={self.mode}, requested ε={self.epsilon:g}, δ={self.delta:g})"]
         if not self.operators:
-            lines.append("  no data-dependent size was released (public inputs only, or no private operator)")
+            lines.append("  no new size was released by this query")
         for op in self.operators:
             v = op.get("value")
             shown = f"{sum(v)} in {len(v)} bins" if isinstance(v, list) and len(v) > 1 else \
@@ -64,6 +67,10 @@ class PrivacyReport:
             eps = b.get("epsilon")
             lines.append(f"  {mark} {name:<10} ε={eps:.4g}" if isinstance(eps, (int, float)) and eps != float("inf")
                          else f"    {name:<10} n/a ({_first_clause(str(b.get('note', '')))})")
+        for t in self.tables:
+            origin = (f"released under DP when loaded, ledger #{t['ledger_id']}" if t["source"] == "dp"
+                      else "declared by the owner")
+            lines.append(f"  size of {t['table']}: {t['capacity']} slots ({origin})")
         lines.append(f"  charged: ε={self.charged_epsilon:.4g}, δ={self.charged_delta:.3g}"
                      + (f" (query #{self.query_id})" if self.query_id else ""))
         if self.remaining is not None:
@@ -79,22 +86,45 @@ def _first_clause(note: str, limit: int = 90) -> str:
 
 
 class Result:
-    """A private query's exact answer plus its privacy report."""
+    """A private query's exact answer plus its privacy report.
 
-    def __init__(self, table: pa.Table, report: PrivacyReport, con: duckdb.DuckDBPyConnection, plan: QueryPlan):
-        self._table = table
+    Built from the engine's padded answer (:mod:`dodb.wire`): the dummies are dropped
+    here, on the analyst's side of the boundary (docs/threat-model.md).
+    """
+
+    def __init__(self, padded: PaddedAnswer, report: PrivacyReport, con: duckdb.DuckDBPyConnection,
+                 plan: QueryPlan | None):
+        self.padded = padded
         self.privacy = report
         self._con = con
         self.plan = plan
+        self._table = QueryPlan.answer(padded)
 
     def arrow(self) -> pa.Table:
         return self._table
 
     def df(self):
+        """The answer as a pandas DataFrame (needs pandas: ``pip install pandas``)."""
+        try:
+            import pandas  # noqa: F401
+        except ImportError:
+            raise DodbError("Result.df() needs pandas: pip install pandas (or use .arrow() / .pl())") from None
         return self._table.to_pandas()
+
+    def pl(self):
+        """The answer as a polars DataFrame (needs polars: ``pip install polars``)."""
+        try:
+            import polars
+        except ImportError:
+            raise DodbError("Result.pl() needs polars: pip install polars (or use .arrow() / .df())") from None
+        return polars.from_arrow(self._table)
 
     def fetchall(self) -> list[tuple]:
         return [tuple(r.values()) for r in self._table.to_pylist()]
+
+    def show(self) -> None:
+        """Print the answer the way DuckDB prints a relation."""
+        self.relation.show()
 
     @property
     def relation(self) -> duckdb.DuckDBPyRelation:
@@ -113,14 +143,14 @@ class Result:
 
     def explain(self) -> str:
         """The plan with the padded sizes measured in this run."""
-        return self.plan.explain()
+        return self.plan.explain() if self.plan is not None else ""
 
 
 class Database:
     """A DuckDB database with dodb's catalog of private tables and its privacy ledger."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, *, owned: bool, neighbour: str | None = None,
-                 allow_insecure: bool = False, seed: int | None = None, guard: bool = False):
+                 allow_insecure: bool = False, seed: int | None = None):
         if neighbour is not None:
             check_neighbour(neighbour)  # before the ledger tables are touched
         self.con = con
@@ -133,11 +163,6 @@ class Database:
         if neighbour is not None:
             self.ledger.set_neighbour(neighbour)  # a dataset setting: refused once queries were charged
         self.catalog = Catalog(con)
-        self.guard = guard
-        if guard:  # tables protected earlier (e.g. by another session) get guarded now
-            for name, info in list(self.catalog.tables.items()):
-                if info.private:
-                    guard_table(self.catalog, name)
         self._udf_cursor: duckdb.DuckDBPyConnection | None = None
         self._register_functions()
 
@@ -189,19 +214,58 @@ class Database:
     # -- declarations -----------------------------------------------------------------------
     def protect(self, table: str, privacy_unit: str, *, parent: tuple[str, str] | None = None,
                 max_contributions: int | None = None, keys: Sequence[Sequence[str]] | None = None,
-                max_degree: dict[str, int | None] | None = None) -> None:
-        """Declare ``table`` private (see :func:`dodb.planner.catalog.protect_table`).
+                max_degree: dict[str, int | None] | None = None, widths: dict[str, int] | None = None,
+                capacity: int | None = None, epsilon: float | None = None, delta: float | None = None,
+                orphans: str = "keep", null_units: str = "keep", force: bool = False) -> ingest.IngestResult:
+        """Make ``table`` private: verify the declaration, release its capacity, store it canonically.
 
-        ``parent=("orders", "o_orderkey")`` makes ``privacy_unit`` a foreign key into a
-        protected table (the unit is inherited).  Every bound is verified against the data.
+        ``privacy_unit``: the column identifying the unit, or — with ``parent=(table, key)``
+        — the foreign key into a protected table (the unit is inherited).
+        ``max_contributions``: rows per unit (per parent row for a hop); required.
+        ``keys``: unique column sets; ``max_degree``: rows per value of a column (an
+        integer, or ``None`` for a bound released under DP); ``widths``: public byte
+        widths of the string columns (required for every string column).
+        The table's size is released as ``capacity`` = true size + one-sided noise, charged
+        to the budget with ``epsilon``/``delta`` (defaults: :meth:`load_budget`) — or
+        pass a public ``capacity`` (≥ the row count) and nothing is charged.
+        ``orphans``/``null_units``: ``'keep'`` (a child row whose key names no parent row
+        belongs to the unit its key names; a NULL unit key is a unit of its own) or
+        ``'refuse'``.  Re-protecting a private table with a looser declaration after
+        charges needs ``force=True`` and is recorded.  The raw table leaves the current
+        schema; see docs/design.md §Storage.
+        """
+        d = ingest.Declaration(privacy_unit, tuple(parent) if parent else None, max_contributions,
+                               [list(k) for k in (keys or [])], dict(max_degree or {}), dict(widths or {}),
+                               orphans, null_units)
+        with self._lock:
+            return ingest.protect(self, table, d, capacity=capacity, epsilon=epsilon, delta=delta, force=force)
+
+    def insert(self, table: str, rows: Any, *, capacity: int | None = None, epsilon: float | None = None,
+               delta: float | None = None) -> ingest.IngestResult:
+        """Add rows to a private table: bounds re-verified, a new capacity released, slots rewritten.
+
+        ``rows``: an Arrow table, a pandas/polars DataFrame, a DuckDB relation or the name
+        of a table in the current schema, with the private table's columns.
         """
         with self._lock:
-            self.catalog.refresh()
-            protect_table(self.catalog, table, privacy_unit=privacy_unit, parent=parent,
-                          max_contributions=max_contributions, keys=[list(k) for k in (keys or [])],
-                          max_degree=max_degree)
-            if self.guard:
-                guard_table(self.catalog, table)
+            return ingest.load(self, table, rows, append=True, capacity=capacity, epsilon=epsilon, delta=delta)
+
+    def replace_data(self, table: str, rows: Any, *, capacity: int | None = None, epsilon: float | None = None,
+                     delta: float | None = None) -> ingest.IngestResult:
+        """Replace all rows of a private table (same checks and release as :meth:`insert`)."""
+        with self._lock:
+            return ingest.load(self, table, rows, append=False, capacity=capacity, epsilon=epsilon, delta=delta)
+
+    def _load_budget(self, epsilon: float | None, delta: float | None) -> tuple[float, float]:
+        """(ε, δ) for the releases of one owner action (capacity, DP degree bounds)."""
+        info = self.ledger.budget
+        if info is None:
+            raise BudgetNotSetError("set the dataset's budget (db.set_budget) before loading private data: "
+                                    "the table's size is released under DP and charged (or declare capacity=)")
+        eps = LOAD_EPSILON_SHARE * info.epsilon if epsilon is None else epsilon
+        d = self._default_delta() if delta is None else delta
+        check_privacy_params(eps, d)
+        return float(eps), float(d)
 
     def set_budget(self, epsilon: float, delta: float, *, filter: str | None = None) -> None:
         """The dataset's total privacy budget (persisted with the data, shared by all sessions)."""
@@ -255,14 +319,20 @@ class Database:
             charge = self.ledger.admit(p.events, sql=query, operators=[e.operator for e in p.events],
                                        delta=p.delta, neighbour=p.neighbour)
         try:
-            table = p.execute(rng=self._rng)
+            padded = p.execute(rng=self._rng)
         except BaseException as e:
             if charge is not None:
                 charge.fail(e)
             raise
         if charge is not None:
             charge.complete()
-        return Result(table, self._report(p, charge), self.con, p)
+        report = self._report(p, charge)
+        try:
+            return Result(padded, report, self.con, p)
+        except QueryRuntimeError as e:
+            spent = f"; ε={report.charged_epsilon:.4g}, δ={report.charged_delta:.3g} was charged (query " \
+                    f"#{report.query_id})" if charge is not None else ""
+            raise QueryRuntimeError(f"{e}{spent}") from None
 
     def _report(self, p: QueryPlan, charge) -> PrivacyReport:
         values = {}
@@ -286,9 +356,15 @@ class Database:
             spent, remaining = tuple(st["spent"]), tuple(st["remaining"])
         except BudgetNotSetError:
             pass
+        tables = []
+        for name in sorted(_tables_of(p)):
+            info = self.catalog.table(name)
+            if info.private:
+                tables.append({"table": name, "capacity": info.capacity, "source": info.capacity_source,
+                               "ledger_id": info.capacity_charge})
         return PrivacyReport(p.sql, p.mode, p.epsilon, p.delta, ops, comp, charge.method if charge else None,
                              charge.epsilon if charge else 0.0, charge.delta if charge else 0.0,
-                             charge.query_id if charge else None, spent, remaining)
+                             charge.query_id if charge else None, spent, remaining, tables)
 
     def close(self) -> None:
         """Detach dodb (its SQL functions); close the connection if dodb opened it."""
@@ -310,30 +386,28 @@ def _tables_of(p: QueryPlan) -> set[str]:
 
 
 def connect(database: str = ":memory:", *, neighbour: str | None = None, allow_insecure: bool = False,
-            seed: int | None = None, read_only: bool = False, guard: bool = False) -> Database:
+            seed: int | None = None, read_only: bool = False) -> Database:
     """Open (or create) a DuckDB database file with dodb on top.  ``seed`` only in test mode.
 
     ``neighbour`` is a dataset setting, stored with the ledger: ``None`` uses the stored
     relation ('add_remove' for a new dataset); 'add_remove' or 'replace' sets it, which is
     refused (LedgerError) once queries were charged under the other one.
-    ``guard=True`` moves protected tables into the ``dodb_private`` schema so that plain
-    SQL on ``db.con`` cannot read them by accident (see :func:`attach`).
+    Protected tables live only in canonical storage (``dodb_private``): plain SQL on
+    ``db.con`` does not find them under their names.
     """
     con = duckdb.connect(database, read_only=read_only)
     try:
-        return Database(con, owned=True, neighbour=neighbour, allow_insecure=allow_insecure, seed=seed,
-                        guard=guard)
+        return Database(con, owned=True, neighbour=neighbour, allow_insecure=allow_insecure, seed=seed)
     except BaseException:
         con.close()
         raise
 
 
 def attach(con: duckdb.DuckDBPyConnection, *, neighbour: str | None = None, allow_insecure: bool = False,
-           seed: int | None = None, guard: bool = True) -> Database:
+           seed: int | None = None) -> Database:
     """Put dodb on an existing DuckDB connection (the script keeps using it).
 
-    With ``guard`` (the default here) every protected table is moved into the
-    ``dodb_private`` schema of the same database: the script's own SQL on ``con`` no
-    longer finds it under its name, while dodb keeps reading it.
+    Tables the script protects through dodb move into canonical storage: the script's
+    own SQL on ``con`` no longer finds them under their names, dodb reads them.
     """
-    return Database(con, owned=False, neighbour=neighbour, allow_insecure=allow_insecure, seed=seed, guard=guard)
+    return Database(con, owned=False, neighbour=neighbour, allow_insecure=allow_insecure, seed=seed)

@@ -122,6 +122,21 @@ def _bound(method: str, acc: Accountant, delta: float) -> Bound:
     return Bound(method, eps, delta, acc.theorem, note=note)
 
 
+def sampler_slack(event) -> float:
+    """Privacy loss the fixed-work padding sampler may add over its ideal pmf, for all leaves.
+
+    Each padding release samples at most ``MAX_SAMPLES_PER_RELEASE`` values, each within
+    ``LOSS_PER_SAMPLE`` of the ideal loss (``dodb/oblivious/fixed_work.py``); every method's
+    epsilon is raised by the sum (rounded up), so it bounds the mechanism actually run.
+    """
+    from ..oblivious.fixed_work import LOSS_PER_RELEASE
+    from ..oblivious.noise import ShiftedTruncatedDiscreteLaplace
+
+    n = sum(k for leaf, k in event.leaves()
+            if leaf.kind == "padding" and isinstance(leaf.mechanism, ShiftedTruncatedDiscreteLaplace))
+    return n * LOSS_PER_RELEASE
+
+
 def compose_all(events: EventsLike, delta: float, methods: Sequence[str] | None = None,
                 **options: Mapping[str, Any]) -> CompositionReport:
     """Compose ``events`` with every method (or ``methods``) at target ``delta``.
@@ -144,6 +159,10 @@ def compose_all(events: EventsLike, delta: float, methods: Sequence[str] | None 
             raw[name] = _bound(name, acc, delta)
         except NotApplicableError as exc:
             raw[name] = Bound(name, math.inf, delta, acc.theorem, note=str(exc))
+    slack = sampler_slack(ev)
+    if slack:
+        raw = {k: (Bound(b.method, math.nextafter(b.epsilon + slack, math.inf), b.delta, b.theorem, note=b.note)
+                   if b.applicable else b) for k, b in raw.items()}
     best = min((b for b in raw.values() if b.applicable), key=lambda b: b.epsilon, default=None)
     out = {k: (Bound(b.method, b.epsilon, b.delta, b.theorem, True, b.note) if b is best else b)
            for k, b in raw.items()}

@@ -175,7 +175,13 @@ class Ledger:
             query_id BIGINT PRIMARY KEY, charged_at TIMESTAMP NOT NULL, session VARCHAR,
             sql VARCHAR, operators VARCHAR, method VARCHAR NOT NULL, epsilon DOUBLE NOT NULL,
             delta DOUBLE NOT NULL, filter VARCHAR NOT NULL, bounds VARCHAR, event VARCHAR,
-            status VARCHAR NOT NULL, status_at TIMESTAMP, error VARCHAR)""")
+            status VARCHAR NOT NULL, status_at TIMESTAMP, error VARCHAR, kind VARCHAR DEFAULT 'query')""")
+        if not _run(cur, "SELECT 1 FROM information_schema.columns WHERE table_schema = ? AND table_name = 'ledger' "
+                    "AND column_name = 'kind'", [s]):  # a ledger written by dodb 0.1
+            _run(cur, f"ALTER TABLE {s}.ledger ADD COLUMN kind VARCHAR DEFAULT 'query'")
+        _run(cur, f"""CREATE TABLE IF NOT EXISTS {s}.owner_actions (
+            action_id BIGINT PRIMARY KEY, acted_at TIMESTAMP NOT NULL, action VARCHAR NOT NULL, target VARCHAR,
+            old_value VARCHAR, new_value VARCHAR, forced VARCHAR, charge_id BIGINT)""")
         _run(cur, f"""CREATE TABLE IF NOT EXISTS {s}.settings (
             name VARCHAR PRIMARY KEY, value VARCHAR NOT NULL, updated_at TIMESTAMP NOT NULL)""")
         _run(cur, f"""CREATE TABLE IF NOT EXISTS {s}.ledger_cost (
@@ -305,7 +311,7 @@ class Ledger:
 
     def admit(self, query_event: PrivacyEvent | Iterable[PrivacyEvent], *, sql: str | None = None,
               operators: Sequence[Any] | None = None, method: str = "best", delta: float | None = None,
-              session: str | None = None, neighbour: str | None = None) -> Charge:
+              session: str | None = None, neighbour: str | None = None, kind: str = "query") -> Charge:
         """Check the filter and charge the query, atomically, before it runs.
 
         The query's own cost is its tightest fixed-sequence bound with ``method``
@@ -313,7 +319,11 @@ class Ledger:
         of its leaks' deltas).  Raises :class:`BudgetExceededError` (nothing charged)
         if the filter would be exceeded; any error before the commit charges nothing.
         ``neighbour``: the relation the query was planned for; it must be the dataset's.
+        ``kind``: 'query' (an analyst's query) or 'owner' (a release made when the owner
+        loaded data: capacities and degree bounds, :mod:`dodb.storage.ingest`).
         """
+        if kind not in ("query", "owner"):
+            raise ValueError(f"kind must be 'query' or 'owner', got {kind!r}")
         event, report, chosen, charge_in = self._price(query_event, method, delta)
         ops = [str(o) if not isinstance(o, (dict, list, str, int, float)) else o for o in (operators or [])]
 
@@ -330,9 +340,9 @@ class Ledger:
                                           filt.remaining(totals), info.filter)
             qid = _run(cur, f"SELECT coalesce(max(query_id), 0) + 1 FROM {self._s}.ledger")[0][0]
             _run(
-                cur, f"INSERT INTO {self._s}.ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'charged', NULL, NULL)",
+                cur, f"INSERT INTO {self._s}.ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'charged', NULL, NULL, ?)",
                 [qid, _now(), session or self.session, sql, _json(ops), chosen.method, chosen.epsilon,
-                 chosen.delta, info.filter, _json(report.as_dict()), _json(event.describe())])
+                 chosen.delta, info.filter, _json(report.as_dict()), _json(event.describe()), kind])
             _run(cur, f"INSERT INTO {self._s}.ledger_cost VALUES (?, ?, ?)",
                  [[qid, k, min(float(v), _CAP)] for k, v in sorted(cost.items())], many=True)
             return Charge(qid, chosen.epsilon, chosen.delta, chosen.method, info.filter, report, self)
@@ -394,6 +404,36 @@ class Ledger:
                  [status, _now(), error, query_id])
 
         self._transact(body)
+
+    # -- owner actions ----------------------------------------------------------------------
+
+    def record_owner_action(self, cur: duckdb.DuckDBPyConnection, action: str, target: str | None, *,
+                            old: Any = None, new: Any = None, forced: Sequence[str] = (),
+                            charge_id: int | None = None) -> None:
+        """Append an owner action to the history, inside the caller's transaction ``cur``."""
+        aid = _run(cur, f"SELECT coalesce(max(action_id), 0) + 1 FROM {self._s}.owner_actions")[0][0]
+        _run(cur, f"INSERT INTO {self._s}.owner_actions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+             [aid, _now(), action, target, _json(old), _json(new), _json(list(forced)) if forced else None,
+              charge_id])
+
+    def owner_actions(self) -> list[dict[str, Any]]:
+        """Every recorded owner action, oldest first (JSON columns decoded)."""
+        def body(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+            res = cur.execute(f"SELECT * FROM {self._s}.owner_actions ORDER BY action_id")
+            cols = [d[0] for d in res.description]
+            out = []
+            for row in res.fetchall():
+                rec = dict(zip(cols, row))
+                for k in ("old_value", "new_value", "forced"):
+                    if rec.get(k) is not None:
+                        rec[k] = json.loads(rec[k])
+                out.append(rec)
+            return out
+        return self._transact(body)
+
+    def has_charges(self) -> bool:
+        """Whether any query or owner release was charged (declarations are then fixed)."""
+        return self._transact(lambda cur: _run(cur, f"SELECT count(*) FROM {self._s}.ledger")[0][0] > 0)
 
     # -- inspection -----------------------------------------------------------------------
 

@@ -477,15 +477,31 @@ PRIVATE_TABLES = ("customer", "orders", "lineitem")
 PUBLIC_TABLES = ("part", "partsupp", "supplier", "nation", "region")
 
 
-def protect_tpch(db) -> None:
+# Public policy for the sample data (TPC-H spec column widths; bounds that hold for the
+# built-in generator up to scale factor 1: at most 34 orders per customer, 60 lines per
+# part, 686 per supplier were measured at sf 1).
+TPCH_WIDTHS = {
+    "customer": {"c_name": 25, "c_address": 40, "c_phone": 15, "c_mktsegment": 10, "c_comment": 117},
+    "orders": {"o_orderstatus": 1, "o_orderpriority": 15, "o_clerk": 15, "o_comment": 79},
+    "lineitem": {"l_returnflag": 1, "l_linestatus": 1, "l_shipinstruct": 25, "l_shipmode": 10, "l_comment": 44},
+}
+MAX_ORDERS_PER_CUSTOMER = 40
+
+
+def protect_tpch(db, *, epsilon: float | None = None) -> None:
     """Declare the TPC-H privacy units used by the demo, the tests and the benchmarks.
 
     customer is the privacy unit (one row per customer); orders reach it through
-    ``o_custkey -> customer.c_custkey`` and lineitem through ``l_orderkey ->
-    orders.o_orderkey`` (at most 7 lines per order), so joins along that path are
-    same-unit joins.  part, partsupp, supplier, nation and region stay public.
+    ``o_custkey -> customer.c_custkey`` (at most 40 per customer) and lineitem through
+    ``l_orderkey -> orders.o_orderkey`` (at most 7 lines per order), so joins along that
+    path are same-unit joins.  part, partsupp, supplier, nation and region stay public.
+    Every bound and width is declared policy; each table's size is released as its
+    capacity with ``epsilon`` (default: the database's share for owner actions).
     """
-    db.protect("customer", "c_custkey", max_contributions=1, keys=[["c_custkey"]])
-    db.protect("orders", "o_custkey", parent=("customer", "c_custkey"), keys=[["o_orderkey"]])
+    db.protect("customer", "c_custkey", max_contributions=1, keys=[["c_custkey"]],
+               widths=TPCH_WIDTHS["customer"], epsilon=epsilon)
+    db.protect("orders", "o_custkey", parent=("customer", "c_custkey"), max_contributions=MAX_ORDERS_PER_CUSTOMER,
+               keys=[["o_orderkey"]], widths=TPCH_WIDTHS["orders"], epsilon=epsilon)
     db.protect("lineitem", "l_orderkey", parent=("orders", "o_orderkey"), max_contributions=7,
-               keys=[["l_orderkey", "l_linenumber"]], max_degree={"l_partkey": None, "l_suppkey": None})
+               keys=[["l_orderkey", "l_linenumber"]], max_degree={"l_partkey": 64, "l_suppkey": 800},
+               widths=TPCH_WIDTHS["lineitem"], epsilon=epsilon)

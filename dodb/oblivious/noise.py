@@ -262,7 +262,9 @@ def _check_delta(delta: float) -> None:
 class _ShiftedTruncated:
     """``shift + N`` conditioned on ``[0, 2*shift]`` for a symmetric base noise ``N``.
 
-    Sampled exactly by rejection; the pmf is the base pmf renormalised on the support.
+    The pmf is the base pmf renormalised on the support.  ``sample`` here is exact
+    rejection with a data-dependent number of draws (CKS); the padding mechanism
+    (:class:`ShiftedTruncatedDiscreteLaplace`) overrides it with the fixed-work sampler.
     """
 
     base: DiscreteLaplace | DiscreteGaussian
@@ -356,6 +358,22 @@ class ShiftedTruncatedDiscreteLaplace(_ShiftedTruncated):
     @property
     def base(self) -> DiscreteLaplace:  # type: ignore[override]
         return DiscreteLaplace(self.scale)
+
+    def sample(self, rng: RandomSource) -> int:
+        """One draw with the fixed-work sampler (:mod:`dodb.oblivious.fixed_work`)."""
+        return int(self.sample_many(rng, 1)[0])
+
+    def sample_many(self, rng: RandomSource, count: int) -> np.ndarray:
+        """``count`` draws with a fixed amount of work (:mod:`dodb.oblivious.fixed_work`):
+        the same random draws and passes whatever the values, within a factor
+        ``e^{±2^-118}`` of this distribution's pmf on every outcome."""
+        from .fixed_work import fixed_work_sampler
+
+        return fixed_work_sampler(self.scale, self.shift).sample_many(rng, int(count))
+
+    def sample_rejection(self, rng: RandomSource) -> int:
+        """The exact rejection sampler (CKS): variable work, for tests only — never for padding."""
+        return _ShiftedTruncated.sample(self, rng)
 
     @classmethod
     def for_privacy(cls, epsilon: float, delta: float, sensitivity: int = 1) -> "ShiftedTruncatedDiscreteLaplace":

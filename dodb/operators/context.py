@@ -18,6 +18,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
+from ..oblivious.fixed_work import MAX_SAMPLES_PER_RELEASE
 from ..oblivious.noise import ShiftedTruncatedDiscreteLaplace
 from ..oblivious.rng import RandomSource, new_rng
 from ..oblivious.trace import Trace
@@ -122,10 +123,13 @@ class ExecContext:
             raise UnboundedStabilityError(f"{operator}: sensitivity must be non-negative, got {sensitivity}")
         mech = self.mechanism(epsilon, delta, sensitivity)
         k = len(true_values)
+        if k > MAX_SAMPLES_PER_RELEASE:
+            raise RuntimeError(f"internal error: {operator} releases {k} values, above the accounted maximum")
+        # the sampler does the same work in a replay (the audit's neighbour run): its draws are part of the view
+        noise = mech.sample_many(self.rng, k)
         if self.replay is not None:
             vals = [self.replay.pop(0) for _ in range(k)]
         else:
-            noise = mech.sample_many(self.rng, k) if k > 1 else [mech.sample(self.rng) for _ in range(k)]
             vals = [int(v) + int(z) for v, z in zip(np.asarray(true_values).tolist(), noise)]
         for v in vals:
             self.trace.leak(f"{operator}:{name}", v)

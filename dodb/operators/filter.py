@@ -19,6 +19,15 @@ as releasing a single count — and the output of size ``sum_b noisy_b`` never d
 real row.  Noisy counts above ``B`` are clipped to ``B`` (post-processing; still ≥ the
 true count).
 
+Bins are positional, so they are used only on a neighbour-aligned input (a canonical
+base table and row-wise operators after it, ``PaddedTable.aligned``): there the coupled
+neighbour has the same rows in the same slots and the bin vectors differ by at most
+``s`` in L1 (``2s`` under replace-neighbours: one unit's rows leave their slots and
+another's arrive).  On any other input (after a sort, a join, a compaction) the rows'
+positions depend on every other row, so the filter compacts the whole array as one
+bin and releases one noisy total (docs/neighbours.md §Positional releases).  A bin's
+output is cut to its noisy count, never to more slots than the bin has.
+
 ``oblivious`` — worst-case padding: the output keeps all ``n`` slots and only the real
 flags change (an ``O(n)`` linear pass, the cheapest fully oblivious filter).
 
@@ -32,7 +41,7 @@ from ..oblivious.sort import next_pow2
 from .context import ExecContext, OpResult
 from .table import PaddedTable
 
-__all__ = ["filter_table", "default_bin_size"]
+__all__ = ["filter_table", "default_bin_size", "release_sensitivity"]
 
 
 def default_bin_size(n: int, shift: int) -> int:
@@ -64,6 +73,11 @@ def _gather_prefixes(arrays: list[np.ndarray], b: int, keep: np.ndarray) -> list
     return [a[idx] for a in arrays]
 
 
+def release_sensitivity(stability: int, binned: bool, neighbour: str) -> int:
+    """L1 distance of the released vector between coupled neighbours (module doc)."""
+    return stability * (2 if binned and neighbour == "replace" and stability > 0 else 1)
+
+
 def filter_table(
     table: PaddedTable,
     mask: np.ndarray,
@@ -92,8 +106,10 @@ def filter_table(
         out = table.with_arrays(arrays[:-1] + [flags])
         ctx.trace.record("filter:mark", -1, n)
     else:
-        shift = ctx.mechanism(epsilon, delta, s).shift if s > 0 else 0
-        b = bin_size or default_bin_size(n, shift)
+        binned = table.aligned
+        sens = release_sensitivity(s, binned, ctx.neighbour)
+        shift = ctx.mechanism(epsilon, delta, sens).shift if sens > 0 else 0
+        b = (bin_size or default_bin_size(n, shift)) if binned else max(1, n)
         if n <= 2 * b:
             b = max(1, n)
         payload = _pad_to_multiple(table, arrays[:-1] + [flags], b)
@@ -101,8 +117,12 @@ def filter_table(
         ctx.trace.record("filter:bins", -1, n, b, nb)
         live, moved = ctx.kernels.compact(payload[-1], payload[:-1], block=b if nb > 1 else None)
         counts = live.reshape(nb, b).sum(axis=1) if nb else np.zeros(0, np.int64)
-        noisy = ctx.release(name, "bin_counts", counts, epsilon, delta, s)
-        keep = np.minimum(noisy, b)
+        noisy = ctx.release(name, "bin_counts", counts, epsilon, delta, sens)
+        # a bin holds b slots, the last one only what is left of n (public sizes)
+        room = np.full(nb, b, dtype=np.int64)
+        if nb:
+            room[-1] = n - (nb - 1) * b
+        keep = np.minimum(noisy, room)
         ctx.trace.record("filter:gather", -1, int(keep.sum()))
         cols = _gather_prefixes(moved + [live], b, keep)
         out = table.with_arrays(cols)

@@ -116,7 +116,7 @@ def lookup_join(left: PaddedTable, right: PaddedTable, left_keys: list[str], rig
         keep = matched if how == "semi" else ~matched
         res = filter_table(left, keep, epsilon=epsilon, delta=delta, ctx=ctx)
         return OpResult(res.table.with_stability(s), ctx.leaks[leaks_before:], ctx.trace)
-    joined = PaddedTable(left.names + pub.names, left.columns + out_cols, left.is_real, s, dict(left.meta))
+    joined = PaddedTable(left.names + pub.names, left.columns + out_cols, left.is_real, s, dict(left.meta), left.aligned)
     if how == "left":
         return OpResult(joined, ctx.leaks[leaks_before:], ctx.trace)
     res = filter_table(joined, matched, epsilon=epsilon, delta=delta, ctx=ctx)

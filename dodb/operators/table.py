@@ -183,13 +183,20 @@ def _column_to_arrow(c: Column) -> pa.Array:
 
 @dataclass
 class PaddedTable:
-    """Columns as lanes + ``is_real`` + public padded length + stability."""
+    """Columns as lanes + ``is_real`` + public padded length + stability.
+
+    ``aligned``: the rows sit in the slots of a canonical base table (scan, then only
+    row-wise operators: projections, marks, lookups), so the coupled neighbour has the
+    same rows in the same slots.  Only such layouts may release positional counts
+    (docs/neighbours.md §Positional releases); every other operator output is not aligned.
+    """
 
     names: list[str]
     columns: list[Column]
     is_real: np.ndarray
     stability: int = 0
     meta: dict = field(default_factory=dict)
+    aligned: bool = False
 
     def __post_init__(self) -> None:
         if len(self.names) != len(self.columns):
@@ -225,14 +232,16 @@ class PaddedTable:
         out.append(self.is_real)
         return out
 
-    def with_arrays(self, arrays: Sequence[np.ndarray], stability: int | None = None) -> "PaddedTable":
+    def with_arrays(self, arrays: Sequence[np.ndarray], stability: int | None = None,
+                    aligned: bool = False) -> "PaddedTable":
+        """The same columns with new lanes; ``aligned`` only if every row stayed in its slot."""
         cols, i = [], 0
         for c in self.columns:
             k = c.n_arrays()
             cols.append(c.with_arrays(arrays[i:i + k]))
             i += k
         return PaddedTable(list(self.names), cols, arrays[i],
-                           self.stability if stability is None else stability, dict(self.meta))
+                           self.stability if stability is None else stability, dict(self.meta), aligned)
 
     def slice(self, start: int, stop: int) -> "PaddedTable":
         return self.with_arrays([a[start:stop] for a in self.arrays()])
@@ -240,7 +249,8 @@ class PaddedTable:
     def select(self, names: Iterable[str], rename: Sequence[str] | None = None) -> "PaddedTable":
         names = list(names)
         cols = [self.column(nm) for nm in names]
-        return PaddedTable(list(rename) if rename else names, cols, self.is_real, self.stability, dict(self.meta))
+        return PaddedTable(list(rename) if rename else names, cols, self.is_real, self.stability, dict(self.meta),
+                           self.aligned)
 
     def with_stability(self, s: int) -> "PaddedTable":
         return replace(self, stability=int(s))

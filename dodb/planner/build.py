@@ -118,10 +118,9 @@ class PlanBuilder:
         return self._public_degree_cache[key]
 
     def _row_count(self, table: str) -> int:
-        """Padded size of a base table (public: DESIGN §1)."""
+        """Padded size of a base table: a private table's capacity, a public table's row count."""
         if table not in self._rows_cache:
-            schema = self.catalog.table(table).schema
-            self._rows_cache[table] = int(self.catalog.con.execute(sqlbuild.count_rows(table, schema)).fetchall()[0][0])
+            self._rows_cache[table] = self.catalog.rows(table)
         return self._rows_cache[table]
 
     def degree(self, node: Node, cols: list[str]) -> int | None:

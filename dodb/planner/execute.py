@@ -27,6 +27,7 @@ from ..operators.table import Column
 from .build import AddRowId
 from .catalog import Catalog
 from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, leaks
+from ..storage.canonical import read_slots
 from .widths import string_width
 
 __all__ = ["Executor", "NodeStats", "cast_result"]
@@ -68,6 +69,9 @@ class Executor:
                 any(abs(lk.epsilon - share) > 1e-12 * max(1.0, share) for lk in made):
             raise RuntimeError(f"internal error: {node.describe()} released {[lk.sensitivity for lk in made]} "
                                f"but the plan announced {[s for _, s in planned]}")
+        if not public and self.ctx.mode == "do" and out.aligned != node.aligned:
+            raise RuntimeError(f"internal error: {node.describe()} produced an aligned={out.aligned} layout "
+                               f"but the plan announced aligned={node.aligned}")
         self.stats[node.node_id] = NodeStats([t.padded_size for t in inputs], out.padded_size,
                                              time.perf_counter() - t0, [v for lk in made for v in lk.values])
         self.results[node.node_id] = out
@@ -82,7 +86,7 @@ class Executor:
             mask = predicate_mask(t, node.predicate, ctx)
             if node.mark_only:  # one linear pass; the padded size stays the public input size
                 ctx.trace.record("filter:mark", -1, t.padded_size)
-                return t.with_arrays(t.arrays()[:-1] + [t.is_real & mask])
+                return t.with_arrays(t.arrays()[:-1] + [t.is_real & mask], aligned=t.aligned)
             return filter_table(t, mask, epsilon=eps, delta=delta, ctx=ctx, bin_size=self.bin_size).table
         if isinstance(node, Project):
             return self._project(node, inputs[0], ctx)
@@ -110,11 +114,14 @@ class Executor:
             t = inputs[0]
             n = t.padded_size
             col = Column(pa.int64(), np.arange(n, dtype=np.int64), np.ones(n, dtype=bool))
-            return PaddedTable(t.names + [node.name], t.columns + [col], t.is_real, t.stability, dict(t.meta))
+            return PaddedTable(t.names + [node.name], t.columns + [col], t.is_real, t.stability, dict(t.meta),
+                               t.aligned)
         raise NotImplementedError(node.kind)
 
     def _scan(self, node: Scan) -> PaddedTable:
         info = self.catalog.table(node.table)
+        if info.private:
+            return self._scan_private(node, info)
         q = exp.select(*[exp.column(c, table=node.alias, quoted=True).as_(f"{node.alias}.{c}", quoted=True)
                          for c in node.source_columns]).from_(
             sqlbuild.table(node.table, info.schema).as_(node.alias, quoted=True))
@@ -122,8 +129,23 @@ class Executor:
             q = q.where(node.predicate.copy())
         con: duckdb.DuckDBPyConnection = self.catalog.con
         data = con.sql(q.sql(dialect="duckdb")).to_arrow_table()
-        widths = {f"{node.alias}.{c}": w for c, w in info.widths.items()} if node.private else {}
-        return from_arrow(data, stability=node.stability, widths=widths)
+        return from_arrow(data, stability=node.stability)
+
+    def _scan_private(self, node: Scan, info) -> PaddedTable:
+        """All ``capacity`` slots of the canonical table (docs/design.md §Storage)."""
+        if node.predicate is not None:
+            raise RuntimeError("internal error: a predicate was pushed into a private scan")
+        wanted = set(node.source_columns)
+        cols = [c for c in info.logical_columns if c.name in wanted]
+        cur = self.catalog.con.cursor()
+        try:
+            is_real, columns = read_slots(cur, info.name, cols, int(info.capacity), info.checksums)
+        finally:
+            cur.close()
+        self.ctx.trace.record(f"scan:{info.name}", -1, int(info.capacity), len(cols))
+        names = [f"{node.alias}.{c}" for c in node.source_columns]
+        return PaddedTable(names, [columns[c] for c in node.source_columns], is_real, node.stability,
+                           aligned=True)
 
     def _project(self, node: Project, t: PaddedTable, ctx) -> PaddedTable:
         if all(isinstance(e, exp.Column) for e in node.exprs.values()):
@@ -135,7 +157,9 @@ class Executor:
             w = string_width(e, col_widths)
             if w is not None:
                 widths[name] = max(1, w)
-        return project(t, node.exprs, widths=widths, ctx=ctx).table.with_stability(node.stability)
+        out = project(t, node.exprs, widths=widths, ctx=ctx).table.with_stability(node.stability)
+        out.aligned = t.aligned  # row-wise: every row stays in its slot
+        return out
 
 
 def _broadcast(big: PaddedTable, one: PaddedTable, stability: int) -> PaddedTable:
@@ -153,7 +177,8 @@ def _broadcast(big: PaddedTable, one: PaddedTable, stability: int) -> PaddedTabl
         arrays = [np.repeat(a[:1], n, axis=0) for a in c.arrays()]
         arrays[1] = arrays[1] & alive
         cols.append(c.with_arrays(arrays))
-    return PaddedTable(big.names + one.names, big.columns + cols, big.is_real & alive, stability, dict(big.meta))
+    return PaddedTable(big.names + one.names, big.columns + cols, big.is_real & alive, stability, dict(big.meta),
+                       big.aligned)
 
 
 def _unify_types(a: PaddedTable, b: PaddedTable) -> tuple[PaddedTable, PaddedTable]:

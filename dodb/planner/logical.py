@@ -32,6 +32,7 @@ class Node:
     unique: list[frozenset[str]] = field(default_factory=list, kw_only=True)
     one_row: bool = field(default=False, kw_only=True)
     max_rows: int = field(default=0, kw_only=True)  # public bound on the padded size (scans; see upper_rows)
+    aligned: bool = field(default=False, kw_only=True)  # rows in canonical slots (planner/rules/alignment.py)
     node_id: int = field(default_factory=lambda: next(_ids), kw_only=True)
 
     @property
@@ -90,13 +91,16 @@ class Scan(Node):
 
     def describe(self) -> str:
         where = f" WHERE {self.predicate.sql(dialect='duckdb')}" if self.predicate is not None else ""
-        return f"Scan {self.table} AS {self.alias} ({'private' if self.private else 'public'}){where}"
+        kind = f"private, {self.max_rows} slots" if self.private else "public"
+        return f"Scan {self.table} AS {self.alias} ({kind}){where}"
 
 
 @dataclass(eq=False)
 class Filter(Unary):
     predicate: exp.Expression
     mark_only: bool = False  # keep every slot, only clear is_real: leaks nothing (see planner/marking.py)
+    binned: bool = False     # positional bins on an aligned input (planner/alignment.py)
+    release_scale: int = 1   # 2 for bins under replace-neighbours
 
     def describe(self) -> str:
         how = " (mark only: no size released)" if self.mark_only else ""
@@ -123,6 +127,7 @@ class Join(Binary):
     degree_sources: dict = field(default_factory=dict)
     same_unit: bool = False  # along a privacy-unit path (see planner/ownership.py)
     method: str = "sort"     # or "lookup": small public right side, one pass per public row
+    release_scale: int = 1   # a lookup's filter releases bins on an aligned input: 2 under replace
 
     def describe(self) -> str:
         on = " AND ".join(f"{a} = {b}" for a, b in zip(self.left_keys, self.right_keys))
@@ -228,14 +233,14 @@ def leaks(node: Node) -> list[tuple[str, int]]:
     """The noisy releases a node makes in ``do`` mode: (name, sensitivity) each."""
     if isinstance(node, Filter):
         s = node.child.stability
-        return [("bin_counts", s)] if s > 0 and not node.mark_only else []
+        return [("bin_counts", s * node.release_scale)] if s > 0 and not node.mark_only else []
     if isinstance(node, Aggregate):
         return [("groups", node.stability)] if node.keys and node.stability > 0 else []
     if isinstance(node, Distinct) or (isinstance(node, SetOp) and node.op != "union_all"):
         return [("rows", node.stability)] if node.stability > 0 else []
     if isinstance(node, Join) and node.method == "lookup":
         s = node.left.stability
-        return [("bin_counts", s)] if s > 0 and node.how != "left" else []
+        return [("bin_counts", s * node.release_scale)] if s > 0 and node.how != "left" else []
     if isinstance(node, Join):
         sl, sr = node.left.stability, node.right.stability
         s_match = sl if node.same_unit else sl + sr * (node.left_degree or 0)

@@ -22,9 +22,11 @@ from ..operators import ExecContext
 from ..operators.context import MODES, check_privacy_params
 from .build import PlanBuilder, scans_of
 from .catalog import Catalog
+from ..wire import PaddedAnswer, decode, encode
 from .execute import Executor, NodeStats, cast_result
 from .logical import Join, Node, leaks, upper_rows, walk
 from .optimize import optimize, parse
+from .alignment import mark_alignment
 from .marking import mark_only_filters
 from .prune import prune_columns
 
@@ -120,16 +122,25 @@ class QueryPlan:
         return compose_all(self.events, self.delta) if self.events else None
 
     # -- execution -------------------------------------------------------------------------
-    def execute(self, rng: RandomSource | None = None, bin_size: int | None = None) -> pa.Table:
-        """Run the plan (the caller has admitted ``events``); returns the exact answer."""
-        ctx = ExecContext(mode=self.mode, rng=rng or new_rng(), neighbour=self.neighbour)
+    def execute(self, rng: RandomSource | None = None, bin_size: int | None = None,
+                ctx: ExecContext | None = None) -> PaddedAnswer:
+        """Run the plan (the caller has admitted ``events``).
+
+        Returns the answer padded to its charged size (:mod:`dodb.wire`): the engine never
+        strips dummies; :meth:`answer` / the ``Result`` does, on the analyst's side.
+        """
+        ctx = ctx or ExecContext(mode=self.mode, rng=rng or new_rng(), neighbour=self.neighbour)
         ex = Executor(self.catalog, ctx, self.allocation, bin_size=bin_size)
         out = ex.run(self.root)
         self.stats = ex.stats
         self.trace = ctx.trace
         self.leaks = ctx.leaks
-        table = out.select(self.internal).to_arrow()
-        return cast_result(pa.Table.from_arrays(table.columns, names=self.names), self.types)
+        return encode(out, self.internal, self.names, self.types, getattr(ctx, "error_code", 0))
+
+    @staticmethod
+    def answer(padded: PaddedAnswer) -> pa.Table:
+        """The exact answer from a padded one (analyst side: strips dummies, casts types)."""
+        return decode(padded, cast=cast_result)
 
     # -- EXPLAIN ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -249,6 +260,7 @@ def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode
         built = PlanBuilder(catalog, neighbour, lookup_costs=hints).build(optimize(parsed.copy(), catalog))
         prune_columns(built.root)
     mark_only_filters(built.root)
+    mark_alignment(built.root, neighbour)
     if len(names) == len(built.names):
         built.names = names
     alloc = allocate(built.root, epsilon, delta, allocation) if mode == "do" else {}

@@ -26,7 +26,9 @@ class _FakeScans(Executor):
         real = super()._scan(node)
         if not node.private:
             return real  # public tables are public
-        return fake_like(real)
+        fake = fake_like(real)
+        fake.aligned = real.aligned  # the same slots, all dummies
+        return fake
 
 
 def simulate_plan(plan: QueryPlan, leaked: list[int]) -> Trace:

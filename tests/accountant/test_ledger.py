@@ -40,7 +40,7 @@ def test_tables_live_in_the_dataset_database(con):
     Ledger(con)
     names = {r[0] for r in con.execute(
         "SELECT table_name FROM information_schema.tables WHERE table_schema = 'dodb_meta'").fetchall()}
-    assert names == {"budget", "ledger", "ledger_cost", "settings"}
+    assert names == {"budget", "ledger", "ledger_cost", "settings", "owner_actions"}
 
 
 @pytest.mark.parametrize("eps,delta,msg", [

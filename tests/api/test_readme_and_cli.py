@@ -53,8 +53,10 @@ def test_cli_end_to_end(tmp_path):
     con = duckdb.connect(db)
     con.execute("CREATE TABLE t AS SELECT range AS id, range % 4 AS g, range * 1.5 AS x FROM range(100)")
     con.close()
-    assert _dodb("protect", db, "t", "--privacy-unit", "id", "--max-contributions", "1", cwd=tmp_path).returncode == 0
+    r = _dodb("protect", db, "t", "--privacy-unit", "id", "--max-contributions", "1", cwd=tmp_path)
+    assert r.returncode == 2 and "budget" in r.stderr  # the capacity release needs a budget (or --capacity)
     assert _dodb("budget", db, "--set", "1.0", "1e-6", cwd=tmp_path).returncode == 0
+    assert _dodb("protect", db, "t", "--privacy-unit", "id", "--max-contributions", "1", cwd=tmp_path).returncode == 0
     r = _dodb("query", db, "SELECT g, count(*) AS n FROM t GROUP BY g ORDER BY g", "--epsilon", "0.4", "--json",
               cwd=tmp_path)
     assert r.returncode == 0, r.stderr

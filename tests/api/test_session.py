@@ -5,13 +5,16 @@ import duckdb
 import pytest
 
 import dodb
+from dodb.compare import snapshot
 
 
 def _make(db):
     db.con.execute("CREATE TABLE visits AS SELECT range AS id, range % 10 AS patient, "
                    "(range * 7) % 5 AS ward, (range % 3)::DECIMAL(10,2) * 1.5 AS cost FROM range(200)")
     db.con.execute("CREATE TABLE wards AS SELECT range AS ward, 'ward ' || range AS name FROM range(5)")
-    db.protect("visits", "patient", max_contributions=20)
+    db.oracle = snapshot(db.con)
+    # a declared public capacity: nothing is charged when the table is stored
+    db.protect("visits", "patient", max_contributions=20, capacity=256)
 
 
 def test_session_roundtrip_and_persistence(tmp_path):
@@ -22,7 +25,7 @@ def test_session_roundtrip_and_persistence(tmp_path):
     sql = "SELECT w.name, count(*) AS n, sum(v.cost) AS total FROM visits v JOIN wards w ON v.ward = w.ward " \
           "GROUP BY w.name ORDER BY w.name"
     res = db.sql(sql, epsilon=0.5)
-    want = db.con.sql(sql).fetchall()
+    want = db.oracle.sql(sql).fetchall()
     assert res.fetchall() == want
     assert res.arrow().num_rows == 5
     rep = res.privacy
@@ -119,11 +122,11 @@ def test_neighbour_relation_is_a_persisted_dataset_setting(tmp_path):
 
 def test_neighbour_relation_can_change_before_any_charge_and_is_checked_at_admission():
     con = duckdb.connect()
-    a = dodb.attach(con, guard=False)
+    a = dodb.attach(con)
     _make(a)
     a.set_budget(epsilon=2.0, delta=1e-6)
     assert a.neighbour == "add_remove"
-    b = dodb.attach(con, neighbour="replace", guard=False)  # nothing charged yet: allowed
+    b = dodb.attach(con, neighbour="replace")  # nothing charged yet: allowed
     assert a.neighbour == b.neighbour == "replace"
     # a plan made for the other relation is refused at admission and charges nothing
     p = a.plan("SELECT ward, count(*) FROM visits GROUP BY ward", epsilon=0.5, delta=1e-6)

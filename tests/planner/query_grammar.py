@@ -21,6 +21,7 @@ import pyarrow as pa
 from hypothesis import strategies as st
 
 import dodb
+from dodb.compare import snapshot
 
 # -- tables ----------------------------------------------------------------------------------
 
@@ -97,12 +98,17 @@ def databases(draw, names=("t1", "t2", "t3"), max_rows: int = 30) -> list[TableS
         else:
             rows = draw(_rows(name, max_rows=max_rows))
         unique_id = len({r["id"] for r in rows}) == len(rows)
+        # the owner declares a contribution bound that holds (the largest count per id, or
+        # more); degree bounds are released under DP (None); strings are 'é' at most: 2 bytes
+        most = max([sum(1 for r in rows if r["id"] == i) for i in {r["id"] for r in rows}], default=1)
+        widths = {c: 4 for c, (t, _) in SCHEMAS[name].items() if t == "VARCHAR"}
         if hop:
-            prot = {"privacy_unit": "id", "parent": ("t1", "id"), "max_contributions": None,
-                    "max_degree": {c: None for c in JOIN_COLUMNS if c in SCHEMAS[name]}}
+            prot = {"privacy_unit": "id", "parent": ("t1", "id"), "max_contributions": max(1, most),
+                    "max_degree": {c: None for c in JOIN_COLUMNS if c in SCHEMAS[name]}, "widths": widths}
         elif draw(st.booleans()):
             keyed = unique_id and draw(st.booleans())
-            prot = {"privacy_unit": "id", "max_contributions": None, "keys": [["id"]] if keyed else [],
+            prot = {"privacy_unit": "id", "max_contributions": max(1, most) + draw(st.integers(0, 2)),
+                    "keys": [["id"]] if keyed else [], "widths": widths,
                     "max_degree": {c: None for c in JOIN_COLUMNS if c in SCHEMAS[name] and not (keyed and c == "id")}}
         else:
             prot = None
@@ -117,11 +123,12 @@ def build_database(specs: list[TableSpec], seed: int = 1) -> "dodb.Database":
         db.con.execute(f"CREATE TABLE {spec.name} ({cols})")
         data = spec.arrow()  # noqa: F841  (read by DuckDB's replacement scan)
         db.con.execute(f"INSERT INTO {spec.name} SELECT * FROM data")
+    db.oracle = snapshot(db.con)  # DuckDB on the raw tables: the oracle (protected tables leave db.con)
+    db.set_budget(epsilon=1e9, delta=0.5)
     for spec in specs:
         if spec.protection is not None:
             p = dict(spec.protection)
             db.protect(spec.name, p.pop("privacy_unit"), **p)
-    db.set_budget(epsilon=1e9, delta=0.5)
     return db
 
 

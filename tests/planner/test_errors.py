@@ -79,8 +79,8 @@ def test_over_budget_refused_before_running(db):
 def test_plain_mode_on_private_data_needs_explicit_opt_in():
     d = dodb.connect()
     d.con.execute("CREATE TABLE t AS SELECT range AS id, range % 3 AS g FROM range(20)")
-    d.protect("t", "id", max_contributions=1)
     d.set_budget(epsilon=1.0, delta=1e-6)
+    d.protect("t", "id", max_contributions=1)
     with pytest.raises(dodb.DodbError, match="allow_insecure"):
         d.sql("SELECT g, count(*) FROM t GROUP BY g", epsilon=0.1, mode="plain")
 
@@ -88,10 +88,14 @@ def test_plain_mode_on_private_data_needs_explicit_opt_in():
 def test_bad_declarations_change_nothing():
     d = dodb.connect()
     d.con.execute("CREATE TABLE t AS SELECT range % 5 AS unit, range AS v FROM range(20)")
+    d.set_budget(epsilon=1.0, delta=1e-6)
     with pytest.raises(CatalogError, match="max_contributions"):
         d.protect("t", "unit", max_contributions=2)  # each unit owns 4 rows
+    with pytest.raises(CatalogError, match="declare max_contributions"):
+        d.protect("t", "unit")  # no bound computed from the data is published
     with pytest.raises(CatalogError, match="not unique"):
-        d.protect("t", "unit", keys=[["unit"]])
+        d.protect("t", "unit", max_contributions=4, keys=[["unit"]])
     with pytest.raises(CatalogError, match="no column"):
-        d.protect("t", "nope")
+        d.protect("t", "nope", max_contributions=4)
     assert not d.catalog.table("t").private
+    assert d.budget["spent"] == (0.0, 0.0)  # refused declarations charge nothing

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dodb
+from dodb.datasets.tpch import TPCH_WIDTHS
 from dodb.datasets import generate_tpch, tpch_query
 from dodb.planner.logical import Join, walk
 
@@ -34,8 +35,10 @@ def test_unrelated_unit_columns_are_not_assumed_equal():
     """Two tables with *direct* unit columns: their units may be different kinds."""
     db = dodb.connect()
     generate_tpch(db.con, 0.002)
-    db.protect("customer", "c_custkey", max_contributions=1, keys=[["c_custkey"]])
-    db.protect("orders", "o_custkey", keys=[["o_orderkey"]])  # direct, not via customer
+    db.set_budget(epsilon=100.0, delta=1e-3)
+    db.protect("customer", "c_custkey", max_contributions=1, keys=[["c_custkey"]], widths=TPCH_WIDTHS["customer"])
+    db.protect("orders", "o_custkey", max_contributions=40, keys=[["o_orderkey"]],  # direct, not via customer
+               widths=TPCH_WIDTHS["orders"])
     p = db.plan("SELECT count(*) FROM customer JOIN orders ON c_custkey = o_custkey", epsilon=1.0, delta=1e-6)
     (j,) = [n for n in walk(p.root) if isinstance(n, Join)]
     assert not j.same_unit

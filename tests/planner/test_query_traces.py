@@ -43,9 +43,9 @@ def test_oblivious_traces_equal_across_databases():
     """Two different databases with equal public sizes give identical oblivious traces."""
     traces = []
     for seed in (1, 2):
-        d = tpch_database(0.002)
-        # same padded sizes, different private contents
-        d.con.execute("UPDATE orders SET o_orderpriority = '1-URGENT' WHERE o_orderkey % ? = 0", [seed + 1])
+        # same true sizes and noise seed (so the same capacities), different private contents
+        d = tpch_database(0.002, prepare=lambda con: con.execute(
+            "UPDATE orders SET o_orderpriority = '1-URGENT' WHERE o_orderkey % ? = 0", [seed + 1]))
         p = d.plan(tpch_query(4), epsilon=1.0, delta=1e-6, mode="oblivious")
         p.execute()
         traces.append(p.trace)

@@ -29,7 +29,7 @@ def _ordered(sql: str) -> bool:
 def test_tpch_do_mode_matches_duckdb(db, q):
     sql = tpch_query(q)
     res = db.sql(sql, epsilon=1.0, delta=1e-6)
-    want = db.con.sql(sql).to_arrow_table()
+    want = db.oracle.sql(sql).to_arrow_table()
     assert res.arrow().column_names == want.column_names
     assert_same_rows(res.arrow(), want, ordered=_ordered(sql))
     # every operator on private data was padded, never cut below the true size
@@ -43,14 +43,14 @@ def test_tpch_oblivious_mode_matches_duckdb(db, q):
     sql = tpch_query(q)
     res = db.sql(sql, epsilon=1.0, delta=1e-6, mode="oblivious")
     assert res.privacy.charged_epsilon == 0  # fully oblivious: no size leaks, nothing charged
-    assert_same_rows(res.arrow(), db.con.sql(sql).to_arrow_table(), ordered=_ordered(sql))
+    assert_same_rows(res.arrow(), db.oracle.sql(sql).to_arrow_table(), ordered=_ordered(sql))
 
 
 @pytest.mark.parametrize("q", QUERIES)
 def test_tpch_plain_mode_matches_duckdb(db, q):
     sql = tpch_query(q)
     res = db.sql(sql, epsilon=1.0, delta=1e-6, mode="plain")
-    assert_same_rows(res.arrow(), db.con.sql(sql).to_arrow_table(), ordered=_ordered(sql))
+    assert_same_rows(res.arrow(), db.oracle.sql(sql).to_arrow_table(), ordered=_ordered(sql))
 
 
 def test_private_sizes_are_padded_not_exact(db):
@@ -69,7 +69,7 @@ def test_filter_feeding_a_global_aggregate_releases_nothing(db):
     assert not p.events and "mark only" in p.explain()
     res = db.sql(tpch_query(6), epsilon=1.0, delta=1e-6)
     assert res.privacy.charged_epsilon == 0
-    assert_same_rows(res.arrow(), db.con.sql(tpch_query(6)).to_arrow_table())
+    assert_same_rows(res.arrow(), db.oracle.sql(tpch_query(6)).to_arrow_table())
     # a filter whose output is grouped still compacts and releases its size
     p3 = db.plan(tpch_query(3), epsilon=1.0, delta=1e-6)
     assert any(e.operator.startswith("Filter") for e in p3.events)

@@ -1,0 +1,129 @@
+"""The padded answer: what leaves the engine, and how the analyst's side reads it.
+
+The engine never strips dummies (docs/threat-model.md §Where the answer leaves the
+engine).  Its output is a :class:`PaddedAnswer`: an Arrow table of the answer **padded to
+its charged noisy size** in a fixed-width encoding whose buffer sizes depend only on
+the padded size and the public widths —
+
+* ``__dodb_real``: which rows are real;
+* per answer column ``i``: ``c{i}`` holding the values with no nulls (strings and blobs
+  as ``fixed_size_binary(width)``), ``c{i}:valid`` (False = SQL NULL) and, for strings,
+  ``c{i}:len`` (byte length);
+
+plus a fixed-size ``status`` word: 0, or the code of a runtime error a real row raised
+(raised on the analyst's side, never branched on in the engine).  The schema metadata
+holds the display names and DuckDB types, which are public (the plan).
+
+:func:`decode` runs on the analyst's side — in the ``Result`` object in-process, in the
+client in served mode: it drops the dummies, rebuilds strings and NULLs, and casts to
+DuckDB's result types.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+
+from .errors import DodbError
+from .operators.table import Column, PaddedTable
+
+__all__ = ["PaddedAnswer", "encode", "decode", "QueryRuntimeError", "REAL"]
+
+REAL = "__dodb_real"
+_META = b"dodb"
+
+
+class QueryRuntimeError(DodbError):
+    """A real row made an expression fail (e.g. an integer overflow), as DuckDB would raise."""
+
+
+@dataclass
+class PaddedAnswer:
+    """The engine's output: the padded table and the query's fixed-size status word."""
+
+    table: pa.Table
+    status: np.ndarray  # (1,) int64
+
+    @property
+    def padded_size(self) -> int:
+        return self.table.num_rows
+
+    @property
+    def names(self) -> list[str]:
+        return json.loads(self.table.schema.metadata[_META])["names"]
+
+    @property
+    def types(self) -> list[str] | None:
+        return json.loads(self.table.schema.metadata[_META])["types"]
+
+
+def _fixed(values: np.ndarray) -> pa.Array:
+    n, w = values.shape
+    return pa.Array.from_buffers(pa.binary(w), n, [None, pa.py_buffer(np.ascontiguousarray(values).tobytes())])
+
+
+def _values(c: Column) -> pa.Array:
+    if c.is_string:
+        return _fixed(c.values)
+    return Column(c.type, c.values, np.ones(c.valid.shape[0], dtype=bool), None).to_arrow()
+
+
+def encode(t: PaddedTable, columns: list[str], names: list[str], types: list[str] | None,
+           status: int | np.ndarray = 0) -> PaddedAnswer:
+    """The padded answer of ``t``'s ``columns`` (in order), shown as ``names``."""
+    arrays, fields = [pa.array(np.asarray(t.is_real, dtype=bool))], [REAL]
+    kinds = []
+    for i, name in enumerate(columns):
+        c = t.column(name)
+        arrays += [_values(c), pa.array(np.asarray(c.valid, dtype=bool))]
+        fields += [f"c{i}", f"c{i}:valid"]
+        if c.is_string:
+            arrays.append(pa.array(np.asarray(c.lengths, dtype=np.int32)))
+            fields.append(f"c{i}:len")
+        kinds.append(str(c.type))
+    meta = {"names": list(names), "types": list(types) if types else None, "kinds": kinds}
+    table = pa.Table.from_arrays(arrays, names=fields).replace_schema_metadata({_META: json.dumps(meta).encode()})
+    word = np.zeros(1, dtype=np.int64) + np.asarray(status, dtype=np.int64).reshape(-1)[:1]
+    return PaddedAnswer(table, word)
+
+
+def _strings(values: pa.Array, lengths: np.ndarray, valid: np.ndarray, typ: pa.DataType) -> pa.Array:
+    n = len(values)
+    w = values.type.byte_width
+    mat = np.frombuffer(values.buffers()[1], dtype=np.uint8, count=n * w).reshape(n, w) if n and w else \
+        np.zeros((n, max(w, 0)), np.uint8)
+    col = Column(typ, mat, valid, lengths.astype(np.int32))
+    return col.to_arrow()
+
+
+def decode(answer: PaddedAnswer, error_message: Callable[[int], str] | None = None,
+           cast: Callable[[pa.Table, list[str] | None], pa.Table] | None = None) -> pa.Table:
+    """The exact answer: real rows only, strings and NULLs rebuilt, cast to DuckDB's types.
+
+    Analyst side only.  Raises :class:`QueryRuntimeError` if the status word is set.
+    """
+    code = int(answer.status[0])
+    if code:
+        raise QueryRuntimeError(error_message(code) if error_message else f"query failed (error code {code})")
+    t = answer.table
+    meta = json.loads(t.schema.metadata[_META])
+    real = np.asarray(t.column(REAL).to_numpy(zero_copy_only=False), dtype=bool)
+    keep = t.filter(pa.array(real))
+    out = []
+    for i, kind in enumerate(meta["kinds"]):
+        vals = keep.column(f"c{i}").combine_chunks()
+        valid = np.asarray(keep.column(f"c{i}:valid").to_numpy(zero_copy_only=False), dtype=bool)
+        if pa.types.is_null(vals.type):
+            out.append(pa.nulls(len(vals)))
+        elif f"c{i}:len" in keep.column_names:
+            lengths = np.asarray(keep.column(f"c{i}:len").to_numpy(zero_copy_only=False))
+            typ = pa.string() if kind in ("string", "large_string") else pa.binary()
+            out.append(_strings(vals, lengths, valid, typ))
+        else:
+            out.append(pa.Array.from_buffers(vals.type, len(vals), [pa.array(valid).buffers()[1]] + vals.buffers()[1:],
+                                             null_count=int((~valid).sum())) if len(vals) else vals)
+    table = pa.Table.from_arrays(out, names=meta["names"]) if out else pa.table({})
+    return cast(table, meta["types"]) if cast is not None else table
