@@ -1,4 +1,4 @@
-"""The ``dodb`` command line: demo, query, explain, budget, protect.
+"""The ``dodb`` command line: demo, query, explain, budget, protect, audit.
 
 User errors (bad SQL, unknown tables, budget exceeded, invalid parameters) print one
 clear line on stderr and exit with status 2 — no traceback.  ``--json`` prints machine-
@@ -211,12 +211,19 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--capacity", type=int, help="a public capacity (>= rows): nothing is charged for the size")
     pr.add_argument("--epsilon", type=float, help="ε for the released size (default: 5%% of the budget)")
     pr.add_argument("--json", action="store_true")
+    from .audit import command as audit_command
+
+    audit_command.add_arguments(sub.add_parser(
+        "audit", help="coupled-neighbour audit of queries on a TPC-H sample (exit 1 if any view differs)"))
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    handlers = {"demo": _demo, "query": _query, "explain": _explain, "budget": _budget, "protect": _protect}
+    from .audit import command as audit_command
+
+    handlers = {"demo": _demo, "query": _query, "explain": _explain, "budget": _budget, "protect": _protect,
+                "audit": audit_command.run}
     try:
         return handlers[args.command](args)
     except (DodbError, BudgetExceededError, BudgetNotSetError, LedgerError, ValueError, duckdb.Error) as e:

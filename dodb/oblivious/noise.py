@@ -40,6 +40,9 @@ __all__ = [
 ]
 
 Number = Union[int, float, Fraction]
+# Per-release cap on ε (ShiftedTruncatedDiscreteLaplace.for_privacy): at ε = 40 the noise is
+# 0 with probability 1 - 8e-18, and the fixed-work sampler's tables stay a few hundred bits wide.
+MAX_RELEASE_EPSILON = 40.0
 _DENOM = 1 << 20  # resolution used when a float parameter must become a rational
 
 
@@ -377,11 +380,17 @@ class ShiftedTruncatedDiscreteLaplace(_ShiftedTruncated):
 
     @classmethod
     def for_privacy(cls, epsilon: float, delta: float, sensitivity: int = 1) -> "ShiftedTruncatedDiscreteLaplace":
-        """Parameters for an ``(epsilon, delta)`` count release with the given sensitivity."""
+        """Parameters for an ``(epsilon, delta)`` count release with the given sensitivity.
+
+        ``epsilon`` is capped at :data:`MAX_RELEASE_EPSILON`: a smaller ε is only more
+        private (and the charge follows the mechanism, :meth:`epsilon`), while the
+        fixed-work sampler's tables need ~``1.5·ε`` bits per entry (docs/design.md §Samplers).
+        """
         _check_epsilon(epsilon)
         _check_delta(delta)
         if sensitivity < 1 or int(sensitivity) != sensitivity:
             raise ValueError("sensitivity must be a positive integer")
+        epsilon = min(float(epsilon), MAX_RELEASE_EPSILON)
         scale = to_fraction(Fraction(int(sensitivity)) / Fraction(epsilon), round_up=True)
         shift = _smallest_shift(lambda s: cls(scale, s), int(sensitivity), delta)
         return cls(scale, shift)

@@ -24,13 +24,19 @@ from ..oblivious.rng import RandomSource, new_rng
 from ..oblivious.trace import Trace
 from .kernels import Kernels, kernels_for
 
-__all__ = ["MODES", "Leak", "ExecContext", "OpResult", "check_privacy_params", "UnboundedStabilityError"]
+__all__ = ["MODES", "Leak", "ExecContext", "OpResult", "check_privacy_params", "UnboundedStabilityError",
+           "ReplayBelowTrueError"]
 
 MODES = ("do", "oblivious", "plain")
 
 
 class UnboundedStabilityError(ValueError):
     """An operator's output stability is unbounded (e.g. a join without degree bound)."""
+
+
+class ReplayBelowTrueError(RuntimeError):
+    """An audit replay handed a release a value below its true value (the coupling's
+    failure event, whose probability the padding's δ bounds; docs/design.md §Audit)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +86,10 @@ class ExecContext:
     neighbour: str = "add_remove"  # or "replace"
     replay: list[int] | None = None
     leaks: list[Leak] = field(default_factory=list)
+    # audit only (docs/design.md §Audit): the true values of every release, in order, and an
+    # observer told when each plan node starts and ends; never set when serving queries
+    true_log: list | None = None
+    observer: object | None = None
     _counter: int = 0
     _mech_cache: dict = field(default_factory=dict)
     # the query's expression status: the largest per-row error code of a real row seen by
@@ -113,6 +123,8 @@ class ExecContext:
         """Release ``true + noise`` (one-sided) for each value; record the leak and trace."""
         if sensitivity == 0:
             # the input is public (e.g. only public tables upstream): the size is public too
+            if self.true_log is not None:
+                self.true_log.append((operator, name, 0, tuple(int(v) for v in np.asarray(true_values).tolist())))
             vals = [int(v) for v in np.asarray(true_values).tolist()] if self.replay is None \
                 else [self.replay.pop(0) for _ in range(len(true_values))]
             for v in vals:
@@ -127,8 +139,12 @@ class ExecContext:
             raise RuntimeError(f"internal error: {operator} releases {k} values, above the accounted maximum")
         # the sampler does the same work in a replay (the audit's neighbour run): its draws are part of the view
         noise = mech.sample_many(self.rng, k)
+        if self.true_log is not None:
+            self.true_log.append((operator, name, int(sensitivity), tuple(int(v) for v in np.asarray(true_values).tolist())))
         if self.replay is not None:
             vals = [self.replay.pop(0) for _ in range(k)]
+            if self.true_log is not None and any(v < t for v, t in zip(vals, self.true_log[-1][3])):
+                raise ReplayBelowTrueError(f"{operator}:{name}: replayed size below the true size")
         else:
             vals = [int(v) + int(z) for v, z in zip(np.asarray(true_values).tolist(), noise)]
         for v in vals:

@@ -21,6 +21,7 @@ import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
+from .. import duckcalls
 from .context import ExecContext, OpResult
 from .table import Column, PaddedTable, column_from_arrow
 
@@ -67,9 +68,9 @@ def evaluate(table: PaddedTable, exprs: Mapping[str, exp.Expression | str]) -> p
         exp.to_identifier(BATCH_NAME, quoted=True))
     sql = select.sql(dialect="duckdb")
     con = _connection()
-    con.register(BATCH_NAME, batch)
+    duckcalls.register(con, BATCH_NAME, batch)
     try:
-        out = con.sql(sql).to_arrow_table()
+        out = duckcalls.fetch_arrow(con, sql)
     finally:
         con.unregister(BATCH_NAME)
     if out.num_rows != table.padded_size:

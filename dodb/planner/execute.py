@@ -17,7 +17,7 @@ import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
-from .. import sqlbuild
+from .. import duckcalls, sqlbuild
 from ..operators import (
     ExecContext, PaddedTable, distinct, filter_table, from_arrow, group_by, join, order_by,
     predicate_mask, project, set_operation,
@@ -60,8 +60,13 @@ class Executor:
         ctx = self.public_ctx if public else self.ctx
         eps, delta = self.allocation.get(node.node_id, (1.0, 0.5))
         before = len(ctx.leaks)
+        observer = self.ctx.observer  # the audit's view recorder (docs/design.md §Audit)
+        if observer is not None:
+            observer.enter(node)
         t0 = time.perf_counter()
         out = self._dispatch(node, inputs, ctx, eps, delta)
+        if observer is not None:
+            observer.leave(node, out)
         made = ctx.leaks[before:] if ctx is self.ctx else []
         planned = leaks(node) if self.ctx.mode == "do" else []
         share = eps / max(1, len(planned))
@@ -128,7 +133,7 @@ class Executor:
         if node.predicate is not None:
             q = q.where(node.predicate.copy())
         con: duckdb.DuckDBPyConnection = self.catalog.con
-        data = con.sql(q.sql(dialect="duckdb")).to_arrow_table()
+        data = duckcalls.fetch_arrow(con, q.sql(dialect="duckdb"))
         return from_arrow(data, stability=node.stability)
 
     def _scan_private(self, node: Scan, info) -> PaddedTable:

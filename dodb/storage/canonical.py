@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
-from .. import sqlbuild
+from .. import duckcalls, sqlbuild
 from ..errors import CatalogError
 from ..oblivious import oblivious_sort
 from ..oblivious.noise import numpy_generator
@@ -145,7 +145,7 @@ def read_slots(con, table: str, cols: list[LogicalColumn], capacity: int,
     names = [n for n, _ in physical_columns(cols)]
     q = exp.select(*[exp.column(n, quoted=True) for n in names]).from_(
         exp.table_(table, db=PRIVATE_SCHEMA, quoted=True))
-    data = con.sql(q.sql(dialect="duckdb")).to_arrow_table()
+    data = duckcalls.fetch_arrow(con, q.sql(dialect="duckdb"))
     if data.num_rows == capacity:
         slot = data.column(SLOT).to_numpy()
         if not np.array_equal(slot, np.arange(capacity, dtype=slot.dtype)):  # slot numbers are public

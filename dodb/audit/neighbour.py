@@ -1,0 +1,260 @@
+"""Coupled neighbours of a protected database (docs/neighbours.md, docs/design.md §Audit).
+
+The audit reads every private table's slot array, assigns each real slot to its privacy
+unit by following the unit path (a child row belongs to the unit of the parent row its
+key names; an orphan to the unit its key names; a NULL key is a unit of its own), and
+builds the coupled neighbour **in the same slots**:
+
+* add/remove: unit ``u``'s rows become dummies (zeroed, not real);
+* replace: ``u``'s slots receive the rows of a new unit ``v`` — a copy of another unit
+  ``w``'s rows with fresh key values — extra rows go to uniformly random dummy slots and
+  ``u``'s leftover slots become dummies.  The copy keeps every declared bound (checked).
+
+This is owner tooling: it reads private rows in the clear, outside the observer model.
+"""
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Hashable
+
+import duckdb
+import numpy as np
+
+from ..errors import DodbError
+from ..operators.table import Column, PaddedTable
+from ..planner.catalog import META_SCHEMA, META_TABLE, Catalog, TableInfo
+from ..storage.canonical import read_slots, write_slots
+
+__all__ = ["AuditError", "SlotState", "Neighbourhood"]
+
+
+class AuditError(DodbError):
+    """The audit cannot be run as asked (no private table, no unit to sample, ...)."""
+
+
+@dataclass
+class SlotState:
+    """One private table's slots as the audit holds them (owner side)."""
+
+    info: TableInfo
+    is_real: np.ndarray
+    columns: dict[str, Column]
+
+    def copy(self) -> "SlotState":
+        cols = {n: Column(c.type, c.values.copy(), c.valid.copy(), None if c.lengths is None else c.lengths.copy())
+                for n, c in self.columns.items()}
+        return SlotState(self.info, self.is_real.copy(), cols)
+
+    def values(self, name: str) -> list:
+        """The column's Python values per slot (None on NULLs and dummies)."""
+        c = self.columns[name]
+        arr = c.to_arrow().to_pylist()
+        return [v if (r and ok) else None for v, r, ok in zip(arr, self.is_real, c.valid)]
+
+    def clear(self, slots: np.ndarray) -> None:
+        """Turn ``slots`` into dummies: not real, zeroed contents (what loading writes)."""
+        self.is_real[slots] = False
+        for c in self.columns.values():
+            c.values[slots] = 0
+            c.valid[slots] = False
+            if c.lengths is not None:
+                c.lengths[slots] = 0
+
+    def move(self, src: "SlotState", i: int, j: int) -> None:
+        """Copy slot ``i`` of ``src`` into slot ``j`` of this table (as a real row)."""
+        self.is_real[j] = True
+        for n, c in self.columns.items():
+            s = src.columns[n]
+            c.values[j] = s.values[i]
+            c.valid[j] = s.valid[i]
+            if c.lengths is not None:
+                c.lengths[j] = s.lengths[i]
+
+
+@dataclass
+class Neighbourhood:
+    """A protected database's private tables, their units, and its coupled neighbours."""
+
+    con: duckdb.DuckDBPyConnection
+    catalog: Catalog
+    states: dict[str, SlotState] = field(default_factory=dict)
+    units: dict[str, list[Hashable]] = field(default_factory=dict)
+    _specs: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, con: duckdb.DuckDBPyConnection, catalog: Catalog) -> "Neighbourhood":
+        catalog.refresh()
+        private = [t for t, i in catalog.tables.items() if i.private]
+        if not private:
+            raise AuditError("the database has no protected table: nothing to audit")
+        nb = cls(con, catalog)
+        cur = con.cursor()
+        try:
+            for t in private:
+                info = catalog.table(t)
+                is_real, columns = read_slots(cur, t, info.logical_columns, int(info.capacity), info.checksums)
+                nb.states[t] = SlotState(info, is_real.copy(), columns)
+                nb._specs[t] = cur.execute(f"SELECT spec FROM {META_SCHEMA}.{META_TABLE} WHERE table_name = ?",
+                                           [t]).fetchall()[0][0]
+        finally:
+            cur.close()
+        for t in nb.order():
+            nb.units[t] = nb._units_of(t)
+        return nb
+
+    def order(self) -> list[str]:
+        """Private tables, parents before children."""
+        return sorted(self.states, key=lambda t: len(self.catalog.unit_path(t)))
+
+    def _units_of(self, t: str) -> list[Hashable]:
+        st = self.states[t]
+        info = st.info
+        keys = st.values(info.privacy_unit)
+        if info.parent is None:
+            return [None if not r else (("null", t, i) if k is None else ("unit", k))
+                    for i, (k, r) in enumerate(zip(keys, st.is_real))]
+        ptable, pkey = info.parent
+        pstate = self.states[ptable]
+        owner = {v: u for v, u in zip(pstate.values(pkey), self.units[ptable]) if u is not None and v is not None}
+        return [None if not r else (("null", t, i) if k is None else owner.get(k, ("orphan", ptable, k)))
+                for i, (k, r) in enumerate(zip(keys, st.is_real))]
+
+    # -- sampling ----------------------------------------------------------------------
+    def root_units(self) -> list[Hashable]:
+        """Units owning rows, the unit owning most rows first, then in first-slot order."""
+        count: dict[Hashable, int] = {}
+        for t in self.order():
+            for u in self.units[t]:
+                if u is not None:
+                    count[u] = count.get(u, 0) + 1
+        return sorted(count, key=lambda u: -count[u])
+
+    def sample(self, k: int, rng: random.Random) -> list[Hashable]:
+        """``k`` distinct units: the busiest one (most rows) and ``k - 1`` uniformly at random."""
+        units = self.root_units()
+        if not units:
+            raise AuditError("no privacy unit owns a row: nothing to audit")
+        rest = units[1:]
+        return units[:1] + rng.sample(rest, min(k - 1, len(rest)))
+
+    # -- neighbours --------------------------------------------------------------------
+    def removed(self, u: Hashable) -> dict[str, SlotState]:
+        """The add/remove neighbour: ``u``'s rows turned into dummies in the same slots."""
+        out = {}
+        for t, st in self.states.items():
+            new = st.copy()
+            slots = np.array([i for i, x in enumerate(self.units[t]) if x == u], dtype=np.int64)
+            if slots.size:
+                new.clear(slots)
+            out[t] = new
+        return out
+
+    def replaced(self, u: Hashable, rng: random.Random, tries: int = 20) -> dict[str, SlotState]:
+        """The replace neighbour: ``u``'s rows replaced by a fresh unit copying another unit's rows."""
+        others = [w for w in self.root_units() if w != u and w[0] == "unit"]
+        rng.shuffle(others)
+        last = "no other unit to copy"
+        for w in others[:tries]:
+            try:
+                out = self._replace(u, w, rng)
+            except AuditError as e:
+                last = str(e)
+                continue
+            bad = self._violations(out)
+            if not bad:
+                return out
+            last = bad
+        raise AuditError(f"cannot build a replace neighbour of unit {u[1]!r}: {last}")
+
+    def _replace(self, u: Hashable, w: Hashable, rng: random.Random) -> dict[str, SlotState]:
+        out = {t: st.copy() for t, st in self.states.items()}
+        fresh: dict[str, dict[str, dict]] = {}   # table -> column -> old value -> new value
+        for t in self.order():
+            st, new, info = self.states[t], out[t], self.states[t].info
+            mine = [i for i, x in enumerate(self.units[t]) if x == u]
+            rows = [i for i, x in enumerate(self.units[t]) if x == w]
+            dummies = [i for i in range(len(st.is_real)) if not st.is_real[i]]
+            if mine:
+                new.clear(np.array(mine, dtype=np.int64))
+            extra = max(0, len(rows) - len(mine))
+            if extra > len(dummies):
+                raise AuditError(f"{t!r} has too few dummy slots for the replacing unit's rows")
+            targets = mine[:len(rows)] + rng.sample(dummies, extra)
+            remap = self._remapped_columns(t, fresh)
+            hop = info.privacy_unit if info.parent is not None and info.privacy_unit in remap else None
+            vals = {c: st.values(c) for c in remap}
+            fresh[t] = {c: {} for c in remap if c != hop}
+            nxt = {}
+            for c in fresh[t]:
+                present = [v for v in vals[c] if v is not None]
+                if present and not isinstance(present[0], int):
+                    raise AuditError(f"key column {t}.{c} is not an integer: a fresh unit cannot be made")
+                nxt[c] = max(present, default=0) + 1
+            for i, j in zip(rows, targets):
+                new.move(st, i, j)
+                for c in remap:
+                    old = vals[c][i]
+                    if c == hop:
+                        value = fresh[info.parent[0]][info.parent[1]].get(old, old)
+                    else:
+                        m = fresh[t][c]
+                        if old not in m:
+                            m[old], nxt[c] = nxt[c], nxt[c] + 1
+                        value = m[old]
+                    if value is not None:
+                        new.columns[c].values[j] = value
+        return out
+
+    def _remapped_columns(self, t: str, fresh: dict) -> list[str]:
+        """Columns whose values a copied unit must not share with the original: the unit
+        column of a root table, single-column integer keys, and foreign keys into remapped
+        parent keys.  A multi-column key that keeps none of them cannot be copied."""
+        info = self.catalog.table(t)
+        cols = [info.privacy_unit] if info.parent is None else []
+        if info.parent is not None and info.parent[1] in fresh.get(info.parent[0], {}):
+            cols.append(info.privacy_unit)
+        for key in info.keys:
+            if len(key) == 1 and key[0] not in cols:
+                cols.append(key[0])
+            elif len(key) > 1 and not set(key) & set(cols):
+                raise AuditError(f"key {key} of {t!r} would repeat in the copied unit")
+        return cols
+
+    def _violations(self, states: dict[str, SlotState]) -> str:
+        """'' if every declared bound holds in ``states``, else the first violation."""
+        for t, st in states.items():
+            info = st.info
+            for c, bound in [*info.max_degree.items(), *[(k[0], 1) for k in info.keys if len(k) == 1]]:
+                vals = [v for v in st.values(c) if v is not None]
+                if vals:
+                    most = max(np.unique(np.array(vals, dtype=object), return_counts=True)[1])
+                    if most > bound:
+                        return f"{t}.{c} would have {most} rows per value (bound {bound})"
+        return ""
+
+    # -- writing -----------------------------------------------------------------------
+    def write(self, states: dict[str, SlotState]) -> None:
+        """Store ``states`` as the database's private tables (same capacities), in one transaction."""
+        w = self.con.cursor()
+        try:
+            w.execute("BEGIN TRANSACTION").fetchall()
+            for t, st in states.items():
+                slots = PaddedTable(list(st.columns), list(st.columns.values()), st.is_real, 0)
+                cols = st.info.logical_columns
+                spec = json.loads(self._specs[t])
+                spec["checksums"] = write_slots(w, t, [c for c in cols if c.name in st.columns], slots)
+                w.execute(f"UPDATE {META_SCHEMA}.{META_TABLE} SET spec = ? WHERE table_name = ?",
+                          [json.dumps(spec), t]).fetchall()
+            w.execute("COMMIT").fetchall()
+        except BaseException:
+            w.execute("ROLLBACK").fetchall()
+            raise
+        finally:
+            w.close()
+        self.catalog.refresh()
+
+    def restore(self) -> None:
+        """Put the original slots back."""
+        self.write(self.states)

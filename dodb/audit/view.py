@@ -1,0 +1,155 @@
+"""What the audit records of one run: the observer's view (docs/threat-model.md, docs/design.md §Audit).
+
+* the trace (every kernel pass, allocation and released value, in order);
+* per plan node, the numpy allocations — the multiset of sizes of live numpy buffers
+  (tracemalloc's numpy domain) when the node ends, relative to the start of the run,
+  and the peak of traced memory while it ran — and the Arrow memory pool's usage;
+* per plan node, the shape of its output: padded length, and each array's dtype and size;
+* every call into DuckDB (:mod:`dodb.duckcalls`): SQL text, the Arrow data handed over
+  and the sizes of every result buffer;
+* the padded answer's buffers.
+
+Two runs on coupled neighbours, with the first run's released values replayed into the
+second, must record equal views.
+"""
+from __future__ import annotations
+
+import gc
+import re
+import tracemalloc
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = ["ViewRecorder", "View", "CountingSource", "first_difference"]
+
+_NUMPY_DOMAIN = np.lib.tracemalloc_domain
+# Peak traced memory is compared at this granularity, and two peaks one step apart count
+# as equal: the peak also counts Python objects (integers whose size depends on their
+# magnitude, interpreter caches), which the threat model leaves out of scope
+# (docs/threat-model.md, "The Python interpreter's own bookkeeping").  Buffers that
+# outlive an operator are compared exactly (the numpy block multisets), and so is every
+# allocation the oblivious layer records in the trace.
+PEAK_GRANULARITY = 4096
+_NODE_LABEL = re.compile(r"#\d+")
+
+
+def _renumber(text: str) -> str:
+    """Plan node labels (``Filter#6``) renumbered in order of appearance.
+
+    Node ids come from a process-wide counter, a public count of plans built so far;
+    the audit compares plans of two runs, so only the numbering's pattern matters.
+    """
+    ids: dict[str, str] = {}
+    return _NODE_LABEL.sub(lambda m: ids.setdefault(m.group(0), f"#{len(ids)}"), text)
+
+
+def _numpy_blocks() -> Counter:
+    snap = tracemalloc.take_snapshot().filter_traces([tracemalloc.DomainFilter(True, _NUMPY_DOMAIN)])
+    return Counter(t.size for t in snap.traces)
+
+
+@dataclass
+class View:
+    """Everything recorded of one run; equal views mean the observer cannot tell the runs apart."""
+
+    plan: str = ""
+    trace: list = field(default_factory=list)
+    nodes: list = field(default_factory=list)
+    duckdb: list = field(default_factory=list)
+    random: list = field(default_factory=list)
+    answer: Any = None
+
+    def parts(self) -> dict[str, list]:
+        return {"plan": [_renumber(self.plan)], "trace": [str(e) for e in self.trace], "operators": self.nodes,
+                "duckdb": self.duckdb, "random": self.random, "answer": [self.answer]}
+
+
+def first_difference(a: View, b: View) -> str:
+    """'' if the views are equal, else where they first differ (one line)."""
+    pa_, pb = a.parts(), b.parts()
+    for part in pa_:
+        x, y = pa_[part], pb[part]
+        for i, (u, v) in enumerate(zip(x, y)):
+            if not _same(part, u, v):
+                if isinstance(u, dict) and isinstance(v, dict):
+                    key = next(k for k in u if u.get(k) != v.get(k))
+                    return f"{part} item {i} ({u.get('node', '')}): {key} {_short(u[key])} != {_short(v.get(key))}"
+                return f"{part} item {i}: {_short(u)} != {_short(v)}"
+        if len(x) != len(y):
+            return f"{part}: {len(x)} items != {len(y)}"
+    return ""
+
+
+def _same(part: str, u: Any, v: Any) -> bool:
+    if part != "operators" or not isinstance(u, dict) or not isinstance(v, dict):
+        return u == v
+    pu, pv = u.get("peak"), v.get("peak")
+    if pu is not None and pv is not None and abs(pu - pv) > 1:
+        return False
+    return {k: x for k, x in u.items() if k != "peak"} == {k: x for k, x in v.items() if k != "peak"}
+
+
+def _short(x: Any, limit: int = 160) -> str:
+    s = repr(x)
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+class CountingSource:
+    """A random source that records the size of every request (the sampler's work is part of
+    the view: a sampler whose draws depend on data shows up here)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.requests: list[tuple[str, int]] = []
+
+    def getrandbits(self, k: int) -> int:
+        self.requests.append(("bits", int(k)))
+        return self.inner.getrandbits(k)
+
+    def randrange(self, stop: int) -> int:
+        self.requests.append(("range", int(stop)))
+        return self.inner.randrange(stop)
+
+
+class ViewRecorder:
+    """The executor's observer (``ExecContext.observer``) for one run."""
+
+    def __init__(self, allocations: bool = True):
+        self.allocations = allocations
+        self.nodes: list = []
+        self._baseline: Counter = Counter()
+        self._started = False
+
+    def start(self) -> None:
+        gc.collect()
+        if self.allocations:
+            if not tracemalloc.is_tracing():
+                tracemalloc.start()
+                self._started = True
+            self._baseline = _numpy_blocks()
+        self._arrow0 = pa.total_allocated_bytes()
+
+    def stop(self) -> None:
+        if self._started:
+            tracemalloc.stop()
+            self._started = False
+
+    def enter(self, node) -> None:
+        if self.allocations:
+            tracemalloc.reset_peak()
+            self._cur0 = tracemalloc.get_traced_memory()[0]
+
+    def leave(self, node, out) -> None:
+        rec: dict[str, Any] = {"node": node.describe(), "padded": out.padded_size, "aligned": bool(out.aligned),
+                               "arrays": [(str(a.dtype), a.shape) for a in out.arrays()]}
+        if self.allocations:
+            now = _numpy_blocks()
+            rec["numpy_new"] = sorted((now - self._baseline).items())
+            rec["numpy_freed"] = sorted((self._baseline - now).items())
+            rec["peak"] = (tracemalloc.get_traced_memory()[1] - self._cur0) // PEAK_GRANULARITY
+        rec["arrow"] = pa.total_allocated_bytes() - self._arrow0
+        self.nodes.append(rec)

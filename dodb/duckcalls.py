@@ -1,0 +1,56 @@
+"""The engine's calls into DuckDB, in one place, so the audit can log them (docs/design.md §Audit).
+
+What an observer sees of a call is the SQL text (built by dodb from its plan), the Arrow
+data handed over, and the size of what comes back — for an Arrow result, the length and
+the size of every buffer of every column.  :func:`recording` collects those for the
+calls made inside it; outside it the functions are thin wrappers.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Iterator
+
+import duckdb
+import pyarrow as pa
+
+__all__ = ["fetch_arrow", "register", "recording", "arrow_shape"]
+
+_LOG: ContextVar[list | None] = ContextVar("dodb_duck_calls", default=None)
+
+
+def arrow_shape(table: pa.Table) -> tuple:
+    """``(rows, ((column, type, (buffer sizes…)), …))``: what the sizes of ``table`` show."""
+    cols = []
+    for name, col in zip(table.column_names, table.columns):
+        sizes = tuple(b.size if b is not None else -1 for chunk in col.chunks for b in chunk.buffers())
+        cols.append((name, str(col.type), sizes))
+    return table.num_rows, tuple(cols)
+
+
+def fetch_arrow(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
+    """Run ``sql`` (built by dodb) and return the result as Arrow; logged when recording."""
+    out = con.sql(sql).to_arrow_table()
+    log = _LOG.get()
+    if log is not None:
+        log.append(("sql", sql, arrow_shape(out)))
+    return out
+
+
+def register(con: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> None:
+    """Hand an Arrow table to DuckDB under ``name``; logged when recording."""
+    con.register(name, table)
+    log = _LOG.get()
+    if log is not None:
+        log.append(("register", name, arrow_shape(table)))
+
+
+@contextmanager
+def recording() -> Iterator[list]:
+    """Collect every call made through this module (in this context) into a list."""
+    log: list = []
+    token = _LOG.set(log)
+    try:
+        yield log
+    finally:
+        _LOG.reset(token)

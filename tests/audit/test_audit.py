@@ -1,0 +1,170 @@
+"""The coupled-neighbour audit (docs/design.md §Audit): DO plans give identical views on
+coupled neighbours, and every leak class planted into the engine is caught."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import duckdb
+import numpy as np
+import pytest
+
+import dodb
+from dodb.audit import AuditError, audit
+from dodb.operators.context import ExecContext
+from dodb.planner import execute as execute_mod
+
+QUERIES = [
+    "SELECT count(*) FROM patients",
+    "SELECT ward, count(*), sum(age) FROM patients WHERE age > 30 GROUP BY ward",
+    "SELECT w.name, count(*) FROM visits v JOIN patients p ON v.pid = p.id JOIN wards w ON p.ward = w.ward "
+    "WHERE v.amount > 10 GROUP BY w.name",
+]
+
+
+def _database(neighbour: str = "add_remove") -> dodb.Database:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE patients (id INTEGER PRIMARY KEY, ward INTEGER NOT NULL, age INTEGER)")
+    con.execute("INSERT INTO patients SELECT range, range % 4, CASE WHEN range % 9 = 0 THEN NULL "
+                "ELSE 20 + (range * 7) % 50 END FROM range(48)")
+    con.execute("CREATE TABLE visits (pid INTEGER, amount INTEGER)")
+    con.execute("INSERT INTO visits SELECT (range * 5) % 48, range % 37 FROM range(90) WHERE (range * 5) % 48 % 3 <> 0 "
+                "OR range < 48")
+    con.execute("CREATE TABLE wards AS SELECT range AS ward, 'w' || range AS name FROM range(4)")
+    db = dodb.attach(con, seed=3, neighbour=neighbour)
+    db.set_budget(epsilon=1e6, delta=0.5)
+    db.protect("patients", "id", max_contributions=1, keys=[["id"]])
+    n = con.execute("SELECT max(c) FROM (SELECT count(*) c FROM visits GROUP BY pid)").fetchall()[0]
+    db.protect("visits", "pid", parent=("patients", "id"), max_contributions=int(n[0]) if n[0] else 1)
+    return db
+
+
+@pytest.fixture(scope="module")
+def db():
+    return _database()
+
+
+def test_do_plans_have_identical_views_on_coupled_neighbours(db):
+    spent = db.budget["spent"]
+    before = db.con.execute("SELECT * FROM dodb_private.patients ORDER BY ALL").fetchall()
+    report = audit(db, QUERIES, pairs=2, seed=1)
+    assert report.ok, "\n".join(report.lines())
+    assert report.lines()[-1] == "audit: 6 of 6 neighbour pairs identical"
+    assert all(q.releases > 0 for q in report.queries[1:])  # the filtered queries released padded sizes
+    # the audit restores the data and charges nothing
+    assert db.con.execute("SELECT * FROM dodb_private.patients ORDER BY ALL").fetchall() == before
+    assert db.budget["spent"] == spent
+    assert db.sql("SELECT count(*) FROM patients", epsilon=1.0).arrow().to_pylist() == [{"count_star()": 48}]
+
+
+def test_replace_neighbours():
+    report = audit(_database("replace"), QUERIES[:2], pairs=2, seed=2)
+    assert report.ok, "\n".join(report.lines())
+
+
+def test_plain_mode_is_told_apart(db):
+    report = audit(db, QUERIES[1:2], pairs=3, mode="plain")
+    assert not report.ok and report.identical < 3, "\n".join(report.lines())
+
+
+# -- planted leaks: each must be caught ---------------------------------------------------------
+
+def test_planted_exact_size_release_is_caught(db, monkeypatch):
+    """A release charged as usual whose operator then pads to the true count (v1's exact sizes)."""
+    orig = ExecContext.release
+
+    def exact(self, operator, name, true_values, *args, **kwargs):
+        orig(self, operator, name, true_values, *args, **kwargs)
+        vals = np.asarray(true_values, dtype=np.int64)
+        for v in vals.tolist():
+            self.trace.leak(f"{operator}:{name}:exact", v)
+        return vals
+
+    monkeypatch.setattr(ExecContext, "release", exact)
+    report = audit(db, QUERIES[1:2], pairs=2)
+    assert report.identical == 0, "\n".join(report.lines())
+
+
+def test_planted_undercharged_release_is_caught(db, monkeypatch):
+    """A release whose values move by more than the sensitivity it was charged for."""
+    orig = ExecContext.release
+
+    def undercharged(self, *args, **kwargs):
+        out = orig(self, *args, **kwargs)
+        if self.true_log:
+            op, name, s, vals = self.true_log[-1]
+            self.true_log[-1] = (op, name, 0 if s else s, vals)  # the charge claims the values cannot move
+        return out
+
+    monkeypatch.setattr(ExecContext, "release", undercharged)
+    report = audit(db, QUERIES[1:2], pairs=3)
+    assert report.identical < 3 and "charged sensitivity" in "\n".join(report.lines())
+
+
+def test_planted_data_sized_buffer_is_caught(db, monkeypatch):
+    """An operator that keeps a buffer sized by its real rows (v1's Arrow string buffers)."""
+    orig = execute_mod.Executor._dispatch
+    kept = []
+
+    def sized(self, node, inputs, ctx, eps, delta):
+        out = orig(self, node, inputs, ctx, eps, delta)
+        kept.append(np.zeros(int(np.count_nonzero(out.is_real)) * 16 + 1, dtype=np.uint8))
+        return out
+
+    monkeypatch.setattr(execute_mod.Executor, "_dispatch", sized)
+    report = audit(db, QUERIES[:1], pairs=2)
+    assert report.identical == 0 and "numpy" in "\n".join(report.lines()), "\n".join(report.lines())
+
+
+def test_planted_strip_inside_the_engine_is_caught(db, monkeypatch):
+    """The engine strips dummies before the answer leaves it (v1's exact answer size)."""
+    from dodb.planner import plan as plan_mod
+    from dodb.wire import REAL, PaddedAnswer
+
+    orig = plan_mod.QueryPlan.execute
+
+    def stripped(self, *args, **kwargs):
+        out = orig(self, *args, **kwargs)
+        return PaddedAnswer(out.table.filter(out.table.column(REAL)), out.status)
+
+    monkeypatch.setattr(plan_mod.QueryPlan, "execute", stripped)
+    report = audit(db, ["SELECT id, ward FROM patients WHERE ward >= 0"], pairs=2)  # every unit is in the answer
+    assert report.identical == 0 and "answer" in "\n".join(report.lines()), "\n".join(report.lines())
+
+
+def test_planted_value_dependent_sampler_is_caught(db, monkeypatch):
+    """A sampler whose amount of work depends on the value it is given (here: the true size)."""
+    orig = ExecContext.release
+
+    def loops(self, operator, name, true_values, *args, **kwargs):
+        for v in np.asarray(true_values).tolist():
+            self.rng.getrandbits(64 * (1 + int(v) % 7))
+        return orig(self, operator, name, true_values, *args, **kwargs)
+
+    monkeypatch.setattr(ExecContext, "release", loops)
+    report = audit(db, QUERIES[1:2], pairs=3)
+    assert report.identical < 3 and "random" in "\n".join(report.lines()), "\n".join(report.lines())
+
+
+def test_bad_arguments_are_dodb_errors(db):
+    with pytest.raises(AuditError, match="no queries"):
+        audit(db, [])
+    with pytest.raises(AuditError, match="pairs"):
+        audit(db, QUERIES[:1], pairs=0)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dodb.cli", "audit", *args], capture_output=True, text=True,
+                          env={"DODB_ALLOW_SEED": "1", "PATH": "/usr/bin:/bin"}, timeout=600)
+
+
+def test_cli_audit():
+    r = _cli("--scale", "0.001", "--pairs", "1", "SELECT count(*) FROM customer",
+             "SELECT c_nationkey, count(*) FROM customer WHERE c_acctbal > 0 GROUP BY 1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "audit: 2 of 2 neighbour pairs identical"
+    r = _cli("--scale", "0.001", "--pairs", "1", "--mode", "plain", "SELECT count(*) FROM customer")
+    assert r.returncode == 2 and "--allow-insecure" in r.stderr and "Traceback" not in r.stderr
+    r = _cli("--scale", "0.001", "--pairs", "1", "--mode", "plain", "--allow-insecure",
+             "SELECT c_nationkey, count(*) FROM customer WHERE c_acctbal > 0 GROUP BY 1")
+    assert r.returncode == 1 and "audit: 0 of 1" in r.stdout, r.stdout + r.stderr
