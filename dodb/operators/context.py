@@ -93,6 +93,9 @@ class ExecContext:
     observer: object | None = None
     _counter: int = 0
     _mech_cache: dict = field(default_factory=dict)
+    # the query's expression status: the largest per-row error code of a real row seen by
+    # the expression evaluator (0 = none; dodb.operators.expressions.message_for names it)
+    error_code: int = 0
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -100,6 +103,11 @@ class ExecContext:
         if self.neighbour not in ("add_remove", "replace"):
             raise InvalidParameterError("neighbour must be 'add_remove' or 'replace'")
         self.kernels: Kernels = kernels_for(self.mode, self.trace)
+
+    def fold_errors(self, codes: np.ndarray) -> None:
+        """Fold per-row expression error codes (already 0 on dummy rows) into ``error_code``:
+        one linear max over the public number of rows; the analyst's side raises it."""
+        self.error_code = max(self.error_code, int(np.max(codes, initial=0)))
 
     def op_name(self, kind: str) -> str:
         self._counter += 1

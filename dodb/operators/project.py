@@ -1,11 +1,14 @@
-"""Projection: scalar SQL expressions evaluated over whole columns (DESIGN §3).
+"""Projection: scalar SQL expressions evaluated over whole columns (docs/design.md §Expressions).
 
 Every row — real or dummy — is evaluated, so the access pattern is a linear scan of
-the padded table.  Evaluation is delegated to DuckDB over an Arrow batch, *projection
-only* (``SELECT expr, … FROM batch`` — never a filter, join or aggregate), which gives
-the full SQL function library.  Dummy rows are handed over as all-NULL so that no
-expression can fail on their placeholder contents.  The SQL is built and rendered by
-sqlglot; no value is ever pasted into SQL text.
+the padded table.  Over private rows (any mode but ``plain``) expressions go through
+dodb's oblivious evaluator (:mod:`dodb.operators.expressions`): every branch on every
+row, public string widths, runtime failures as per-row error codes folded into
+``ctx.error_code``.  In ``plain`` mode and for public-only sub-plans (stability 0),
+evaluation is delegated to DuckDB over an Arrow batch, *projection only* (``SELECT expr,
+… FROM batch``); dummy rows are handed over as all-NULL so that no expression can fail
+on their placeholder contents.  The SQL is built and rendered by sqlglot; no value is
+ever pasted into SQL text.
 """
 from __future__ import annotations
 
@@ -75,6 +78,12 @@ def evaluate(table: PaddedTable, exprs: Mapping[str, exp.Expression | str]) -> p
     return out
 
 
+def _oblivious(table: PaddedTable, ctx: ExecContext | None) -> bool:
+    """Private rows go through the oblivious evaluator; DuckDB sees plain mode and public
+    (stability 0) batches only (docs/design.md §Expressions)."""
+    return ctx.mode != "plain" if ctx is not None else table.stability > 0
+
+
 def project(
     table: PaddedTable,
     exprs: Mapping[str, exp.Expression | str],
@@ -83,26 +92,51 @@ def project(
     mode: str = "do",
     ctx: ExecContext | None = None,
 ) -> OpResult:
-    """New columns ``name = expr`` (in order).  Sizes and stability are unchanged."""
+    """New columns ``name = expr`` (in order).  Sizes, stability and alignment are unchanged.
+
+    ``widths``: public byte widths for string results (the evaluator's own bound is used
+    when it is larger, so no string is ever cut).
+    """
     ctx = ctx or ExecContext(mode=mode)
     widths = dict(widths or {})
-    out = evaluate(table, exprs)
-    cols = []
-    for name in exprs:
-        arr = out.column(name)
-        w = widths.get(name)
-        if w is None and name in table.names and table.column(name).is_string:
-            w = table.column(name).width
-        cols.append(column_from_arrow(arr, w))
+    if _oblivious(table, ctx):
+        from . import expressions
+
+        columns, codes = expressions.evaluate(table, exprs, widths)
+        ctx.fold_errors(codes)
+        cols = [columns[name] for name in exprs]
+    else:
+        out = evaluate(table, exprs)
+        cols = []
+        for name in exprs:
+            w = widths.get(name)
+            if w is None and name in table.names and table.column(name).is_string:
+                w = table.column(name).width
+            cols.append(column_from_arrow(out.column(name), w))
     ctx.trace.record("project:scan", -1, table.padded_size, len(cols))
-    res = PaddedTable(list(exprs), cols, table.is_real.copy(), table.stability, dict(table.meta))
+    res = PaddedTable(list(exprs), cols, table.is_real.copy(), table.stability, dict(table.meta), table.aligned)
     return OpResult(res, [], ctx.trace)
 
 
-def predicate_mask(table: PaddedTable, predicate: exp.Expression | str) -> np.ndarray:
-    """Boolean mask of a WHERE/HAVING predicate over all rows (NULL counts as false)."""
-    out = evaluate(table, {"__pred": predicate}).column("__pred")
-    c = column_from_arrow(out)
+def predicate_mask(table: PaddedTable, predicate: exp.Expression | str,
+                   ctx: ExecContext | None = None) -> np.ndarray:
+    """Boolean mask of a WHERE/HAVING predicate over all rows (NULL counts as false).
+
+    Over private rows (``ctx`` not in ``plain`` mode, or no ``ctx`` and a table of
+    stability > 0) the oblivious evaluator is used; its error codes are folded into
+    ``ctx.error_code`` (without a ``ctx``, a real row's error is raised at once).
+    """
+    if _oblivious(table, ctx):
+        from . import expressions
+
+        columns, codes = expressions.evaluate(table, {"__pred": predicate})
+        if ctx is not None:
+            ctx.fold_errors(codes)
+        else:
+            expressions.raise_for_code(int(np.max(codes, initial=0)))
+        c = columns["__pred"]
+    else:
+        c = column_from_arrow(evaluate(table, {"__pred": predicate}).column("__pred"))
     if not pa.types.is_boolean(c.type) and not pa.types.is_null(c.type):
         raise TypeError(f"predicate is not boolean: {predicate}")
     return np.asarray(c.values, dtype=bool) & c.valid & table.is_real

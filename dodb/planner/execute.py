@@ -97,7 +97,7 @@ class Executor:
             return self._scan(node)
         if isinstance(node, Filter):
             t = inputs[0]
-            mask = predicate_mask(t, node.predicate)
+            mask = predicate_mask(t, node.predicate, ctx)
             if node.mark_only:  # one linear pass; the padded size stays the public input size
                 ctx.trace.record("filter:mark", -1, t.padded_size)
                 return t.with_arrays(t.arrays()[:-1] + [t.is_real & mask], aligned=t.aligned)
@@ -105,7 +105,7 @@ class Executor:
         if isinstance(node, Project):
             return self._project(node, inputs[0], ctx)
         if isinstance(node, Join):
-            left, right, lk, rk = _unify_keys(inputs[0], inputs[1], node.left_keys, node.right_keys)
+            left, right, lk, rk = _unify_keys(inputs[0], inputs[1], node.left_keys, node.right_keys, ctx)
             if node.method == "lookup":
                 out = lookup_join(left, right, lk, rk, how=node.how, epsilon=eps, delta=delta, ctx=ctx).table
             else:
@@ -122,7 +122,7 @@ class Executor:
         if isinstance(node, Distinct):
             return distinct(inputs[0], epsilon=eps, delta=delta, ctx=ctx).table
         if isinstance(node, SetOp):
-            left, right = _unify_types(inputs[0], inputs[1])
+            left, right = _unify_types(inputs[0], inputs[1], ctx)
             return set_operation(node.op, left, right, epsilon=eps, delta=delta, ctx=ctx).table
         if isinstance(node, AddRowId):
             t = inputs[0]
@@ -219,24 +219,34 @@ def _broadcast(big: PaddedTable, one: PaddedTable, stability: int) -> PaddedTabl
                        big.aligned)
 
 
-def _unify_types(a: PaddedTable, b: PaddedTable) -> tuple[PaddedTable, PaddedTable]:
+def _empty(t: PaddedTable, names: list[str] | None = None) -> pa.Table:
+    """Zero rows of ``t``'s schema (types only: no row is read)."""
+    return pa.table({n: pa.array([], type=c.type) for n, c in zip(names or t.names, t.columns)})
+
+
+def _cast_ctx(t: PaddedTable, ctx: ExecContext) -> ExecContext:
+    """Casts over private rows go through the oblivious evaluator (docs/design.md §Expressions)."""
+    return ctx if t.stability > 0 and ctx.mode != "plain" else ExecContext(mode="plain")
+
+
+def _unify_types(a: PaddedTable, b: PaddedTable, ctx: ExecContext) -> tuple[PaddedTable, PaddedTable]:
     """Cast both inputs of a set operation to DuckDB's common column types."""
     if [str(c.type) for c in a.columns] == [str(c.type) for c in b.columns]:
         return a, PaddedTable(list(a.names), b.columns, b.is_real, b.stability, dict(b.meta))
     con = duckdb.connect()
-    ea, eb = a.to_arrow().slice(0, 0), b.to_arrow().slice(0, 0)
-    con.register("ea", ea)
-    con.register("eb", eb.rename_columns(a.names))
+    con.register("ea", _empty(a))
+    con.register("eb", _empty(b, a.names))
     target = con.sql("SELECT * FROM ea UNION ALL SELECT * FROM eb").to_arrow_table().schema
     out = []
     for t in (a, b):
         exprs = {n: exp.cast(exp.column(src, quoted=True), exp.DataType.build(str(_duck_type(f.type))))
                  for n, src, f in zip(a.names, t.names, target)}
-        out.append(project(t, exprs, ctx=ExecContext(mode="plain")).table.with_stability(t.stability))
+        widths = {n: c.width for n, c in zip(a.names, t.columns) if c.is_string}
+        out.append(project(t, exprs, widths=widths, ctx=_cast_ctx(t, ctx)).table.with_stability(t.stability))
     return out[0], out[1]
 
 
-def _unify_keys(left: PaddedTable, right: PaddedTable, lk: list[str], rk: list[str]):
+def _unify_keys(left: PaddedTable, right: PaddedTable, lk: list[str], rk: list[str], ctx: ExecContext):
     """Join keys of different types (``INTEGER = HUGEINT``, ``DECIMAL = DOUBLE``) compare in
     DuckDB's common type: such a pair is joined on extra columns cast to it (a linear scan)."""
     def family(t: pa.DataType) -> str:
@@ -260,7 +270,8 @@ def _unify_keys(left: PaddedTable, right: PaddedTable, lk: list[str], rk: list[s
             name = f"__key_{tag}{i}"
             exprs[name] = exp.cast(exp.column(keys[i], quoted=True), exp.DataType.build(_duck_type(f.type)))
             keys[i] = name
-        out = project(t, exprs, ctx=ExecContext(mode="plain")).table.with_stability(t.stability)
+        widths = {n: c.width for n, c in zip(t.names, t.columns) if c.is_string}
+        out = project(t, exprs, widths=widths, ctx=_cast_ctx(t, ctx)).table.with_stability(t.stability)
         sides.append(out)
     return sides[0], sides[1], lk, rk
 

@@ -31,6 +31,7 @@ from .guard import guard
 from .optimize import optimize, parse
 from .rules import reject_unsupported
 from .alignment import mark_alignment
+from .exprcheck import check_expressions
 from .marking import mark_only_filters
 from .prune import prune_columns
 
@@ -144,7 +145,9 @@ class QueryPlan:
     @staticmethod
     def answer(padded: PaddedAnswer) -> pa.Table:
         """The exact answer from a padded one (analyst side: strips dummies, casts types)."""
-        return decode(padded, cast=cast_result)
+        from ..operators.expressions import message_for
+
+        return decode(padded, error_message=message_for, cast=cast_result)
 
     # -- EXPLAIN ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -278,6 +281,7 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
         prune_columns(built.root)
     mark_only_filters(built.root)
     mark_alignment(built.root, neighbour)
+    check_expressions(built.root, catalog, mode)  # refuses what the evaluator cannot do, before any charge
     if len(names) == len(built.names):
         built.names = names
     alloc = allocate(built.root, epsilon, delta, allocation) if mode == "do" else {}

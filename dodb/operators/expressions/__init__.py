@@ -1,0 +1,66 @@
+"""dodb's oblivious scalar expression evaluator (projections, WHERE/HAVING predicates).
+
+Scalar SQL over private rows is evaluated here instead of by DuckDB: DuckDB's own
+evaluation uses selection vectors (CASE, AND/OR), branches on NULLs and sizes string
+buffers by the data — all visible in the memory access pattern.  Here every row and
+every branch is evaluated with element-wise numpy over fixed-width lanes, strings have
+public widths, and runtime failures are per-row error codes (:mod:`.errors`).
+
+* :func:`check` — the bind-time check: output types and widths, or
+  :class:`~dodb.errors.UnsupportedQueryError` naming what is not evaluated exactly.
+* :func:`evaluate` — named expressions over a :class:`~dodb.operators.table.PaddedTable`:
+  the output columns and per-row error codes (0 on dummy rows).
+
+Types come from DuckDB (:mod:`.types`), so results carry DuckDB's result types.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+import pyarrow as pa
+from sqlglot import exp
+
+from ..table import Column, PaddedTable
+from . import functions, text  # noqa: F401  (register the function handlers)
+from .bind import Output, prepare
+from .errors import ExpressionError, code_for, message_for, raise_for_code
+from .value import to_column
+
+__all__ = ["check", "evaluate", "Output", "ExpressionError", "message_for", "raise_for_code", "code_for"]
+
+
+def _schema(table: PaddedTable) -> tuple[dict[str, pa.DataType], dict[str, int]]:
+    return ({n: c.type for n, c in zip(table.names, table.columns)},
+            {n: c.width for n, c in zip(table.names, table.columns) if c.is_string})
+
+
+def check(exprs: Mapping[str, exp.Expression | str], schema: Mapping[str, pa.DataType],
+          widths: Mapping[str, int] | None = None) -> dict[str, Output]:
+    """Output type, Arrow type and public string width of each expression over ``schema``.
+
+    ``widths``: public byte widths of the string columns.  Raises
+    :class:`~dodb.errors.UnsupportedQueryError` for anything not evaluated exactly.
+    """
+    return dict(prepare(exprs, schema, widths or {}).outputs)
+
+
+def evaluate(table: PaddedTable, exprs: Mapping[str, exp.Expression | str],
+             widths: Mapping[str, int] | None = None) -> tuple[dict[str, Column], np.ndarray]:
+    """Evaluate named expressions over every padded row.
+
+    Returns the output columns (strings padded to ``widths[name]`` when given, which must
+    be a public bound) and the per-row error codes, zero on dummy rows.
+    """
+    from .evaluator import Evaluator
+
+    schema, col_widths = _schema(table)
+    p = prepare(exprs, schema, col_widths)
+    ev = Evaluator(p, dict(zip(table.names, table.columns)), table.padded_size)
+    out: dict[str, Column] = {}
+    codes = np.zeros(table.padded_size, dtype=np.int32)
+    for name, tree in p.trees.items():
+        v = ev.ev(tree)
+        out[name] = to_column(v, (widths or {}).get(name))
+        codes = np.maximum(codes, v.err)
+    return out, np.where(table.is_real, codes, np.int32(0)).astype(np.int32)

@@ -1,0 +1,85 @@
+"""CAST / TRY_CAST between the types dodb evaluates, and implicit coercions.
+
+Numbers go through :func:`.numeric.cast_number`; text is written by :mod:`.format`.
+A failing row gets an error code under CAST and becomes NULL under TRY_CAST.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import dates, format as fmt
+from .numeric import Unsupported, cast_number
+from .types import SqlType
+from .value import Val, constant
+
+__all__ = ["cast", "text_width"]
+
+_NUMERIC = ("int", "dec", "float", "bool")
+
+
+def text_width(t: SqlType) -> int:
+    """Public byte bound of a value of type ``t`` written as text."""
+    if t.kind == "int":
+        return {8: 4, 16: 6, 32: 11, 64: 20}[t.bits]
+    if t.kind == "dec":
+        return fmt.dec_text_width(t.precision, t.scale)
+    return {"date": fmt.DATE_TEXT_WIDTH, "ts": fmt.TS_TEXT_WIDTH, "bool": 5}.get(t.kind, 0)
+
+
+def _to_text(ev, v: Val, to: SqlType) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+    k = v.type.kind
+    none = np.zeros(v.n, dtype=bool)
+    if k == "int":
+        mat, lengths = fmt.int_text(v.data)
+        return mat[:, : text_width(v.type)], lengths, none, ""
+    if k == "dec":
+        mat, lengths = fmt.dec_text(v.data, v.type.precision, v.type.scale)
+        return mat[:, : text_width(v.type)], lengths, none, ""
+    if k == "bool":
+        mat, lengths = fmt.bool_text(v.data.astype(bool))
+        return mat, lengths, none, ""
+    if k == "date":
+        mat, lengths, bad = fmt.date_text(v.data)
+        return mat, lengths, bad, "Not implemented Error: dodb writes DATE text only for years 1 to 9999"
+    if k == "ts":
+        mat, lengths, bad = fmt.ts_text(v.data)
+        return mat[:, : fmt.TS_TEXT_WIDTH], lengths, bad, \
+            "Not implemented Error: dodb writes TIMESTAMP text only for years 1 to 9999"
+    raise Unsupported(f"CAST of {v.type} to VARCHAR")
+
+
+def cast(ev, v: Val, to: SqlType, try_: bool) -> Val:
+    """``CAST(v AS to)`` (``TRY_CAST`` when ``try_``)."""
+    src = v.type
+    if src.name == to.name:
+        return v
+    if src.kind == "null":
+        out = constant(to, None, v.n)
+        out.err = v.err
+        return out
+    data, fails, msg, lengths = None, [], "", None
+    if src.kind in _NUMERIC and to.kind in _NUMERIC:
+        data, bad, msg = cast_number(v, to)
+        fails = [(bad, msg)]
+    elif to.kind == "str":
+        data, lengths, bad, msg = _to_text(ev, v, to)
+        fails = [(bad, msg)]
+    elif src.kind == "str" and to.kind == "int":
+        from .format import parse_int
+        from .types import INT_NAME
+        data, bad = parse_int(v.data, v.lengths, to.bits)
+        fails = [(bad, f"Conversion Error: Could not convert string to {INT_NAME[to.bits]}")]
+    elif src.kind == "date" and to.kind == "ts":
+        data = v.data * dates.US_PER_DAY
+    elif src.kind == "ts" and to.kind == "date":
+        data = dates.split_ts(v.data)[0]
+    else:
+        raise Unsupported(f"CAST from {src} to {to}")
+    valid = v.valid.copy()
+    err = v.err
+    for bad, message in fails:
+        if try_:
+            valid = valid & ~bad
+        else:
+            err = np.maximum(err, ev.fail(bad & v.valid, message))
+    return Val(to, data, valid, err, lengths)

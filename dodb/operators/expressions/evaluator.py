@@ -1,0 +1,332 @@
+"""The oblivious evaluator: a sqlglot expression over every padded row, with DuckDB's
+semantics and per-row error codes.
+
+Each node is evaluated on every row — dummy or real, every CASE/IF/COALESCE branch, both
+sides of AND/OR — with element-wise numpy and ``where`` selects.  What differs per row is
+only which *value* is selected, never which memory is touched.  Errors a node would raise
+in DuckDB become per-row codes, kept only where DuckDB evaluates the node (valid inputs,
+the taken branch); dispatch depends on node classes and types only, so running the same
+evaluator over zero rows is the bind-time check (:mod:`.bind`).
+"""
+from __future__ import annotations
+
+import numpy as np
+from sqlglot import exp
+
+from . import int128 as i128
+from . import numeric, strings
+from .errors import code_for
+from .numeric import Unsupported
+from .types import SqlType, parse_type
+from .value import Val, constant, from_column
+
+__all__ = ["Evaluator"]
+
+_ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.IntDiv: "//", exp.Mod: "%"}
+_CMP = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ, exp.NullSafeNEQ)
+
+
+class Evaluator:
+    """Evaluates prepared expressions (types and folded constants from :mod:`.bind`)."""
+
+    def __init__(self, prepared, columns: dict, n: int):
+        self.p = prepared
+        self.columns = columns
+        self.n = n
+
+    # -- helpers -----------------------------------------------------------------------------
+    def type_of(self, node: exp.Expression) -> SqlType:
+        t = self.p.types.get(id(node))
+        if t is None:
+            raise Unsupported(f"{_name(node)} (DuckDB cannot type it on its own)")
+        if t.kind == "other" or (t.kind == "float" and t.bits != 64):
+            raise Unsupported(f"values of type {t}")
+        return t
+
+    def fail(self, mask: np.ndarray, message: str) -> np.ndarray:
+        """Error codes where ``mask`` (call only with masks already limited to valid inputs)."""
+        return np.where(mask, np.int32(code_for(message)), np.int32(0)).astype(np.int32)
+
+    def ev(self, node: exp.Expression) -> Val:
+        if id(node) in self.p.consts:
+            return self.const(node)
+        handler = getattr(self, "ev_" + type(node).__name__, None)
+        if handler is None:
+            from . import functions
+            handler = functions.HANDLERS.get(type(node))
+            if handler is None:
+                raise Unsupported(_name(node))
+            return handler(self, node)
+        return handler(node)
+
+    def const(self, node: exp.Expression) -> Val:
+        entry = self.p.consts.get(id(node))
+        value, error = entry.value, entry.error
+        t = self.type_of(node)
+        if error is not None:  # DuckDB rejects this constant: an error wherever it is evaluated
+            v = constant(t, None, self.n)
+            v.err = np.full(self.n, code_for(error), dtype=np.int32)
+            return v
+        if t.kind in ("interval", "other"):
+            raise Unsupported(f"constant of type {t}")
+        return constant(t, value, self.n)
+
+    # -- leaves and structure --------------------------------------------------------------------
+    def ev_Column(self, node: exp.Column) -> Val:
+        return from_column(self.columns.get(node.name), self.type_of(node))
+
+    def ev_Paren(self, node: exp.Paren) -> Val:
+        return self.ev(node.this)
+
+    def ev_Alias(self, node: exp.Alias) -> Val:
+        return self.ev(node.this)
+
+    def coerce(self, v: Val, t: SqlType) -> Val:
+        """Implicit cast of a branch/argument to the node's type (DuckDB inserts the same)."""
+        from .casts import cast
+        return cast(self, v, t, try_=False)
+
+    # -- arithmetic ----------------------------------------------------------------------------------
+    def _binary(self, node: exp.Binary) -> Val:
+        from . import functions
+        a, b = self.ev(node.left), self.ev(node.right)
+        rt = self.type_of(node)
+        op = _ARITH[type(node)]
+        valid = a.valid & b.valid
+        err = np.maximum(a.err, b.err)
+        if {a.type.kind, b.type.kind} & {"date", "ts", "interval"} or rt.kind in ("date", "ts"):
+            return functions.date_arith(self, node, op, a, b, rt)
+        if op == "//" and rt.kind == "float":
+            op = "/"  # DuckDB's // on non-integers is a plain division
+        if op == "%" and rt.kind == "float":
+            x, y = numeric.as_f64(a), numeric.as_f64(b)
+            with np.errstate(all="ignore"):
+                return Val(rt, np.fmod(x, y), valid, err)
+        res, fails = numeric.arith(op, a, b, rt)
+        for mask, msg in fails:
+            err = np.maximum(err, self.fail(mask & valid, msg))
+        return Val(rt, res, valid, err)
+
+    ev_Add = ev_Sub = ev_Mul = ev_Div = ev_IntDiv = ev_Mod = _binary
+
+    def ev_Neg(self, node: exp.Neg) -> Val:
+        a = self.ev(node.this)
+        rt = self.type_of(node)
+        if rt.kind == "float":
+            return Val(rt, -a.data, a.valid, a.err)
+        if rt.kind == "dec":
+            return Val(rt, i128.neg(a.data), a.valid, a.err)
+        if rt.kind == "int" and a.type.kind == "int":
+            lo, _ = numeric.int_range(rt.bits)
+            err = np.maximum(a.err, self.fail((a.data == lo) & a.valid,
+                                              f"Out of Range Error: Overflow in negation of integer"))
+            return Val(rt, -a.data, a.valid, err)
+        raise Unsupported(f"negation of {a.type}")
+
+    # -- comparisons and logic ---------------------------------------------------------------------------
+    def compare(self, a: Val, b: Val) -> tuple[np.ndarray, np.ndarray]:
+        ka, kb = a.type.kind, b.type.kind
+        if ka == "str" and kb == "str":
+            return strings.compare(a.data, a.lengths, b.data, b.lengths)
+        if ka in ("date", "ts") and kb in ("date", "ts"):
+            x = a.data * (86_400_000_000 if ka == "date" and kb == "ts" else 1)
+            y = b.data * (86_400_000_000 if kb == "date" and ka == "ts" else 1)
+            return x < y, x == y
+        if ka == "null" or kb == "null":
+            z = np.zeros(self.n, dtype=bool)
+            return z, z
+        if ka == "bool" and kb == "bool":
+            x, y = a.data.astype(np.int8), b.data.astype(np.int8)
+            return x < y, x == y
+        return numeric.compare_numbers(a, b)
+
+    def _comparison(self, node: exp.Binary) -> Val:
+        a, b = self.ev(node.left), self.ev(node.right)
+        lt, eq = self.compare(a, b)
+        err = np.maximum(a.err, b.err)
+        t = parse_type("BOOLEAN")
+        if isinstance(node, (exp.NullSafeEQ, exp.NullSafeNEQ)):
+            same = (a.valid & b.valid & eq) | (~a.valid & ~b.valid)
+            return Val(t, same if isinstance(node, exp.NullSafeEQ) else ~same, np.ones(self.n, bool), err)
+        res = {exp.EQ: eq, exp.NEQ: ~eq, exp.LT: lt, exp.LTE: lt | eq, exp.GT: ~(lt | eq), exp.GTE: ~lt}[type(node)]
+        return Val(t, res, a.valid & b.valid, err)
+
+    ev_EQ = ev_NEQ = ev_LT = ev_LTE = ev_GT = ev_GTE = ev_NullSafeEQ = ev_NullSafeNEQ = _comparison
+
+    def ev_Not(self, node: exp.Not) -> Val:
+        a = self.ev(node.this)
+        if a.type.kind not in ("bool", "null"):
+            raise Unsupported(f"NOT of {a.type}")
+        return Val(self.type_of(node), ~a.data.astype(bool), a.valid, a.err)
+
+    def _logic(self, node: exp.Binary) -> Val:
+        a, b = self.ev(node.left), self.ev(node.right)
+        is_and = isinstance(node, exp.And)
+        fa, fb = a.valid & ~a.data.astype(bool), b.valid & ~b.data.astype(bool)  # definitely false
+        ta, tb = a.valid & a.data.astype(bool), b.valid & b.data.astype(bool)    # definitely true
+        if is_and:
+            value, valid = ta & tb, fa | fb | (a.valid & b.valid)
+            # a side whose result the other side decides may be skipped by DuckDB: its errors
+            # count only where the other side does not decide the row
+            err = np.maximum(np.where(fb, 0, a.err), np.where(fa, 0, b.err))
+        else:
+            value, valid = ta | tb, ta | tb | (a.valid & b.valid)
+            err = np.maximum(np.where(tb, 0, a.err), np.where(ta, 0, b.err))
+        return Val(self.type_of(node), value, valid, err.astype(np.int32))
+
+    ev_And = ev_Or = _logic
+
+    def ev_Is(self, node: exp.Is) -> Val:
+        a = self.ev(node.this)
+        t = parse_type("BOOLEAN")
+        target = node.expression
+        if isinstance(target, exp.Null):
+            return Val(t, ~a.valid, np.ones(self.n, bool), a.err)
+        if isinstance(target, exp.Boolean) and a.type.kind == "bool":
+            return Val(t, a.valid & (a.data == bool(target.this)), np.ones(self.n, bool), a.err)
+        raise Unsupported(f"IS {target.sql(dialect='duckdb')}")
+
+    def ev_In(self, node: exp.In) -> Val:
+        if node.args.get("query") is not None or node.args.get("unnest") is not None or node.args.get("field"):
+            raise Unsupported("IN with a subquery")
+        a = self.ev(node.this)
+        hit = np.zeros(self.n, dtype=bool)
+        unknown = ~a.valid
+        err = a.err
+        for item in node.expressions:
+            b = self.ev(item)
+            _, eq = self.compare(a, b)
+            hit |= eq & a.valid & b.valid
+            unknown |= ~b.valid
+            err = np.maximum(err, b.err)
+        return Val(self.type_of(node), hit, hit | ~unknown, err)
+
+    def ev_Between(self, node: exp.Between) -> Val:
+        a, lo, hi = self.ev(node.this), self.ev(node.args["low"]), self.ev(node.args["high"])
+        lt1, eq1 = self.compare(lo, a)
+        lt2, eq2 = self.compare(a, hi)
+        ge, le = lt1 | eq1, lt2 | eq2
+        f1, f2 = lo.valid & a.valid & ~ge, a.valid & hi.valid & ~le
+        valid = f1 | f2 | (a.valid & lo.valid & hi.valid)
+        err = np.maximum(np.maximum(a.err, lo.err), hi.err)
+        return Val(self.type_of(node), ge & le, valid, err)
+
+    # -- conditionals ----------------------------------------------------------------------------------
+    def _select(self, rt: SqlType, conds: list[exp.Expression], values: list[exp.Expression],
+                default: exp.Expression | None, subject: Val | None = None) -> Val:
+        """CASE: every condition and branch on every row; the first true condition picks.
+
+        A condition's errors count where no earlier condition was true, a branch's where it
+        is picked: exactly the rows on which DuckDB evaluates them.
+        """
+        taken = np.zeros(self.n, dtype=bool)
+        picks, vals = [], []
+        err = np.zeros(self.n, dtype=np.int32) if subject is None else subject.err
+        for c, v in zip(conds, values):
+            cv = self.ev(c)
+            if subject is not None:
+                _, eq = self.compare(subject, cv)
+                truth = eq & subject.valid & cv.valid
+            else:
+                if cv.type.kind not in ("bool", "null"):
+                    raise Unsupported(f"CASE condition of type {cv.type}")
+                truth = cv.valid & cv.data.astype(bool)
+            err = np.maximum(err, np.where(taken, 0, cv.err))
+            pick = truth & ~taken
+            taken |= truth
+            picks.append(pick)
+            vals.append(self.coerce(self.ev(v), rt))
+        out = self.coerce(self.ev(default), rt) if default is not None else self.coerce(constant(parse_type("NULL"), None, self.n), rt)
+        err = np.maximum(err, np.where(taken, 0, out.err))
+        for pick, v in zip(reversed(picks), reversed(vals)):
+            out = _choose(pick, v, out)
+            err = np.maximum(err, np.where(pick, v.err, 0))
+        out.err = err.astype(np.int32)
+        return out
+
+    def ev_Case(self, node: exp.Case) -> Val:
+        ifs = node.args.get("ifs") or []
+        subject = self.ev(node.this) if node.this is not None else None
+        return self._select(self.type_of(node), [i.this for i in ifs], [i.args["true"] for i in ifs],
+                            node.args.get("default"), subject)
+
+    def ev_If(self, node: exp.If) -> Val:
+        return self._select(self.type_of(node), [node.this], [node.args["true"]], node.args.get("false"))
+
+    def ev_Coalesce(self, node: exp.Coalesce) -> Val:
+        rt = self.type_of(node)
+        vals = [self.coerce(self.ev(a), rt) for a in [node.this] + list(node.expressions)]
+        reached = np.ones(self.n, dtype=bool)
+        err = np.zeros(self.n, dtype=np.int32)
+        for v in vals:  # argument k is evaluated where the arguments before it were NULL
+            err = np.maximum(err, np.where(reached, v.err, 0))
+            reached = reached & ~v.valid
+        out = vals[-1]
+        for v in reversed(vals[:-1]):
+            out = _choose(v.valid, v, out)
+        out.err = err.astype(np.int32)
+        return out
+
+    def literal(self, node: exp.Expression | None, what: str):
+        """The value of a constant argument (folded at bind time); refuses a non-constant one."""
+        entry = self.p.consts.get(id(node)) if node is not None else None
+        if entry is None or entry.error is not None:
+            raise Unsupported(f"{what} with a non-constant argument")
+        return entry.value
+
+    def ev_Nullif(self, node: exp.Nullif) -> Val:
+        a, b = self.ev(node.this), self.ev(node.expression)
+        _, eq = self.compare(a, b)
+        same = eq & a.valid & b.valid
+        out = self.coerce(a, self.type_of(node))
+        out.valid = out.valid & ~same
+        out.err = np.maximum(out.err, b.err)
+        return out
+
+    def _extreme(self, node: exp.Expression, greatest: bool) -> Val:
+        rt = self.type_of(node)
+        args = [self.coerce(self.ev(a), rt) for a in [node.this] + list(node.expressions)]
+        out = args[0]
+        err = out.err
+        for v in args[1:]:
+            lt, eq = self.compare(out, v)
+            better = ~(lt | eq) if not greatest else lt
+            take = v.valid & (~out.valid | better)
+            out = _choose(take, v, out)
+            err = np.maximum(err, v.err)
+        out.err = err
+        return out
+
+    def ev_Greatest(self, node: exp.Greatest) -> Val:
+        return self._extreme(node, True)
+
+    def ev_Least(self, node: exp.Least) -> Val:
+        return self._extreme(node, False)
+
+    def ev_Cast(self, node: exp.Cast) -> Val:
+        from .casts import cast
+        return cast(self, self.ev(node.this), self.type_of(node), try_=isinstance(node, exp.TryCast))
+
+    ev_TryCast = ev_Cast
+
+
+def _choose(mask: np.ndarray, a: Val, b: Val) -> Val:
+    """Row-wise ``a if mask else b`` for two values of one type (strings padded to one width)."""
+    valid = np.where(mask, a.valid, b.valid)
+    if a.type.kind == "str":
+        w = max(a.width, b.width)
+        da, db = np.zeros((a.n, w), np.uint8), np.zeros((b.n, w), np.uint8)
+        da[:, : a.width] = a.data
+        db[:, : b.width] = b.data
+        return Val(a.type, np.where(mask[:, None], da, db), valid, b.err, np.where(mask, a.lengths, b.lengths))
+    if a.type.kind == "dec":
+        return Val(a.type, i128.where(mask, a.data, b.data), valid, b.err)
+    return Val(a.type, np.where(mask, a.data, b.data), valid, b.err)
+
+
+def _name(node: exp.Expression) -> str:
+    if isinstance(node, exp.Anonymous):
+        return f"function {str(node.this).upper()}"
+    if isinstance(node, exp.Func):
+        return f"function {node.sql_name()}"
+    return node.key.upper()

@@ -1,0 +1,195 @@
+"""128-bit two's-complement integers as numpy lanes (DuckDB's HUGEINT-backed DECIMAL).
+
+A number is a pair of arrays ``(hi: int64, lo: uint64)``; every operation is a fixed
+sequence of element-wise numpy operations over whole columns (no branch, no indexing by
+data), so its access pattern depends only on the number of rows.  Multiplication and
+division work on 32-bit limbs, so that every partial product fits in 64 bits.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["I128", "const", "from_i64", "add", "sub", "neg", "mul", "absolute", "is_negative", "less", "equal",
+           "where", "div_pow10", "divmod_small", "to_f64", "to_i64", "in_bounds", "mul_pow10"]
+
+_M32 = np.uint64(0xFFFFFFFF)
+_S32 = np.uint64(32)
+
+
+class I128(NamedTuple):
+    hi: np.ndarray  # int64, sign and upper 64 bits
+    lo: np.ndarray  # uint64, lower 64 bits
+
+
+def const(value: int, n: int) -> I128:
+    """A public constant broadcast to ``n`` rows."""
+    v = int(value) & ((1 << 128) - 1)
+    hi = v >> 64
+    hi = hi - (1 << 64) if hi >= 1 << 63 else hi
+    return I128(np.full(n, hi, dtype=np.int64), np.full(n, v & ((1 << 64) - 1), dtype=np.uint64))
+
+
+def from_i64(x: np.ndarray) -> I128:
+    x = np.asarray(x, dtype=np.int64)
+    return I128(x >> np.int64(63), x.view(np.uint64).copy())
+
+
+def from_words(words: np.ndarray) -> I128:
+    """Arrow decimal128 storage ``(n, 2)`` uint64 (low, high) to a number."""
+    return I128(np.ascontiguousarray(words[:, 1]).view(np.int64).copy(), np.ascontiguousarray(words[:, 0]).copy())
+
+
+def to_words(a: I128) -> np.ndarray:
+    return np.stack([a.lo, a.hi.view(np.uint64)], axis=1)
+
+
+def where(mask: np.ndarray, a: I128, b: I128) -> I128:
+    return I128(np.where(mask, a.hi, b.hi), np.where(mask, a.lo, b.lo))
+
+
+def is_negative(a: I128) -> np.ndarray:
+    return a.hi < 0
+
+
+def add(a: I128, b: I128) -> tuple[I128, np.ndarray]:
+    """Sum and a signed-overflow flag."""
+    lo = a.lo + b.lo
+    carry = (lo < a.lo).astype(np.int64)
+    hi = a.hi + b.hi + carry
+    over = ((a.hi < 0) == (b.hi < 0)) & ((hi < 0) != (a.hi < 0))
+    return I128(hi, lo), over
+
+
+def neg(a: I128) -> I128:
+    lo = ~a.lo + np.uint64(1)
+    hi = ~a.hi + (lo == 0).astype(np.int64)
+    return I128(hi, lo)
+
+
+def sub(a: I128, b: I128) -> tuple[I128, np.ndarray]:
+    return add(a, neg(b))
+
+
+def absolute(a: I128) -> I128:
+    return where(is_negative(a), neg(a), a)
+
+
+def less(a: I128, b: I128) -> np.ndarray:
+    return (a.hi < b.hi) | ((a.hi == b.hi) & (a.lo < b.lo))
+
+
+def equal(a: I128, b: I128) -> np.ndarray:
+    return (a.hi == b.hi) & (a.lo == b.lo)
+
+
+def _limbs(m: I128) -> list[np.ndarray]:
+    h = m.hi.view(np.uint64)
+    return [m.lo & _M32, m.lo >> _S32, h & _M32, h >> _S32]
+
+
+def _from_limbs(l: list[np.ndarray]) -> I128:
+    lo = l[0] | (l[1] << _S32)
+    hi = (l[2] | (l[3] << _S32)).view(np.int64)
+    return I128(hi, lo)
+
+
+def _normalise(acc: list[np.ndarray]) -> list[np.ndarray]:
+    out, carry = [], np.zeros_like(acc[0])
+    for x in acc:
+        s = x + carry
+        out.append(s & _M32)
+        carry = s >> _S32
+    return out
+
+
+def mul(a: I128, b: I128) -> tuple[I128, np.ndarray]:
+    """Product and a flag for results outside the signed 128-bit range."""
+    sign = is_negative(a) ^ is_negative(b)
+    la, lb = _limbs(absolute(a)), _limbs(absolute(b))
+    acc = [np.zeros_like(a.lo) for _ in range(9)]
+    for i in range(4):
+        for j in range(4):
+            p = la[i] * lb[j]  # < 2^64: both limbs are < 2^32
+            acc[i + j] = acc[i + j] + (p & _M32)
+            acc[i + j + 1] = acc[i + j + 1] + (p >> _S32)
+    limbs = _normalise(acc)
+    over = (limbs[4] | limbs[5] | limbs[6] | limbs[7] | limbs[8]) != 0
+    over |= (limbs[3] >> np.uint64(31)) != 0  # magnitude >= 2^127
+    mag = _from_limbs(limbs[:4])
+    return where(sign, neg(mag), mag), over
+
+
+def mul_pow10(a: I128, k: int) -> tuple[I128, np.ndarray]:
+    if k == 0:
+        return a, np.zeros(a.lo.shape, dtype=bool)
+    return mul(a, const(10 ** k, a.lo.shape[0]))
+
+
+def divmod_small(mag: I128, d: int) -> tuple[I128, np.ndarray]:
+    """Quotient and remainder of a non-negative number by a public ``0 < d < 2^32``."""
+    dd = np.uint64(d)
+    rem = np.zeros_like(mag.lo)
+    q = []
+    for limb in reversed(_limbs(mag)):
+        cur = (rem << _S32) | limb  # rem < d < 2^32, so this fits in 64 bits
+        q.append(cur // dd)
+        rem = cur % dd
+    return _from_limbs(list(reversed(q))), rem
+
+
+def _div_pow10_trunc(mag: I128, k: int) -> I128:
+    while k > 0:
+        step = min(k, 9)
+        mag, _ = divmod_small(mag, 10 ** step)
+        k -= step
+    return mag
+
+
+def div_pow10(a: I128, k: int, rounding: str = "half_away") -> I128:
+    """``a / 10^k`` rounded half away from zero (DuckDB's decimal rounding) or truncated,
+    floored or ceiled."""
+    if k == 0:
+        return a
+    n = a.lo.shape[0]
+    negative = is_negative(a)
+    mag = absolute(a)
+    if rounding == "half_away":
+        mag, _ = add(mag, const(5 * 10 ** (k - 1), n))
+        q = _div_pow10_trunc(mag, k)
+        return where(negative, neg(q), q)
+    q = _div_pow10_trunc(mag, k)
+    exact = equal(mag, mul(q, const(10 ** k, n))[0])
+    if rounding == "trunc":
+        return where(negative, neg(q), q)
+    one = const(1, n)
+    up = add(q, one)[0]
+    if rounding == "floor":  # towards -inf: magnitude up for inexact negatives
+        q2 = where(negative & ~exact, up, q)
+        return where(negative, neg(q2), q2)
+    if rounding == "ceil":
+        q2 = where(~negative & ~exact, up, q)
+        return where(negative, neg(q2), q2)
+    raise ValueError(rounding)
+
+
+def to_f64(a: I128) -> np.ndarray:
+    """DuckDB's HUGEINT -> DOUBLE (``Hugeint::TryCast``): ``lower + upper * 2^64``, with
+    the ``upper == -1`` case computed as ``-(UINT64_MAX - lower) - 1``."""
+    with np.errstate(all="ignore"):
+        general = a.lo.astype(np.float64) + a.hi.astype(np.float64) * float(2 ** 64 - 1)
+        minus_one = -(np.uint64(0xFFFFFFFFFFFFFFFF) - a.lo).astype(np.float64) - 1.0
+    return np.where(a.hi == -1, minus_one, general)
+
+
+def to_i64(a: I128) -> tuple[np.ndarray, np.ndarray]:
+    """The value as int64 and a flag for values outside the int64 range."""
+    v = a.lo.view(np.int64)
+    return v.copy(), a.hi != (v >> np.int64(63))
+
+
+def in_bounds(a: I128, bound: int) -> np.ndarray:
+    """``-bound < a < bound`` for a public positive ``bound``."""
+    n = a.lo.shape[0]
+    return less(a, const(bound, n)) & less(const(-bound, n), a)

@@ -1,0 +1,234 @@
+"""Numeric kernels with DuckDB's semantics: arithmetic in the result type with overflow
+flags, casts between BOOLEAN/integers/DECIMAL/DOUBLE, comparisons and rounding.
+
+Every function returns the result lanes and a boolean *failure* mask (where DuckDB
+would raise); the caller turns failures into error codes and masks them by validity.
+All work is element-wise over whole columns.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import int128 as i128
+from .types import INT_NAME, SqlType
+from .value import Val
+
+__all__ = ["Unsupported", "int_range", "dec_bound", "as_i128", "as_f64", "arith", "cast_number", "compare_numbers",
+           "round_half_away", "float_compare"]
+
+
+class Unsupported(Exception):
+    """A construct the evaluator cannot do exactly (raised at bind time, on types only)."""
+
+    def __init__(self, what: str):
+        super().__init__(what)
+        self.what = what
+
+
+def int_range(bits: int) -> tuple[int, int]:
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+
+def dec_bound(t: SqlType) -> int:
+    """DuckDB's overflow bound for a decimal result: its physical type's decimal range."""
+    return 10 ** 18 if t.precision <= 18 else 10 ** 38
+
+
+def as_i128(v: Val, scale: int) -> tuple[i128.I128, np.ndarray]:
+    """An integer or decimal value as unscaled 128-bit at ``scale`` (>= its own)."""
+    if v.type.kind == "int":
+        base, own = i128.from_i64(v.data), 0
+    elif v.type.kind == "dec":
+        base, own = v.data, v.type.scale
+    else:
+        raise Unsupported(f"{v.type} as a DECIMAL operand")
+    if scale < own:
+        raise Unsupported(f"rescaling {v.type} down implicitly")
+    return i128.mul_pow10(base, scale - own)
+
+
+def as_f64(v: Val) -> np.ndarray:
+    """DuckDB's cast to DOUBLE: ints rounded to nearest; decimals ``double(unscaled) / 10^s``."""
+    k = v.type.kind
+    if k == "float":
+        return v.data
+    if k == "int":
+        return v.data.astype(np.float64)
+    if k == "bool":
+        return v.data.astype(np.float64)
+    if k == "dec":
+        if v.type.wide:
+            raw = i128.to_f64(v.data)
+        else:
+            raw = v.data.lo.view(np.int64).astype(np.float64)
+        return raw / float(10 ** v.type.scale)
+    raise Unsupported(f"{v.type} as a DOUBLE operand")
+
+
+_OP_NAME = {"+": "addition", "-": "subtraction", "*": "multiplication", "//": "division", "%": "modulo"}
+
+
+def _int_arith(op: str, a: np.ndarray, b: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    lo, hi = int_range(bits)
+    with np.errstate(all="ignore"):
+        if op in ("//", "%"):
+            zero = b == 0
+            bb = np.where(zero, 1, b)
+            q = a // bb
+            q = q + ((a % bb != 0) & ((a < 0) != (bb < 0)))  # C truncation, as DuckDB
+            r = a - q * bb
+            min_by_minus_one = (a == lo) & (bb == -1)
+            res = q if op == "//" else np.where(bb == -1, 0, r)
+            over = (min_by_minus_one & (op == "//")) | (res < lo) | (res > hi)
+            return res, over
+        if bits < 64:  # exact in int64: operands fit in 32 bits
+            res = {"+": np.add, "-": np.subtract, "*": np.multiply}[op](a, b)
+            return res, (res < lo) | (res > hi)
+        if op == "+":
+            res = a + b
+            return res, ((a ^ res) & (b ^ res)) < 0
+        if op == "-":
+            res = a - b
+            return res, ((a ^ b) & (a ^ res)) < 0
+        prod, over = i128.mul(i128.from_i64(a), i128.from_i64(b))
+        res, out = i128.to_i64(prod)
+        return res, over | out
+
+
+def arith(op: str, a: Val, b: Val, rt: SqlType) -> tuple[object, list[tuple[np.ndarray, str]]]:
+    """``a op b`` in DuckDB's result type ``rt``: lanes and (failure mask, message) pairs."""
+    n = a.n
+    if rt.kind == "int":
+        if a.type.kind != "int" or b.type.kind != "int":
+            raise Unsupported(f"{op} of {a.type} and {b.type} giving {rt}")
+        res, over = _int_arith(op, a.data, b.data, rt.bits)
+        if op in ("//", "%"):
+            return res, [(b.data == 0, f"Invalid Input Error: Division by zero in expression (… {op} 0)"),
+                         (over, f"Out of Range Error: Overflow in division of {INT_NAME[rt.bits]}")]
+        return res, [(over, f"Out of Range Error: Overflow in {_OP_NAME[op]} of {INT_NAME[rt.bits]}")]
+    if rt.kind == "float":
+        if op not in ("+", "-", "*", "/"):
+            raise Unsupported(f"{op} giving {rt}")
+        x, y = as_f64(a), as_f64(b)
+        with np.errstate(all="ignore"):
+            res = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}[op](x, y)
+        return res, []
+    if rt.kind == "dec":
+        msg = f"Out of Range Error: Overflow in {_OP_NAME.get(op, op)} of DECIMAL({rt.precision})"
+        if op in ("+", "-"):
+            x, ox = as_i128(a, rt.scale)
+            y, oy = as_i128(b, rt.scale)
+            res, over = (i128.add if op == "+" else i128.sub)(x, y)
+        elif op == "*":
+            sa = a.type.scale if a.type.kind == "dec" else 0
+            sb = b.type.scale if b.type.kind == "dec" else 0
+            if sa + sb != rt.scale:
+                raise Unsupported(f"decimal multiplication {a.type} * {b.type} giving {rt}")
+            x, ox = as_i128(a, sa)
+            y, oy = as_i128(b, sb)
+            res, over = i128.mul(x, y)
+        else:
+            raise Unsupported(f"{op} on DECIMAL")
+        over = over | ox | oy | ~i128.in_bounds(res, dec_bound(rt))
+        return res, [(over, msg)]
+    raise Unsupported(f"arithmetic giving {rt}")
+
+
+def round_half_away(x: np.ndarray) -> np.ndarray:
+    """C's ``std::round`` (half away from zero), exactly: ``x - trunc(x)`` is exact."""
+    t = np.trunc(x)
+    frac = np.abs(x - t)
+    with np.errstate(invalid="ignore"):
+        return np.where(frac >= 0.5, t + np.copysign(1.0, x), t)
+
+
+def _f64_to_i128(r: np.ndarray) -> i128.I128:
+    """An integer-valued double (|r| < 2^127) as 128 bits, exactly."""
+    r = np.where(np.isfinite(r), r, 0.0)
+    neg = r < 0
+    m = np.abs(r)
+    hi = np.floor(m / 2.0 ** 64)
+    lo = m - hi * 2.0 ** 64
+    mag = i128.I128(hi.astype(np.int64), lo.astype(np.uint64))
+    return i128.where(neg, i128.neg(mag), mag)
+
+
+def cast_number(v: Val, to: SqlType) -> tuple[object, np.ndarray, str]:
+    """CAST between BOOLEAN, integers, DECIMAL and DOUBLE as DuckDB does it."""
+    src, n = v.type, v.n
+    none = np.zeros(n, dtype=bool)
+    if to.kind == "float":
+        if to.bits != 64:
+            raise Unsupported("FLOAT (32-bit) values")
+        return as_f64(v), none, ""
+    if to.kind == "bool":
+        if src.kind in ("int", "bool"):
+            return v.data != 0, none, ""
+        raise Unsupported(f"CAST from {src} to BOOLEAN")
+    if to.kind == "int":
+        lo, hi = int_range(to.bits)
+        msg = f"Conversion Error: Type {_src_name(src)} can't be cast because the value is out of range " \
+              f"for the destination type {INT_NAME[to.bits]}"
+        if src.kind == "bool":
+            return v.data.astype(np.int64), none, ""
+        if src.kind == "int":
+            return v.data, (v.data < lo) | (v.data > hi), msg
+        if src.kind == "dec":
+            r = i128.div_pow10(v.data, src.scale, "half_away")
+            val, out = i128.to_i64(r)
+            return val, out | (val < lo) | (val > hi), msg
+        if src.kind == "float":
+            with np.errstate(all="ignore"):
+                r = np.rint(v.data)  # nearbyint: half to even
+                ok = np.isfinite(r) & (r >= float(lo)) & (r < -float(lo))
+                val = np.where(ok, r, 0.0).astype(np.int64)
+            return val, ~ok | (val > hi), msg
+    if to.kind == "dec":
+        msg = f"Conversion Error: Could not cast value to {to.name}"
+        bound = 10 ** to.precision
+        if src.kind == "int" or (src.kind == "dec" and src.scale <= to.scale):
+            r, over = as_i128(v, to.scale)
+            return r, over | ~i128.in_bounds(r, bound), msg
+        if src.kind == "dec":
+            r = i128.div_pow10(v.data, src.scale - to.scale, "half_away")
+            return r, ~i128.in_bounds(r, bound), msg
+        if src.kind == "float":
+            with np.errstate(all="ignore"):
+                r = round_half_away(v.data * float(10 ** to.scale))
+                ok = np.isfinite(r) & (np.abs(r) < float(bound))
+            return _f64_to_i128(np.where(ok, r, 0.0)), ~ok, msg
+    raise Unsupported(f"CAST from {src} to {to}")
+
+
+def _src_name(t: SqlType) -> str:
+    if t.kind == "int":
+        return INT_NAME[t.bits]
+    return {"dec": "DECIMAL", "float": "DOUBLE"}.get(t.kind, t.name)
+
+
+def float_compare(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(less, equal) with DuckDB's total order on doubles: NaN equals NaN and is largest."""
+    nx, ny = np.isnan(x), np.isnan(y)
+    with np.errstate(invalid="ignore"):
+        lt = (x < y) | (~nx & ny)
+        eq = (x == y) | (nx & ny)
+    return lt, eq
+
+
+def compare_numbers(a: Val, b: Val) -> tuple[np.ndarray, np.ndarray]:
+    """(less, equal) of two numeric values in DuckDB's common type."""
+    ka, kb = a.type.kind, b.type.kind
+    if "float" in (ka, kb):
+        return float_compare(as_f64(a), as_f64(b))
+    if "dec" in (ka, kb):
+        scale = max(t.scale for t in (a.type, b.type) if t.kind == "dec")
+        digits = max((t.precision - t.scale) if t.kind == "dec" else 19 for t in (a.type, b.type))
+        if digits + scale > 38:
+            raise Unsupported(f"comparison of {a.type} and {b.type}")
+        x, _ = as_i128(a, scale)
+        y, _ = as_i128(b, scale)
+        return i128.less(x, y), i128.equal(x, y)
+    if ka in ("int", "bool") and kb in ("int", "bool"):
+        x, y = a.data.astype(np.int64), b.data.astype(np.int64)
+        return x < y, x == y
+    raise Unsupported(f"comparison of {a.type} and {b.type}")

@@ -1,0 +1,290 @@
+"""String kernels over fixed-width UTF-8 lanes ``(n, w)`` uint8 with byte lengths ``(n,)``.
+
+Every kernel touches every byte slot of every row in an order fixed by the public width:
+element-wise numpy operations, fixed-stride shifts, prefix scans along rows, and loops
+whose bounds are public (width, pattern length).  Results that move bytes (substrings,
+concatenation, padding, replacement, case mapping, number formatting) are built as a
+fixed-width candidate row plus a keep mask, then :func:`compact` moves the kept bytes to
+the front in ``log2(w)`` fixed shift rounds (order-preserving compaction: the shifts are
+taken by the binary digits of each byte's displacement, least significant first, which
+never collides).  Characters are code points, as in DuckDB (``length('é') = 1``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["inside", "shift_left", "shift_right", "compact", "starts", "char_count", "char_index", "compare",
+           "like", "find", "decode", "encode", "concat", "keep_chars", "trim", "pad", "repeat", "replace",
+           "first_match", "digits_u64", "constant_rows", "select_constants"]
+
+
+def inside(lengths: np.ndarray, w: int) -> np.ndarray:
+    return np.arange(w)[None, :] < lengths[:, None]
+
+
+def shift_left(a: np.ndarray, k: int) -> np.ndarray:
+    """Columns moved ``k`` slots to the left (zero fill): ``out[:, j] = a[:, j + k]``."""
+    out = np.zeros_like(a)
+    w = a.shape[1]
+    if k < w:
+        out[:, : w - k] = a[:, k:]
+    return out
+
+
+def shift_right(a: np.ndarray, k: int) -> np.ndarray:
+    out = np.zeros_like(a)
+    w = a.shape[1]
+    if k < w:
+        out[:, k:] = a[:, : w - k]
+    return out
+
+
+def compact(mat: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Kept bytes moved to the front of each row, in order; returns (bytes, lengths)."""
+    w = mat.shape[1]
+    dropped = ~keep
+    disp = np.cumsum(dropped, axis=1) - dropped  # dropped bytes before each slot
+    x = np.where(keep, mat, np.uint8(0))
+    d = np.where(keep, disp, 0)
+    k = 1
+    while k < w:
+        move = keep & ((d & k) != 0)
+        stay = keep & ~move
+        x = np.where(stay, x, np.uint8(0)) | shift_left(np.where(move, x, np.uint8(0)), k)
+        d = np.where(stay, d, 0) + shift_left(np.where(move, d, 0), k)
+        keep = stay | shift_left(move, k)
+        k <<= 1
+    return x, keep.sum(axis=1).astype(np.int64)
+
+
+def starts(mat: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Bytes that start a code point (not UTF-8 continuation bytes), within the length."""
+    return ((mat & 0xC0) != 0x80) & inside(lengths, mat.shape[1])
+
+
+def char_count(mat: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    return starts(mat, lengths).sum(axis=1).astype(np.int64)
+
+
+def char_index(mat: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """0-based index of the character each byte belongs to."""
+    return np.cumsum(starts(mat, lengths), axis=1) - 1
+
+
+def _pad_to(mat: np.ndarray, w: int) -> np.ndarray:
+    out = np.zeros((mat.shape[0], w), dtype=np.uint8)
+    out[:, : mat.shape[1]] = mat
+    return out
+
+
+def first_match(mask: np.ndarray) -> np.ndarray:
+    """Only the first True of each row (a prefix OR, no indexing)."""
+    seen = np.logical_or.accumulate(mask, axis=1)
+    return mask & ~shift_right(seen, 1)
+
+
+def compare(a: np.ndarray, la: np.ndarray, b: np.ndarray, lb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(less, equal) in byte order (DuckDB compares VARCHAR bytes as unsigned, then length)."""
+    w = max(a.shape[1], b.shape[1])
+    a, b = _pad_to(a, w), _pad_to(b, w)
+    common = inside(np.minimum(la, lb), w)
+    first = first_match((a != b) & common)
+    differs = first.any(axis=1)
+    av = np.where(first, a, 0).sum(axis=1)
+    bv = np.where(first, b, 0).sum(axis=1)
+    lt = np.where(differs, av < bv, la < lb)
+    eq = ~differs & (la == lb)
+    return lt, eq
+
+
+def _char_bytes(lead: np.ndarray) -> np.ndarray:
+    return np.where(lead < 0x80, 1, np.where(lead < 0xE0, 2, np.where(lead < 0xF0, 3, 4)))
+
+
+def like(mat: np.ndarray, lengths: np.ndarray, pattern: bytes) -> np.ndarray:
+    """SQL LIKE with ``%`` and ``_`` (no escape) as a DP over (pattern step, byte position).
+
+    ``D[:, j]``: the pattern prefix matches the first ``j`` bytes.  ``_`` consumes one
+    code point (1–4 bytes), ``%`` any run of whole code points.
+    """
+    n, w = mat.shape
+    full = np.zeros((n, w + 1), dtype=np.uint8)
+    full[:, :w] = mat
+    st = np.zeros((n, w + 1), dtype=bool)
+    st[:, :w] = starts(mat, lengths)
+    boundary = st | (np.arange(w + 1)[None, :] == lengths[:, None])
+    clen = _char_bytes(full)
+    state = np.zeros((n, w + 1), dtype=bool)
+    state[:, 0] = True
+    prev_pct = False
+    for ch in pattern:
+        if ch == ord("%"):
+            if not prev_pct:
+                state = np.logical_or.accumulate(state, axis=1) & boundary
+            prev_pct = True
+            continue
+        prev_pct = False
+        if ch == ord("_"):
+            nxt = np.zeros_like(state)
+            for k in range(1, 5):
+                nxt |= shift_right(state & st & (clen == k), k)
+            state = nxt
+        else:
+            state = shift_right(state & (full == ch), 1)
+    return (state & (np.arange(w + 1)[None, :] == lengths[:, None])).any(axis=1)
+
+
+def find(mat: np.ndarray, lengths: np.ndarray, needle: bytes) -> np.ndarray:
+    """``(n, w)``: the needle occurs starting at this byte (fully inside the string)."""
+    n, w = mat.shape
+    ok = np.arange(w)[None, :] + len(needle) <= lengths[:, None]
+    for k, ch in enumerate(needle):
+        ok = ok & (shift_left(mat, k) == ch)
+    return ok
+
+
+def decode(mat: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(code point at each start byte (0 elsewhere), start mask)."""
+    b = [mat.astype(np.int64)] + [shift_left(mat, k).astype(np.int64) for k in (1, 2, 3)]
+    c1 = b[0]
+    c2 = ((b[0] & 0x1F) << 6) | (b[1] & 0x3F)
+    c3 = ((b[0] & 0x0F) << 12) | ((b[1] & 0x3F) << 6) | (b[2] & 0x3F)
+    c4 = ((b[0] & 0x07) << 18) | ((b[1] & 0x3F) << 12) | ((b[2] & 0x3F) << 6) | (b[3] & 0x3F)
+    L = _char_bytes(b[0])
+    cp = np.where(L == 1, c1, np.where(L == 2, c2, np.where(L == 3, c3, c4)))
+    st = starts(mat, lengths)
+    return np.where(st, cp, 0), st
+
+
+def encode(cp: np.ndarray, keep: np.ndarray, out_width: int) -> tuple[np.ndarray, np.ndarray]:
+    """UTF-8 of the kept code points (one per slot), compacted to ``out_width`` bytes."""
+    n, w = cp.shape
+    L = np.where(cp < 0x80, 1, np.where(cp < 0x800, 2, np.where(cp < 0x10000, 3, 4)))
+    cont = lambda s: 0x80 | ((cp >> s) & 0x3F)  # noqa: E731
+    b0 = np.where(L == 1, cp, np.where(L == 2, 0xC0 | (cp >> 6), np.where(L == 3, 0xE0 | (cp >> 12), 0xF0 | (cp >> 18))))
+    b1 = np.where(L == 2, cont(0), np.where(L == 3, cont(6), cont(12)))
+    b2 = np.where(L == 3, cont(0), cont(6))
+    b3 = cont(0)
+    slots = np.stack([b0, b1, b2, b3], axis=2).astype(np.uint8).reshape(n, 4 * w)
+    kslots = (keep[:, :, None] & (np.arange(4)[None, None, :] < L[:, :, None])).reshape(n, 4 * w)
+    out, lengths = compact(slots, kslots)
+    return _pad_to(out[:, :out_width], out_width) if out_width > out.shape[1] else out[:, :out_width], lengths
+
+
+def concat(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The parts one after the other (fixed layout, then compaction)."""
+    mat = np.concatenate([p for p, _ in parts], axis=1)
+    keep = np.concatenate([inside(l, p.shape[1]) for p, l in parts], axis=1)
+    return compact(mat, keep)
+
+
+def keep_chars(mat: np.ndarray, lengths: np.ndarray, first: np.ndarray, stop: np.ndarray):
+    """Characters with index in ``[first, stop)`` per row (SUBSTRING, LEFT, RIGHT …)."""
+    idx = char_index(mat, lengths)
+    keep = inside(lengths, mat.shape[1]) & (idx >= first[:, None]) & (idx < stop[:, None])
+    return compact(mat, keep)
+
+
+def _char_of_byte(cp: np.ndarray, st: np.ndarray) -> np.ndarray:
+    """Each byte's code point (continuation bytes copy their start's), forward fill ≤ 3."""
+    out = cp
+    for _ in range(3):
+        out = np.where(st, out, shift_right(out, 1))
+    return out
+
+
+def trim(mat: np.ndarray, lengths: np.ndarray, chars: list[int], left: bool, right: bool):
+    """TRIM/LTRIM/RTRIM of a public set of code points."""
+    cp, st = decode(mat, lengths)
+    cpb = _char_of_byte(cp, st)
+    ins = inside(lengths, mat.shape[1])
+    member = np.zeros_like(ins)
+    for c in chars:
+        member |= cpb == c
+    member &= ins
+    drop = np.zeros_like(ins)
+    if left:
+        drop |= np.logical_and.accumulate(member, axis=1)
+    if right:
+        tail = member | ~ins
+        drop |= np.logical_and.accumulate(tail[:, ::-1], axis=1)[:, ::-1] & ins
+    return compact(mat, ins & ~drop)
+
+
+def pad(mat: np.ndarray, lengths: np.ndarray, count: int, fill: bytes, left: bool):
+    """LPAD/RPAD to ``count`` characters with a public fill (DuckDB truncates longer strings)."""
+    n, w = mat.shape
+    chars = char_count(mat, lengths)
+    fill_chars = len(fill.decode())
+    reps = max(0, count) if fill_chars else 0
+    fill_row = np.frombuffer(fill * reps, dtype=np.uint8) if reps else np.zeros(0, np.uint8)
+    fmat = np.broadcast_to(fill_row, (n, fill_row.shape[0])).copy() if fill_row.size else np.zeros((n, 1), np.uint8)
+    need = np.maximum(0, count - chars)
+    flen = np.zeros(n, dtype=np.int64)
+    if fill_row.size:
+        fcp, fst = decode(fmat, np.full(n, fill_row.shape[0]))
+        fidx = np.cumsum(fst, axis=1) - 1
+        fkeep = fidx < need[:, None]
+    else:
+        fkeep = np.zeros((n, 1), dtype=bool)
+    idx = char_index(mat, lengths)
+    skeep = inside(lengths, w) & (idx < count)
+    if left:
+        return compact(np.concatenate([fmat, mat], axis=1), np.concatenate([fkeep, skeep], axis=1))
+    return compact(np.concatenate([mat, fmat], axis=1), np.concatenate([skeep, fkeep], axis=1))
+
+
+def repeat(mat: np.ndarray, lengths: np.ndarray, k: int):
+    return concat([(mat, lengths)] * max(0, k)) if k > 0 else (np.zeros((mat.shape[0], 1), np.uint8),
+                                                                np.zeros(mat.shape[0], dtype=np.int64))
+
+
+def replace(mat: np.ndarray, lengths: np.ndarray, old: bytes, new: bytes):
+    """Non-overlapping occurrences of ``old`` (left to right) replaced by ``new``."""
+    n, w = mat.shape
+    m = len(old)
+    hits = find(mat, lengths, old)
+    chosen = np.zeros_like(hits)
+    covered = np.zeros_like(hits)  # inside an earlier chosen occurrence
+    for j in range(w):  # public loop: a match is taken unless an earlier one covers it
+        take = hits[:, j:j + 1] & ~covered[:, j:j + 1]
+        chosen[:, j:j + 1] = take
+        covered[:, j:j + m] |= take
+    slot = max(1, len(new))
+    cand = np.zeros((n, w, slot), dtype=np.uint8)
+    keep = np.zeros((n, w, slot), dtype=bool)
+    ins = inside(lengths, w)
+    plain = ins & ~covered
+    cand[:, :, 0] = np.where(chosen, new[0] if new else 0, mat)
+    keep[:, :, 0] = plain | (chosen & (len(new) > 0))
+    for k in range(1, len(new)):
+        cand[:, :, k] = new[k]
+        keep[:, :, k] = chosen
+    return compact(cand.reshape(n, w * slot), keep.reshape(n, w * slot))
+
+
+def digits_u64(mag: np.ndarray, count: int) -> list[np.ndarray]:
+    """Decimal digits of non-negative uint64 values, most significant first (``count`` of them)."""
+    out = []
+    for _ in range(count):
+        out.append((mag % np.uint64(10)).astype(np.uint8))
+        mag = mag // np.uint64(10)
+    return out[::-1]
+
+
+def constant_rows(options: list[bytes], choice: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row i gets ``options[choice[i]]``: every option is selected over every row."""
+    return select_constants(options, [choice == k for k in range(len(options))])
+
+
+def select_constants(options: list[bytes], masks: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    n = masks[0].shape[0] if masks else 0
+    w = max([1] + [len(o) for o in options])
+    mat = np.zeros((n, w), dtype=np.uint8)
+    lengths = np.zeros(n, dtype=np.int64)
+    for o, m in zip(options, masks):
+        row = np.zeros(w, dtype=np.uint8)
+        row[: len(o)] = np.frombuffer(o, dtype=np.uint8)
+        mat = np.where(m[:, None], row[None, :], mat)
+        lengths = np.where(m, len(o), lengths)
+    return mat, lengths

@@ -1,0 +1,243 @@
+"""String function handlers (LIKE, SUBSTRING, concatenation, case mapping, trimming …).
+
+Patterns, positions, counts and fill strings must be constants (public); the value
+being transformed is a whole column of fixed-width lanes (:mod:`.strings`).
+"""
+from __future__ import annotations
+
+import numpy as np
+from sqlglot import exp
+
+from . import casemap, strings
+from .functions import handles
+from .numeric import Unsupported
+from .value import Val
+
+__all__: list[str] = []
+
+
+def _str(ev, node) -> Val:
+    v = ev.ev(node)
+    if v.type.kind == "null":
+        return Val(ev.type_of(node) if ev.type_of(node).kind == "str" else v.type, np.zeros((v.n, 1), np.uint8),
+                   v.valid, v.err, np.zeros(v.n, dtype=np.int64))
+    if v.type.kind != "str":
+        raise Unsupported(f"string function on {v.type}")
+    return v
+
+
+def _text(ev, node, what: str) -> bytes:
+    val = ev.literal(node, what)
+    if val is None:
+        raise Unsupported(f"{what} with a NULL argument")
+    return str(val).encode()
+
+
+def _out(ev, node, v: Val, mat: np.ndarray, lengths: np.ndarray, width: int | None = None) -> Val:
+    if width is not None:
+        mat = mat[:, :width] if mat.shape[1] >= width else np.pad(mat, ((0, 0), (0, width - mat.shape[1])))
+    return Val(ev.type_of(node), mat, v.valid, v.err, lengths)
+
+
+def _bool(ev, node, v: Val, res: np.ndarray) -> Val:
+    return Val(ev.type_of(node), res, v.valid, v.err)
+
+
+@handles(exp.Like, exp.ILike)
+def _ev_like(ev, node):
+    if node.args.get("escape") is not None:
+        raise Unsupported("LIKE … ESCAPE")
+    v = _str(ev, node.this)
+    pattern = ev.literal(node.expression, "LIKE")
+    if pattern is None:
+        return Val(ev.type_of(node), np.zeros(v.n, bool), np.zeros(v.n, bool), v.err)
+    pat = str(pattern)
+    mat, lengths = v.data, v.lengths
+    if isinstance(node, exp.ILike):  # DuckDB: lower(string) LIKE lower(pattern)
+        mat, lengths = casemap.case_map(mat, lengths, upper=False)
+        pat = ev.p.lowered.get(pat, None)
+        if pat is None:
+            raise Unsupported("ILIKE pattern")
+    res = strings.like(mat, lengths, pat.encode())
+    if node.args.get("negate"):
+        res = ~res
+    return _bool(ev, node, v, res)
+
+
+@handles(exp.StartsWith, exp.EndsWith, exp.Contains)
+def _ev_contains(ev, node):
+    v = _str(ev, node.this)
+    needle = _text(ev, node.expression, node.sql_name())
+    hits = strings.find(v.data, v.lengths, needle)
+    if isinstance(node, exp.StartsWith):
+        res = hits[:, :1].reshape(v.n) if v.width else np.zeros(v.n, bool)
+        res = res | (len(needle) == 0)
+    elif isinstance(node, exp.EndsWith):
+        pos = v.lengths - len(needle)
+        res = (hits & (np.arange(v.width)[None, :] == pos[:, None])).any(axis=1) | ((len(needle) == 0) & (pos >= 0))
+    else:
+        res = hits.any(axis=1) | (len(needle) == 0)
+    return _bool(ev, node, v, res)
+
+
+@handles(exp.StrPosition)
+def _ev_strpos(ev, node):
+    if node.args.get("position") is not None or node.args.get("occurrence") is not None:
+        raise Unsupported("STRPOS with a position")
+    v = _str(ev, node.this)
+    needle = _text(ev, node.args.get("substr"), "STRPOS")
+    if not needle:
+        return Val(ev.type_of(node), np.ones(v.n, dtype=np.int64), v.valid, v.err)
+    first = strings.first_match(strings.find(v.data, v.lengths, needle))
+    idx = strings.char_index(v.data, v.lengths)
+    pos = np.where(first, idx + 1, 0).sum(axis=1)
+    return Val(ev.type_of(node), pos.astype(np.int64), v.valid, v.err)
+
+
+@handles(exp.Length)
+def _ev_length(ev, node):
+    v = _str(ev, node.this)
+    return Val(ev.type_of(node), strings.char_count(v.data, v.lengths), v.valid, v.err)
+
+
+@handles(exp.Upper, exp.Lower)
+def _ev_case(ev, node):
+    v = _str(ev, node.this)
+    mat, lengths = casemap.case_map(v.data, v.lengths, upper=isinstance(node, exp.Upper))
+    return _out(ev, node, v, mat, lengths)
+
+
+@handles(exp.Trim)
+def _ev_trim(ev, node):
+    v = _str(ev, node.this)
+    chars = node.args.get("expression")
+    text = " " if chars is None else ev.literal(chars, "TRIM")
+    if text is None or node.args.get("collation") is not None:
+        raise Unsupported("TRIM with these arguments")
+    pos = (node.args.get("position") or "BOTH").upper()
+    cps = sorted({ord(c) for c in str(text)})
+    mat, lengths = strings.trim(v.data, v.lengths, cps, left=pos in ("BOTH", "LEADING"),
+                                right=pos in ("BOTH", "TRAILING"))
+    return _out(ev, node, v, mat, lengths)
+
+
+def _int_arg(ev, node, what: str) -> int:
+    val = ev.literal(node, what)
+    if val is None or isinstance(val, bool):
+        raise Unsupported(f"{what} with a NULL or non-integer argument")
+    return int(val)
+
+
+@handles(exp.Substring)
+def _ev_substring(ev, node):
+    v = _str(ev, node.this)
+    offset = _int_arg(ev, node.args.get("start"), "SUBSTRING")
+    length_node = node.args.get("length")
+    size = strings.char_count(v.data, v.lengths)
+    n = v.n
+    # DuckDB's SubstringStartEnd, with the string's character count per row
+    if length_node is None:
+        length = None
+        first = np.full(n, max(offset - 1, 0)) if offset > 0 else np.maximum(size + offset, 0) if offset < 0 \
+            else np.zeros(n, dtype=np.int64)
+        stop = size
+    else:
+        length = _int_arg(ev, length_node, "SUBSTRING")
+        if offset > 0:
+            start = np.minimum(size, offset - 1)
+        elif offset < 0:
+            start = np.maximum(size + offset, 0)
+        else:
+            start = np.zeros(n, dtype=np.int64)
+            length -= 1
+        if length == 0 or (offset == 0 and length <= 0):
+            first, stop = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        elif length > 0:
+            first, stop = start, np.minimum(size, start + length)
+        else:
+            first, stop = np.maximum(0, start + length), start
+    mat, lengths = strings.keep_chars(v.data, v.lengths, first, stop)
+    width = v.width if length is None else max(1, min(v.width, 4 * abs(length)))
+    return _out(ev, node, v, mat, lengths, width)
+
+
+@handles(exp.Left, exp.Right)
+def _ev_left_right(ev, node):
+    v = _str(ev, node.this)
+    k = _int_arg(ev, node.expression, node.sql_name())
+    size = strings.char_count(v.data, v.lengths)
+    zero = np.zeros(v.n, dtype=np.int64)
+    if isinstance(node, exp.Left):
+        first, stop = zero, (np.minimum(size, k) if k >= 0 else np.maximum(size + k, 0))
+    else:
+        first, stop = (np.maximum(size - k, 0) if k >= 0 else np.minimum(size, -k)), size
+    mat, lengths = strings.keep_chars(v.data, v.lengths, first, stop)
+    width = v.width if k < 0 else max(1, min(v.width, 4 * k))
+    return _out(ev, node, v, mat, lengths, width)
+
+
+def _concat_parts(ev, args, skip_nulls: bool):
+    from .casts import cast
+    from .types import parse_type
+    vals = []
+    for a in args:
+        v = ev.ev(a)
+        if v.type.kind == "null":
+            v = Val(parse_type("VARCHAR"), np.zeros((v.n, 1), np.uint8), v.valid, v.err, np.zeros(v.n, np.int64))
+        elif v.type.kind != "str":
+            v = cast(ev, v, parse_type("VARCHAR"), try_=False)
+        vals.append(v)
+    parts = [(v.data, np.where(v.valid, v.lengths, 0)) for v in vals]
+    mat, lengths = strings.concat(parts)
+    valid = np.ones(vals[0].n, dtype=bool)
+    err = np.zeros(vals[0].n, dtype=np.int32)
+    for v in vals:
+        if not skip_nulls:
+            valid &= v.valid
+        err = np.maximum(err, v.err)
+    return mat, lengths, valid, err
+
+
+@handles(exp.DPipe)
+def _ev_dpipe(ev, node):
+    mat, lengths, valid, err = _concat_parts(ev, [node.this, node.expression], skip_nulls=False)
+    return Val(ev.type_of(node), mat, valid, err, lengths)
+
+
+@handles(exp.Concat)
+def _ev_concat(ev, node):
+    mat, lengths, valid, err = _concat_parts(ev, list(node.expressions), skip_nulls=True)
+    return Val(ev.type_of(node), mat, valid, err, lengths)
+
+
+@handles(exp.Pad)
+def _ev_pad(ev, node):
+    v = _str(ev, node.this)
+    count = _int_arg(ev, node.expression, "LPAD/RPAD")
+    fill = _text(ev, node.args.get("fill_pattern"), "LPAD/RPAD") if node.args.get("fill_pattern") is not None else b" "
+    if not fill:
+        raise Unsupported("LPAD/RPAD with an empty fill")
+    mat, lengths = strings.pad(v.data, v.lengths, count, fill, left=bool(node.args.get("is_left")))
+    width = max(1, max(0, count) * max(4, len(fill)))
+    return _out(ev, node, v, mat, lengths, min(mat.shape[1], width))
+
+
+@handles(exp.Repeat)
+def _ev_repeat(ev, node):
+    v = _str(ev, node.this)
+    k = _int_arg(ev, node.args.get("times"), "REPEAT")
+    mat, lengths = strings.repeat(v.data, v.lengths, k)
+    return _out(ev, node, v, mat, lengths)
+
+
+@handles(exp.Replace)
+def _ev_replace(ev, node):
+    v = _str(ev, node.this)
+    old = _text(ev, node.expression, "REPLACE")
+    new = _text(ev, node.args.get("replacement"), "REPLACE")
+    if not old:
+        return v
+    mat, lengths = strings.replace(v.data, v.lengths, old, new)
+    w = v.width
+    bound = w if len(new) <= len(old) else (w // len(old)) * len(new) + w % len(old)
+    return _out(ev, node, v, mat, lengths, max(1, bound))

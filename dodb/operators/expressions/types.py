@@ -1,0 +1,113 @@
+"""SQL types of expressions, derived from DuckDB itself (the oracle), never guessed.
+
+Every (sub)expression is bound by DuckDB against a zero-row Arrow table with the input
+schema (``SELECT e1, e2, … FROM empty``): DuckDB resolves implicit casts, literal types
+and function overloads, and no row is read.  Results are cached by (schema, SQL).
+"""
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import duckdb
+import pyarrow as pa
+from sqlglot import exp
+
+__all__ = ["SqlType", "parse_type", "bind_types", "INT_BITS", "arrow_type"]
+
+INT_BITS = {"TINYINT": 8, "SMALLINT": 16, "INTEGER": 32, "BIGINT": 64}
+# DuckDB's names of the physical integer types, as its error messages spell them
+INT_NAME = {8: "INT8", 16: "INT16", 32: "INT32", 64: "INT64"}
+
+
+@dataclass(frozen=True)
+class SqlType:
+    """A DuckDB logical type: ``kind`` in bool/int/dec/float/date/ts/str/null/interval/other."""
+
+    name: str
+    kind: str
+    bits: int = 0          # integers: 8..64; floats: 32/64
+    precision: int = 0     # decimals
+    scale: int = 0
+
+    @property
+    def wide(self) -> bool:
+        """A decimal stored as 128 bits by DuckDB (precision > 18)."""
+        return self.kind == "dec" and self.precision > 18
+
+    def __str__(self) -> str:
+        return self.name
+
+
+_DEC = re.compile(r"DECIMAL\((\d+),\s*(\d+)\)")
+
+
+def parse_type(name: str) -> SqlType:
+    name = str(name).strip()
+    up = name.upper()
+    if up in INT_BITS:
+        return SqlType(up, "int", INT_BITS[up])
+    m = _DEC.fullmatch(up)
+    if m:
+        return SqlType(f"DECIMAL({m.group(1)},{m.group(2)})", "dec", 0, int(m.group(1)), int(m.group(2)))
+    simple = {"DOUBLE": ("float", 64), "FLOAT": ("float", 32), "BOOLEAN": ("bool", 0), "VARCHAR": ("str", 0),
+              "DATE": ("date", 0), "TIMESTAMP": ("ts", 0), "INTERVAL": ("interval", 0), '"NULL"': ("null", 0),
+              "NULL": ("null", 0)}
+    if up in simple:
+        kind, bits = simple[up]
+        return SqlType("NULL" if kind == "null" else up, kind, bits)
+    return SqlType(up, "other")
+
+
+def arrow_type(t: SqlType) -> pa.DataType:
+    """The Arrow type DuckDB exports for ``t`` (what the old DuckDB path produced)."""
+    if t.kind == "int":
+        return {8: pa.int8(), 16: pa.int16(), 32: pa.int32(), 64: pa.int64()}[t.bits]
+    if t.kind == "dec":
+        return pa.decimal128(t.precision, t.scale)
+    return {"float": pa.float64() if t.bits == 64 else pa.float32(), "bool": pa.bool_(), "str": pa.string(),
+            "date": pa.date32(), "ts": pa.timestamp("us"), "null": pa.null()}[t.kind]
+
+
+_local = threading.local()
+_cache: dict[tuple, list[SqlType]] = {}
+_lock = threading.Lock()
+EMPTY = "__dodb_empty"
+
+
+def _connection() -> duckdb.DuckDBPyConnection:
+    con = getattr(_local, "con", None)
+    if con is None:
+        con = duckdb.connect()
+        _local.con = con
+    return con
+
+
+def bind_types(schema: Mapping[str, pa.DataType], sqls: Sequence[str]) -> list[SqlType]:
+    """DuckDB's result type of each SQL expression over an empty table of ``schema``.
+
+    Raises ``duckdb.Error`` when DuckDB cannot bind an expression.
+    """
+    key = (tuple((n, str(t)) for n, t in schema.items()), tuple(sqls))
+    with _lock:
+        hit = _cache.get(key)
+    if hit is not None:
+        return hit
+    empty = pa.table({n: pa.array([], type=t) for n, t in schema.items()}) if schema else \
+        pa.table({"__dodb_none": pa.array([], type=pa.int8())})
+    select = ", ".join(f"{s} AS {exp.to_identifier(f'e{i}', quoted=True).sql(dialect='duckdb')}"
+                       for i, s in enumerate(sqls))
+    con = _connection()
+    con.register(EMPTY, empty)
+    try:
+        rel = con.sql(f"SELECT {select} FROM {EMPTY}")
+        types = [parse_type(str(t)) for t in rel.types]
+    finally:
+        con.unregister(EMPTY)
+    with _lock:
+        if len(_cache) > 4096:
+            _cache.clear()
+        _cache[key] = types
+    return types

@@ -1,0 +1,124 @@
+"""Whole-column values during expression evaluation, and the bridge to padded columns.
+
+A :class:`Val` is one expression's result over every padded row: lanes of a fixed public
+shape (``data``), validity (False = SQL NULL), a per-row error code (0 = none) and, for
+strings, byte lengths.  Lanes by kind: ``bool`` bool; ``int`` int64 (whatever DuckDB's
+width: the width is checked, not stored); ``float`` float64; ``dec`` :class:`I128`
+(unscaled); ``date`` int64 days; ``ts`` int64 microseconds; ``str`` ``(n, w)`` uint8.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from ..table import Column
+from . import int128 as i128
+from .types import SqlType, arrow_type
+
+__all__ = ["Val", "from_column", "constant", "to_column", "no_errors"]
+
+_EPOCH = dt.date(1970, 1, 1)
+
+
+@dataclass
+class Val:
+    type: SqlType
+    data: object
+    valid: np.ndarray
+    err: np.ndarray
+    lengths: np.ndarray | None = None
+
+    @property
+    def n(self) -> int:
+        return int(self.valid.shape[0])
+
+    @property
+    def width(self) -> int:
+        return int(self.data.shape[1]) if self.type.kind == "str" else 0
+
+
+def no_errors(n: int) -> np.ndarray:
+    return np.zeros(n, dtype=np.int32)
+
+
+def from_column(c: Column, t: SqlType) -> Val:
+    """Lanes of a padded column, as the type DuckDB binds it to."""
+    n = int(c.valid.shape[0])
+    valid = c.valid.copy()
+    if t.kind == "str":
+        return Val(t, c.values, valid, no_errors(n), c.lengths.astype(np.int64))
+    if t.kind == "dec":
+        return Val(t, i128.from_words(c.values), valid, no_errors(n))
+    if t.kind == "bool":
+        return Val(t, c.values.astype(bool), valid, no_errors(n))
+    if t.kind == "float":
+        return Val(t, c.values.astype(np.float64), valid, no_errors(n))
+    if t.kind in ("int", "date", "ts"):
+        return Val(t, c.values.astype(np.int64), valid, no_errors(n))
+    if t.kind == "null":
+        return Val(t, np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), no_errors(n))
+    raise TypeError(f"unsupported column type {t}")
+
+
+def _string_lanes(data: bytes, n: int) -> tuple[np.ndarray, np.ndarray]:
+    w = max(1, len(data))
+    row = np.zeros(w, dtype=np.uint8)
+    row[: len(data)] = np.frombuffer(data, dtype=np.uint8)
+    return np.broadcast_to(row, (n, w)).copy(), np.full(n, len(data), dtype=np.int64)
+
+
+def constant(t: SqlType, value, n: int) -> Val:
+    """A public constant (a literal or a constant sub-expression folded by DuckDB)."""
+    valid = np.full(n, value is not None)
+    err = no_errors(n)
+    if t.kind == "str":
+        data, lengths = _string_lanes(b"" if value is None else str(value).encode(), n)
+        return Val(t, data, valid, err, lengths)
+    if value is None:
+        if t.kind == "dec":
+            return Val(t, i128.const(0, n), valid, err)
+        zero = {"bool": np.zeros(n, bool), "float": np.zeros(n)}.get(t.kind, np.zeros(n, np.int64))
+        return Val(t, zero, valid, err)
+    if t.kind == "dec":
+        unscaled = int(decimal.Decimal(value).scaleb(t.scale).to_integral_value())
+        return Val(t, i128.const(unscaled, n), valid, err)
+    if t.kind == "bool":
+        return Val(t, np.full(n, bool(value)), valid, err)
+    if t.kind == "float":
+        return Val(t, np.full(n, float(value)), valid, err)
+    if t.kind == "int":
+        return Val(t, np.full(n, int(value), dtype=np.int64), valid, err)
+    if t.kind == "date":
+        return Val(t, np.full(n, (value - _EPOCH).days, dtype=np.int64), valid, err)
+    if t.kind == "ts":
+        delta = value - dt.datetime(1970, 1, 1)
+        us = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+        return Val(t, np.full(n, us, dtype=np.int64), valid, err)
+    raise TypeError(f"unsupported constant type {t}")
+
+
+def to_column(v: Val, width: int | None = None) -> Column:
+    """The padded column of a result (NULL rows hold zeros; strings padded to ``width``)."""
+    t = arrow_type(v.type)
+    valid = v.valid.copy()
+    if v.type.kind == "str":
+        w = max(1, v.width if width is None else max(width, v.width))
+        data = np.zeros((v.n, w), dtype=np.uint8)
+        data[:, : v.width] = v.data
+        data = np.where(valid[:, None], data, np.uint8(0))
+        return Column(t, data, valid, np.where(valid, v.lengths, 0).astype(np.int32))
+    if v.type.kind == "dec":
+        zero = i128.const(0, v.n)
+        return Column(t, i128.to_words(i128.where(valid, v.data, zero)), valid)
+    if v.type.kind == "null":
+        return Column(pa.null(), np.zeros(v.n, dtype=np.int8), valid)
+    dtype = {"bool": np.bool_, "float": np.float64 if v.type.bits == 64 else np.float32, "date": np.int32,
+             "ts": np.int64}.get(v.type.kind)
+    if v.type.kind == "int":
+        dtype = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}[v.type.bits]
+    vals = np.where(valid, v.data, np.zeros(1, dtype=v.data.dtype)).astype(dtype)
+    return Column(t, vals, valid)
