@@ -11,12 +11,12 @@
 """
 from .accountant import BudgetExceededError, BudgetNotSetError, LedgerError
 from .errors import CatalogError, DodbError, PlanningError, UnsupportedQueryError
-from .session import Database, PrivacyReport, Result, attach, connect
+from .session import Database, DatabaseBusyError, PrivacyReport, ReadOnlyError, Result, attach, connect
 
 __version__ = "0.1.0"
 
 __all__ = [
     "connect", "attach", "Database", "Result", "PrivacyReport",
     "DodbError", "UnsupportedQueryError", "PlanningError", "CatalogError",
-    "BudgetExceededError", "BudgetNotSetError", "LedgerError",
+    "BudgetExceededError", "BudgetNotSetError", "LedgerError", "ReadOnlyError", "DatabaseBusyError",
 ]
