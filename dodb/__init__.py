@@ -12,7 +12,7 @@
 from .accountant import BudgetExceededError, BudgetNotSetError, LedgerError
 from .errors import (CatalogError, DodbError, InvalidParameterError, PlanningError, QueryExecutionError,
                      UnsupportedQueryError)
-from .session import Database, PrivacyReport, Result, attach, connect
+from .session import Database, DatabaseBusyError, PrivacyReport, ReadOnlyError, Result, attach, connect
 
 __version__ = "0.1.0"
 
@@ -20,5 +20,5 @@ __all__ = [
     "connect", "attach", "Database", "Result", "PrivacyReport",
     "DodbError", "UnsupportedQueryError", "PlanningError", "CatalogError", "InvalidParameterError",
     "QueryExecutionError",
-    "BudgetExceededError", "BudgetNotSetError", "LedgerError",
+    "BudgetExceededError", "BudgetNotSetError", "LedgerError", "ReadOnlyError", "DatabaseBusyError",
 ]

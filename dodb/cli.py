@@ -1,13 +1,18 @@
-"""The ``dodb`` command line: demo, query, explain, budget, protect, audit.
+"""The ``dodb`` command line: demo, query, explain, budget, history, protect, unprotect,
+token, serve, audit.
 
 User errors (bad SQL, unknown tables, budget exceeded, invalid parameters) print one
 clear line on stderr and exit with status 2 — no traceback.  ``--json`` prints machine-
-readable output for scripts.
+readable output for scripts.  A database file must exist unless ``--create`` is given;
+``query``/``explain``/``budget`` also take ``grpc://host:port`` with ``--token`` (or
+``DODB_TOKEN``) to talk to a dodb server (docs/design.md §Served mode).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 import threading
 import time
@@ -16,7 +21,7 @@ from typing import Any, Iterator
 
 import duckdb
 
-from .accountant import BudgetExceededError, BudgetNotSetError, LedgerError
+from .accountant import AccountantError, BudgetExceededError
 from .errors import DodbError
 
 DEMO_QUERIES = [
@@ -109,51 +114,157 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open(path: str, allow_insecure: bool = False):
+def _open(args, *, allow_insecure: bool = False):
+    """The database named on the command line: a file (it must exist unless ``--create``) or a server."""
     import dodb
 
-    return dodb.connect(path, allow_insecure=allow_insecure)
+    path = args.db
+    if path.startswith(("grpc://", "grpc+tcp://", "grpc+tls://")):
+        return dodb.connect(path, token=getattr(args, "token", None) or os.environ.get("DODB_TOKEN"))
+    if getattr(args, "token", None):
+        raise DodbError("--token is for a dodb server (grpc://host:port)")
+    return dodb.connect(path, allow_insecure=allow_insecure, create=getattr(args, "create", False))
 
 
 def _query(args) -> int:
-    db = _open(args.db, allow_insecure=args.mode == "plain")
-    with _progress("running"):
-        res = db.sql(args.sql, epsilon=args.epsilon, delta=args.delta, mode=args.mode)
-    if args.json:
-        print(json.dumps({"columns": res.columns, "rows": res.arrow().to_pylist(),
-                          "privacy": res.privacy.as_dict()}, default=str))
-    else:
-        _print_table(res.arrow(), limit=args.limit)
-        print(res.privacy)
-    db.close()
+    if args.allow_insecure and args.mode != "plain":
+        raise DodbError("--allow-insecure only applies to --mode plain")
+    db = _open(args, allow_insecure=args.allow_insecure)
+    try:
+        with _progress("running"):
+            res = db.sql(args.sql, epsilon=args.epsilon, delta=args.delta, mode=args.mode)
+        rep = res.privacy
+        if args.json:
+            print(json.dumps({"columns": res.columns, "rows": res.arrow().to_pylist(), "epsilon_used": rep.charged_epsilon,
+                              "delta_used": rep.charged_delta, "privacy": rep.as_dict()}, default=str))
+        else:
+            _print_table(res.arrow(), limit=args.limit)
+            print(rep)
+        used = f"ε used: {rep.charged_epsilon:.4g} (δ {rep.charged_delta:.3g}" + \
+            (f", query #{rep.query_id})" if rep.query_id else "; public tables only: nothing charged)")
+        print(used, file=sys.stderr if args.json else sys.stdout)
+    finally:
+        db.close()
     return 0
 
 
 def _explain(args) -> int:
-    db = _open(args.db)
-    out = db.explain(args.sql, epsilon=args.epsilon, delta=args.delta or 1e-6, mode=args.mode, as_dict=args.json)
-    print(json.dumps(out, default=str) if args.json else out)
-    db.close()
+    db = _open(args)
+    try:
+        out = db.explain(args.sql, epsilon=args.epsilon, delta=args.delta, mode=args.mode, as_dict=args.json)
+        print(json.dumps(out, default=str) if args.json else out)
+    finally:
+        db.close()
     return 0
 
 
 def _budget(args) -> int:
-    db = _open(args.db)
-    if args.set is not None:
-        db.set_budget(args.set[0], args.set[1])
-    info: dict[str, Any] = db.budget
+    db = _open(args)
+    try:
+        if args.set is not None or args.horizon is not None:
+            if not hasattr(db, "set_budget"):
+                raise DodbError("the budget is the owner's: set it on the database file, not through a server")
+            eps, delta = args.set if args.set is not None else db.budget["budget"]
+            db.set_budget(eps, delta, horizon=args.horizon, force=args.force)  # an owner action, recorded
+        elif args.force:
+            raise DodbError("--force only applies to --set")
+        info: dict[str, Any] = db.budget
+        if args.json:
+            print(json.dumps(info, default=str))
+        else:
+            print(f"budget ε={info['budget'][0]:g} δ={info['budget'][1]:g} (filter {info['filter']})")
+            print(f"spent  ε={info['spent'][0]:.4g} δ={info['spent'][1]:.3g} (the sum of the charges in "
+                  f"'dodb history', {info['queries']} charges)")
+            print(f"left   ε={info['remaining'][0]:.4g} δ={info['remaining'][1]:.3g} (what the next query can get)")
+            print(f"default query δ={info['default_delta']:.3g} (sized for {info['horizon']} queries)")
+    finally:
+        db.close()
+    return 0
+
+
+def _history(args) -> int:
+    db = _open(args)
+    try:
+        rows = db.history(owner_actions=True)
+    finally:
+        db.close()
     if args.json:
-        print(json.dumps(info, default=str))
-    else:
-        print(f"budget ε={info['budget'][0]:g} δ={info['budget'][1]:g} (filter {info['filter']})")
-        print(f"spent  ε={info['spent'][0]:.4g} δ={info['spent'][1]:.3g}")
-        print(f"left   ε={info['remaining'][0]:.4g} δ={info['remaining'][1]:.3g}")
-    db.close()
+        print(json.dumps(rows, default=str))
+        return 0
+    if not rows:
+        print("no queries and no owner actions yet")
+    for r in rows[-args.limit:] if args.limit else rows:
+        at = str(r["at"])[:19]
+        if r["type"] == "owner action":
+            change = f"{_short(r['old'])} -> {_short(r['new'])}"
+            forced = f"  FORCED: {'; '.join(r['forced'])}" if r["forced"] else ""
+            charge = f" (charge #{r['charge_id']})" if r["charge_id"] else ""
+            print(f"{at}  owner    {r['what']}: {change}{charge}{forced}")
+        else:
+            who = "owner " if r["type"] == "owner release" else "query "
+            print(f"{at}  {who} #{r['id']} ε={r['epsilon']:.4g} δ={r['delta']:.3g} {r['status']}: {r['what']}")
+    return 0
+
+
+def _short(v: Any, limit: int = 100) -> str:
+    text = json.dumps(v, default=str) if not isinstance(v, str) else v
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _unprotect(args) -> int:
+    db = _open(args)
+    try:
+        db.unprotect(args.table, force=args.force)
+        print(f"{args.table} is public again (recorded in the owner history)")
+    finally:
+        db.close()
+    return 0
+
+
+def _token(args) -> int:
+    from . import tokens
+
+    db = _open(args)
+    try:
+        if args.action == "add":
+            print(tokens.add_token(db, args.name))
+            print(f"(a new token for {args.name}: shown once, stored hashed; give it to the analyst)", file=sys.stderr)
+        elif args.action == "revoke":
+            tokens.revoke_token(db, args.name)
+            print(f"revoked the token of {args.name}")
+        else:
+            for t in tokens.list_tokens(db):
+                state = f"revoked {str(t['revoked_at'])[:19]}" if t["revoked_at"] else "active"
+                print(f"{t['name']}  issued {str(t['created_at'])[:19]}  {state}")
+    finally:
+        db.close()
+    return 0
+
+
+def _serve(args) -> int:
+    from .serve import is_loopback, open_server
+
+    server = open_server(args.db, args.host, args.port, tls_cert=args.tls_cert, tls_key=args.tls_key)
+    if not is_loopback(args.host) and args.tls_cert is None:
+        print("dodb: warning: serving beyond this host without TLS: tokens and answers travel in the clear "
+              "(use --tls-cert/--tls-key)", file=sys.stderr)
+
+    def stop(signum, frame):  # noqa: ARG001 - signal handler signature
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    print(f"dodb: serving {args.db} at {server.location} (Ctrl-C to stop)", flush=True)
+    try:
+        server.serve()
+    finally:
+        server.close()
+    print("dodb: server stopped", file=sys.stderr)
     return 0
 
 
 def _protect(args) -> int:
-    db = _open(args.db)
+    db = _open(args)
     parent = tuple(args.parent.split(".", 1)) if args.parent else None
     degrees = {}
     for item in args.max_degree or []:
@@ -187,18 +298,42 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--db", default=None, help="database file (default: in memory)")
     d.add_argument("--budget", type=float, default=5.0)
     q = sub.add_parser("query", help="run a private query")
-    for sp in (q, sub.add_parser("explain", help="show the plan without running or charging")):
-        sp.add_argument("db")
+    ex = sub.add_parser("explain", help="show the plan without running or charging")
+    for sp in (q, ex):
+        sp.add_argument("db", help="database file, or grpc://host:port of a dodb server")
         sp.add_argument("sql")
         sp.add_argument("--epsilon", type=float, default=1.0)
-        sp.add_argument("--delta", type=float, default=None)
+        sp.add_argument("--delta", type=float, default=None, help="default: the dataset's default query δ")
         sp.add_argument("--mode", choices=["do", "oblivious", "plain"], default="do")
         sp.add_argument("--json", action="store_true")
+        sp.add_argument("--token", help="analyst token for a dodb server (or DODB_TOKEN)")
     q.add_argument("--limit", type=int, default=50)
-    b = sub.add_parser("budget", help="show (or set) the dataset's privacy budget")
+    q.add_argument("--allow-insecure", action="store_true", help="needed for --mode plain on private tables")
+    b = sub.add_parser("budget", help="show (or set: an owner action, recorded) the dataset's privacy budget")
     b.add_argument("db")
     b.add_argument("--set", nargs=2, type=float, metavar=("EPSILON", "DELTA"))
+    b.add_argument("--horizon", type=int, help="queries the default query δ is sized for (default 10000)")
+    b.add_argument("--force", action="store_true", help="allow lowering the budget below what was spent (recorded)")
     b.add_argument("--json", action="store_true")
+    b.add_argument("--token", help="analyst token for a dodb server (or DODB_TOKEN)")
+    h = sub.add_parser("history", help="past queries, owner releases and owner actions")
+    h.add_argument("db")
+    h.add_argument("--limit", type=int, default=0, help="only the last N entries")
+    h.add_argument("--json", action="store_true")
+    u = sub.add_parser("unprotect", help="make a private table public again (owner action, recorded)")
+    u.add_argument("db")
+    u.add_argument("table")
+    u.add_argument("--force", action="store_true", help="needed once anything was charged (recorded)")
+    t = sub.add_parser("token", help="issue, revoke or list analyst tokens for 'dodb serve'")
+    t.add_argument("action", choices=["add", "revoke", "list"])
+    t.add_argument("db")
+    t.add_argument("name", nargs="?", default=None)
+    sv = sub.add_parser("serve", help="serve the database to analysts over Arrow Flight (token auth)")
+    sv.add_argument("db")
+    sv.add_argument("--host", default="127.0.0.1")
+    sv.add_argument("--port", type=int, default=47470, help="0 picks a free port (printed)")
+    sv.add_argument("--tls-cert", help="PEM certificate (with --tls-key): serve grpc+tls://")
+    sv.add_argument("--tls-key")
     pr = sub.add_parser("protect", help="declare a table private")
     pr.add_argument("db")
     pr.add_argument("table")
@@ -211,6 +346,8 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--capacity", type=int, help="a public capacity (>= rows): nothing is charged for the size")
     pr.add_argument("--epsilon", type=float, help="ε for the released size (default: 5%% of the budget)")
     pr.add_argument("--json", action="store_true")
+    for sp in (q, ex, b, h, u, t, pr):
+        sp.add_argument("--create", action="store_true", help="create the database file if it does not exist")
     from .audit import command as audit_command
 
     audit_command.add_arguments(sub.add_parser(
@@ -223,11 +360,15 @@ def main(argv: list[str] | None = None) -> int:
     from .audit import command as audit_command
 
     handlers = {"demo": _demo, "query": _query, "explain": _explain, "budget": _budget, "protect": _protect,
+                "history": _history, "unprotect": _unprotect, "token": _token, "serve": _serve,
                 "audit": audit_command.run}
+    if args.command == "token" and args.action != "list" and not args.name:
+        print(f"dodb: error: dodb token {args.action} FILE NAME", file=sys.stderr)
+        return 2
     try:
         return handlers[args.command](args)
-    except (DodbError, BudgetExceededError, BudgetNotSetError, LedgerError, ValueError, duckdb.Error) as e:
-        print(f"dodb: error: {e}", file=sys.stderr)
+    except (DodbError, AccountantError, ValueError, duckdb.Error) as e:
+        print(f"dodb: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("dodb: interrupted", file=sys.stderr)

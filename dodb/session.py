@@ -5,145 +5,52 @@ Modelled on DuckDB's Python API: a :class:`Database` runs ``.sql()`` and returns
 relation on the same connection, for further chaining).  Every query is planned,
 admitted by the dataset's ledger *before* it runs (charging nothing if it does not fit),
 executed on the DO operators, and returned with its privacy report.
+
+Sharing (docs/design.md §Concurrency): one Database serialises its use of the engine
+with a lock, so any number of threads may share it; several Databases on one file in
+a process share DuckDB's instance (and its SQL functions, :mod:`dodb.functions`);
+DuckDB lets one process write a file, so another process waits for it (``wait=``) or
+talks to a server (``dodb serve``, ``dodb.connect("grpc://…")``).  ``read_only=True``
+sessions plan, explain, read the budget and the history and run public-only queries;
+a query that would charge the ledger is refused before anything happens, because the
+ledger lives in the (read-only) file.
 """
 from __future__ import annotations
 
+import os
 import threading
-from dataclasses import dataclass, field
+import time
 from typing import Any, Sequence
 
 import duckdb
-import pyarrow as pa
 
+from . import functions
 from .accountant import BudgetExceededError, BudgetNotSetError, Ledger
-from .accountant.ledger import check_neighbour
+from .accountant.ledger import check_horizon, check_neighbour
 from .errors import CatalogError, DodbError, InvalidParameterError, QueryExecutionError, one_line
 from .oblivious.rng import new_rng
 from .operators.context import MODES, check_privacy_params
 from .planner import Catalog, QueryPlan, plan_query
+from .result import PrivacyReport, Result
 from .storage import ingest
 from .wire import PaddedAnswer, QueryRuntimeError
 
-__all__ = ["connect", "attach", "Database", "Result", "PrivacyReport", "DEFAULT_QUERY_DELTA_SHARE"]
+__all__ = ["connect", "attach", "Database", "Result", "PrivacyReport", "ReadOnlyError", "DatabaseBusyError",
+           "DEFAULT_WAIT"]
 
-DEFAULT_QUERY_DELTA_SHARE = 0.01  # a query's default delta: 1% of the dataset's delta budget
+DEFAULT_WAIT = 10.0  # seconds connect() waits for another process to release the file
+REMOTE_SCHEMES = ("grpc://", "grpc+tcp://", "grpc+tls://")
+
+
+class ReadOnlyError(DodbError):
+    """The session was opened ``read_only=True`` and the action would write (a charge, an owner action)."""
+
+
+class DatabaseBusyError(DodbError):
+    """Another process holds the database file (DuckDB lets one process write a file)."""
+
 LOAD_EPSILON_SHARE = 0.05  # an owner action's default epsilon: 5% of the dataset's epsilon
-
-
-@dataclass
-class PrivacyReport:
-    """What a query leaked and what it cost: per-operator releases, every composition
-    method's total (the one charged marked), and the budget left afterwards."""
-
-    sql: str
-    mode: str
-    epsilon: float
-    delta: float
-    operators: list[dict[str, Any]]
-    composition: dict[str, dict[str, Any]]
-    chosen: str | None
-    charged_epsilon: float
-    charged_delta: float
-    query_id: int | None
-    spent: tuple[float, float] | None = None
-    remaining: tuple[float, float] | None = None
-    tables: list[dict[str, Any]] = field(default_factory=list)  # private tables read: capacity and its origin
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-    def __str__(self) -> str:
-        lines = [f"privacy report (mode={self.mode}, requested ε={self.epsilon:g}, δ={self.delta:g})"]
-        if not self.operators:
-            lines.append("  no new size was released by this query")
-        for op in self.operators:
-            v = op.get("value")
-            shown = f"{sum(v)} in {len(v)} bins" if isinstance(v, list) and len(v) > 1 else \
-                (v[0] if isinstance(v, list) and v else v)
-            lines.append(f"  {op['operator']}: {op['release']} sensitivity {op['sensitivity']}, "
-                         f"ε={op['epsilon']:.4g}, δ={op['delta']:.3g}, released size {shown}")
-        for name, b in self.composition.items():
-            mark = "*" if name == self.chosen else " "
-            eps = b.get("epsilon")
-            lines.append(f"  {mark} {name:<10} ε={eps:.4g}" if isinstance(eps, (int, float)) and eps != float("inf")
-                         else f"    {name:<10} n/a ({_first_clause(str(b.get('note', '')))})")
-        for t in self.tables:
-            origin = (f"released under DP when loaded, ledger #{t['ledger_id']}" if t["source"] == "dp"
-                      else "declared by the owner")
-            lines.append(f"  size of {t['table']}: {t['capacity']} slots ({origin})")
-        lines.append(f"  charged: ε={self.charged_epsilon:.4g}, δ={self.charged_delta:.3g}"
-                     + (f" (query #{self.query_id})" if self.query_id else ""))
-        if self.remaining is not None:
-            lines.append(f"  budget spent ε={self.spent[0]:.4g}, δ={self.spent[1]:.3g}; "
-                         f"remaining ε={self.remaining[0]:.4g}, δ={self.remaining[1]:.3g}")
-        return "\n".join(lines)
-
-
-def _first_clause(note: str, limit: int = 90) -> str:
-    """The reason a method does not apply, up to its first ';' and at most ``limit`` characters."""
-    head = note.split(";", 1)[0].strip()
-    return head if len(head) <= limit else head[:limit].rsplit(" ", 1)[0] + " …"
-
-
-class Result:
-    """A private query's exact answer plus its privacy report.
-
-    Built from the engine's padded answer (:mod:`dodb.wire`): the dummies are dropped
-    here, on the analyst's side of the boundary (docs/threat-model.md).
-    """
-
-    def __init__(self, padded: PaddedAnswer, report: PrivacyReport, con: duckdb.DuckDBPyConnection,
-                 plan: QueryPlan | None):
-        self.padded = padded
-        self.privacy = report
-        self._con = con
-        self.plan = plan
-        self._table = QueryPlan.answer(padded)
-
-    def arrow(self) -> pa.Table:
-        return self._table
-
-    def df(self):
-        """The answer as a pandas DataFrame (needs pandas: ``pip install pandas``)."""
-        try:
-            import pandas  # noqa: F401
-        except ImportError:
-            raise DodbError("Result.df() needs pandas: pip install pandas (or use .arrow() / .pl())") from None
-        return self._table.to_pandas()
-
-    def pl(self):
-        """The answer as a polars DataFrame (needs polars: ``pip install polars``)."""
-        try:
-            import polars
-        except ImportError:
-            raise DodbError("Result.pl() needs polars: pip install polars (or use .arrow() / .df())") from None
-        return polars.from_arrow(self._table)
-
-    def fetchall(self) -> list[tuple]:
-        return [tuple(r.values()) for r in self._table.to_pylist()]
-
-    def show(self) -> None:
-        """Print the answer the way DuckDB prints a relation."""
-        self.relation.show()
-
-    @property
-    def relation(self) -> duckdb.DuckDBPyRelation:
-        """The answer as a DuckDB relation on the same connection (join it, write Parquet, …)."""
-        return self._con.from_arrow(self._table)
-
-    @property
-    def columns(self) -> list[str]:
-        return list(self._table.column_names)
-
-    def __len__(self) -> int:
-        return self._table.num_rows
-
-    def __repr__(self) -> str:
-        return f"<dodb.Result {self._table.num_rows} rows × {self._table.num_columns} columns>\n{self._table}"
-
-    def explain(self) -> str:
-        """The plan with the padded sizes measured in this run."""
-        return self.plan.explain() if self.plan is not None else ""
+NO_BUDGET_EXPLAIN_DELTA = 1e-6  # EXPLAIN before any budget is set (sql would refuse to run)
 
 
 class Database:
@@ -158,58 +65,30 @@ class Database:
         self.allow_insecure = allow_insecure
         self._seed = seed
         self._rng = new_rng(seed)
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # one query / owner action at a time on this connection
+        self._closed = False
         self.ledger = Ledger(con)
+        self.read_only = self.ledger.read_only
         if neighbour is not None:
-            self.ledger.set_neighbour(neighbour)  # a dataset setting: refused once queries were charged
+            if self.read_only and neighbour != self.ledger.neighbour:
+                raise ReadOnlyError(f"cannot set the neighbour relation to {neighbour!r} in a read_only session")
+            if not self.read_only:
+                self.ledger.set_neighbour(neighbour)  # a dataset setting: refused once queries were charged
         self.catalog = Catalog(con)
-        self._udf_cursor: duckdb.DuckDBPyConnection | None = None
-        self._register_functions()
+        self._fkey = functions.instance_key(con, self.ledger)
+        functions.register(con, self._fkey, self)  # SELECT dodb_budget_remaining() on this instance
 
     @property
     def neighbour(self) -> str:
         """The dataset's neighbour relation ('add_remove' or 'replace' one privacy unit), persisted."""
         return self.ledger.neighbour
 
-    # -- DuckDB scalar functions for budget introspection -------------------------------------
-    _FUNCTIONS = ("dodb_budget_epsilon", "dodb_budget_spent", "dodb_budget_remaining",
-                  "dodb_budget_remaining_delta")
-
-    def _register_functions(self) -> None:
-        """``SELECT dodb_budget_remaining()`` etc. work in plain SQL on this connection."""
-        # a UDF runs inside a query on ``con``: it reads the ledger through its own cursor
-        self._udf_cursor = self.con.cursor()
-        udf_ledger = Ledger(self._udf_cursor)
-
-        def status(part: str, i: int) -> float:
-            try:
-                st = udf_ledger.status()
-            except BudgetNotSetError:
-                return float("nan")
-            return float(tuple(st[part])[i])
-
-        funcs = {
-            "dodb_budget_epsilon": lambda: status("budget", 0),
-            "dodb_budget_spent": lambda: status("spent", 0),
-            "dodb_budget_remaining": lambda: status("remaining", 0),
-            "dodb_budget_remaining_delta": lambda: status("remaining", 1),
-        }
-        for name, fn in funcs.items():
-            try:
-                self.con.remove_function(name)
-            except duckdb.Error:
-                pass
-            self.con.create_function(name, fn, [], "DOUBLE", side_effects=True)
-
-    def _unregister_functions(self) -> None:
-        for name in self._FUNCTIONS:
-            try:
-                self.con.remove_function(name)
-            except duckdb.Error:
-                pass
-        if self._udf_cursor is not None:
-            self._udf_cursor.close()
-            self._udf_cursor = None
+    def _writable(self, action: str) -> None:
+        if self._closed:
+            raise DodbError("this dodb Database is closed")
+        if self.read_only:
+            raise ReadOnlyError(f"cannot {action}: this session was opened read_only=True and the privacy ledger "
+                                "lives in the database file; open it read-write (or query a dodb server)")
 
     # -- declarations -----------------------------------------------------------------------
     def protect(self, table: str, privacy_unit: str, *, parent: tuple[str, str] | None = None,
@@ -238,7 +117,18 @@ class Database:
                                [list(k) for k in (keys or [])], dict(max_degree or {}), dict(widths or {}),
                                orphans, null_units)
         with self._lock:
+            self._writable("protect a table")
             return ingest.protect(self, table, d, capacity=capacity, epsilon=epsilon, delta=delta, force=force)
+
+    def unprotect(self, table: str, *, force: bool = False) -> None:
+        """Make a private table public again (its rows back in the current schema).
+
+        Refused once anything was charged unless ``force=True`` (the charges were
+        computed under its declaration); recorded in the owner history either way.
+        """
+        with self._lock:
+            self._writable("unprotect a table")
+            ingest.unprotect(self, table, force=force)
 
     def insert(self, table: str, rows: Any, *, capacity: int | None = None, epsilon: float | None = None,
                delta: float | None = None) -> ingest.IngestResult:
@@ -248,12 +138,14 @@ class Database:
         of a table in the current schema, with the private table's columns.
         """
         with self._lock:
+            self._writable("insert rows")
             return ingest.load(self, table, rows, append=True, capacity=capacity, epsilon=epsilon, delta=delta)
 
     def replace_data(self, table: str, rows: Any, *, capacity: int | None = None, epsilon: float | None = None,
                      delta: float | None = None) -> ingest.IngestResult:
         """Replace all rows of a private table (same checks and release as :meth:`insert`)."""
         with self._lock:
+            self._writable("replace data")
             return ingest.load(self, table, rows, append=False, capacity=capacity, epsilon=epsilon, delta=delta)
 
     def _load_budget(self, epsilon: float | None, delta: float | None) -> tuple[float, float]:
@@ -267,27 +159,40 @@ class Database:
         check_privacy_params(eps, d)
         return float(eps), float(d)
 
-    def set_budget(self, epsilon: float, delta: float, *, filter: str | None = None) -> None:
-        """The dataset's total privacy budget (persisted with the data, shared by all sessions)."""
-        self.ledger.set_budget(epsilon, delta, filter=filter)
+    def set_budget(self, epsilon: float, delta: float, *, filter: str | None = None, horizon: int | None = None,
+                   force: bool = False) -> None:
+        """The dataset's total privacy budget (persisted with the data, shared by all sessions).
+
+        ``horizon``: how many queries the default per-query δ is sized for (default
+        10,000; docs/design.md §Budget defaults).  Lowering the budget below what was
+        spent needs ``force=True``; every change is recorded in the owner history.
+        """
+        self._writable("set the budget")
+        if horizon is not None:
+            check_horizon(horizon)
+        with self._lock:
+            self.ledger.set_budget(epsilon, delta, filter=filter, force=force)
+            if horizon is not None:
+                self.ledger.set_horizon(horizon)
 
     @property
     def budget(self) -> dict[str, Any]:
-        """Budget, spent and remaining (ε, δ) as measured by the ledger's filter."""
+        """Budget; spent = the sum of the charges in :meth:`history`; remaining = what the
+        next query can still be charged; the default query δ (docs/design.md §Budget defaults)."""
         st = self.ledger.status()
         return {"budget": tuple(st["budget"]), "spent": tuple(st["spent"]), "remaining": tuple(st["remaining"]),
-                "filter": st["filter"], "queries": st["totals"].get("queries")}
+                "filter": st["filter"], "queries": st["totals"].get("queries"), "horizon": st["horizon"],
+                "default_delta": st["default_delta"]}
 
-    def history(self) -> list[dict[str, Any]]:
-        return self.ledger.history()
+    def history(self, *, owner_actions: bool = False) -> list[dict[str, Any]]:
+        """Charged queries and owner releases, oldest first; with ``owner_actions=True`` the
+        merged timeline of charges and owner actions (``dodb history``)."""
+        return self.ledger.timeline() if owner_actions else self.ledger.history()
 
     # -- queries ----------------------------------------------------------------------------
     def _default_delta(self) -> float:
-        info = self.ledger.budget
-        if info is None:
-            raise BudgetNotSetError("no privacy budget is set for this dataset: call "
-                                    "db.set_budget(epsilon=..., delta=...) first")
-        return info.delta * DEFAULT_QUERY_DELTA_SHARE
+        """The dataset's default query δ (docs/design.md §Budget defaults)."""
+        return self.ledger.default_delta()
 
     def plan(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do",
              allocation: str = "cost") -> QueryPlan:
@@ -306,41 +211,51 @@ class Database:
     def explain(self, query: str, *, epsilon: float = 1.0, delta: float | None = None, mode: str = "do",
                 as_dict: bool = False):
         """The plan as text (or a dict): operators, sizes, stability, ε/δ, composition."""
-        p = self.plan(query, epsilon=epsilon, delta=delta if delta is not None else 1e-6, mode=mode)
+        if delta is None and self.ledger.budget is None:
+            delta = NO_BUDGET_EXPLAIN_DELTA  # nothing can run yet; show the plan at a nominal δ
+        p = self.plan(query, epsilon=epsilon, delta=delta, mode=mode)
         return p.to_dict() if as_dict else p.explain()
 
     def sql(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do",
             allocation: str = "cost") -> Result:
         """Run a private query: plan, admit (charge) before execution, execute, report."""
-        p = self.plan(query, epsilon=epsilon, delta=delta, mode=mode, allocation=allocation)
-        private = any(self.catalog.table(t).private for t in _tables_of(p))
-        if mode == "plain" and private and not self.allow_insecure:
-            raise DodbError("mode='plain' runs private data without protection; it is only available with "
-                            "dodb.connect(..., allow_insecure=True) for benchmarks")
-        charge = None
-        if p.events:
-            charge = self.ledger.admit(p.events, sql=query, operators=[e.operator for e in p.events],
-                                       delta=p.delta, neighbour=p.neighbour)
-        try:
-            padded = p.execute(rng=self._rng)
-        except BaseException as e:
-            if charge is not None:
-                charge.fail(e)
-            if not isinstance(e, Exception):  # KeyboardInterrupt and the like pass through
-                raise
-            err = _failed_after_admission(e, charge)
-            if err is e:
-                raise
-            raise err from e
-        if charge is not None:
-            charge.complete()
-        report = self._report(p, charge)
+        padded, report, p = self.run(query, epsilon=epsilon, delta=delta, mode=mode, allocation=allocation)
         try:
             return Result(padded, report, self.con, p)
         except QueryRuntimeError as e:
-            spent = f"; ε={report.charged_epsilon:.4g}, δ={report.charged_delta:.3g} was charged (query " \
-                    f"#{report.query_id})" if charge is not None else ""
-            raise QueryRuntimeError(f"{e}{spent}") from None
+            raise QueryRuntimeError(f"{e}{_charged(report)}") from None
+
+    def run(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do",
+            allocation: str = "cost", session: str | None = None) -> tuple[PaddedAnswer, PrivacyReport, QueryPlan]:
+        """The engine's side of :meth:`sql`: the padded answer (dummies still in it) and the
+        report.  ``session`` names who asked in the ledger (served mode: the analyst's token)."""
+        with self._lock:
+            if self._closed:
+                raise DodbError("this dodb Database is closed")
+            p = self.plan(query, epsilon=epsilon, delta=delta, mode=mode, allocation=allocation)
+            private = any(self.catalog.table(t).private for t in _tables_of(p))
+            if mode == "plain" and private and not self.allow_insecure:
+                raise DodbError("mode='plain' runs private data without protection; it is only available with "
+                                "dodb.connect(..., allow_insecure=True) for benchmarks")
+            charge = None
+            if p.events:
+                self._writable("run a query that charges the privacy budget")
+                charge = self.ledger.admit(p.events, sql=query, operators=[e.operator for e in p.events],
+                                           delta=p.delta, neighbour=p.neighbour, session=session)
+            try:
+                padded = p.execute(rng=self._rng)
+            except BaseException as e:
+                if charge is not None:
+                    charge.fail(e)
+                if not isinstance(e, Exception):  # KeyboardInterrupt and the like pass through
+                    raise
+                err = _failed_after_admission(e, charge)
+                if err is e:
+                    raise
+                raise err from e
+            if charge is not None:
+                charge.complete()
+            return padded, self._report(p, charge), p
 
     def _report(self, p: QueryPlan, charge) -> PrivacyReport:
         values = {}
@@ -376,9 +291,13 @@ class Database:
 
     def close(self) -> None:
         """Detach dodb (its SQL functions); close the connection if dodb opened it."""
-        self._unregister_functions()
-        if self._owned:
-            self.con.close()
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            functions.unregister(self.con, self._fkey, self)
+            if self._owned:
+                self.con.close()
 
     def __enter__(self) -> "Database":
         return self
@@ -404,6 +323,12 @@ def _failed_after_admission(e: Exception, charge) -> DodbError:
                                charged=charged, query_id=query_id)
 
 
+def _charged(report: PrivacyReport) -> str:
+    if report.query_id is None:
+        return ""
+    return f"; ε={report.charged_epsilon:.4g}, δ={report.charged_delta:.3g} was charged (query #{report.query_id})"
+
+
 def _tables_of(p: QueryPlan) -> set[str]:
     from .planner.logical import Scan, walk
 
@@ -411,7 +336,8 @@ def _tables_of(p: QueryPlan) -> set[str]:
 
 
 def connect(database: str = ":memory:", *, neighbour: str | None = None, allow_insecure: bool = False,
-            seed: int | None = None, read_only: bool = False) -> Database:
+            seed: int | None = None, read_only: bool = False, create: bool = True, wait: float = DEFAULT_WAIT,
+            token: str | None = None):
     """Open (or create) a DuckDB database file with dodb on top.  ``seed`` only in test mode.
 
     ``neighbour`` is a dataset setting, stored with the ledger: ``None`` uses the stored
@@ -419,16 +345,51 @@ def connect(database: str = ":memory:", *, neighbour: str | None = None, allow_i
     refused (LedgerError) once queries were charged under the other one.
     Protected tables live only in canonical storage (``dodb_private``): plain SQL on
     ``db.con`` does not find them under their names.
+    ``create=False``: a file that does not exist is an error.  ``wait``: seconds to wait
+    while another process holds the file.  ``read_only``: see the module doc.
+    ``"grpc://host:port"`` with ``token=`` connects to a dodb server (``dodb serve``)
+    and returns a :class:`dodb.remote.RemoteDatabase` with the same query API.
     """
-    try:
-        con = duckdb.connect(database, read_only=read_only)
-    except duckdb.Error as e:
-        raise DodbError(f"cannot open database {database!r}: {one_line(e)}") from None
+    if isinstance(database, str) and database.startswith(REMOTE_SCHEMES):
+        if neighbour is not None or allow_insecure or seed is not None or read_only:
+            raise DodbError("neighbour=, allow_insecure=, seed= and read_only= are the server's settings, "
+                            "not a client's")
+        from .remote import RemoteDatabase
+
+        return RemoteDatabase(database, token=token)
+    if token is not None:
+        raise DodbError("token= is for a dodb server (dodb.connect('grpc://host:port', token=...))")
+    if not create and database != ":memory:" and not os.path.exists(database):
+        raise DodbError(f"no database file {database!r} (create it with --create / create=True)")
+    con = _open(database, read_only, wait)
     try:
         return Database(con, owned=True, neighbour=neighbour, allow_insecure=allow_insecure, seed=seed)
     except BaseException:
         con.close()
         raise
+
+
+def _open(database: str, read_only: bool, wait: float) -> duckdb.DuckDBPyConnection:
+    """``duckdb.connect``, waiting up to ``wait`` seconds for another process's file lock."""
+    deadline = time.monotonic() + max(0.0, float(wait))
+    delay = 0.05
+    while True:
+        try:
+            return duckdb.connect(database, read_only=read_only)
+        except duckdb.IOException as e:
+            if "lock" not in str(e):
+                raise DodbError(f"cannot open {database!r}: {str(e).splitlines()[0]}") from None
+            if time.monotonic() >= deadline:
+                raise DatabaseBusyError(
+                    f"{database!r} is in use by another process (DuckDB lets one process write a file): close it, "
+                    "wait longer (wait=), or serve the file with 'dodb serve' and connect with grpc://") from None
+        except duckdb.ConnectionException as e:
+            raise DodbError(f"{database!r} is already open in this process with another read_only setting "
+                            f"({str(e).splitlines()[0]})") from None
+        except duckdb.Error as e:
+            raise DodbError(f"cannot open database {database!r}: {one_line(e)}") from None
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
 
 
 def attach(con: duckdb.DuckDBPyConnection, *, neighbour: str | None = None, allow_insecure: bool = False,

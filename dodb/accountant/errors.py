@@ -50,17 +50,22 @@ class BudgetNotSetError(LedgerError):
 class BudgetExceededError(AccountantError):
     """A query would exceed the dataset's privacy budget; nothing was charged.
 
-    ``requested`` is the query's own ``(epsilon, delta)``; ``spent`` and
-    ``remaining`` are measured by the ledger's filter (see ``filters.py``).
+    ``requested`` is the query's own ``(epsilon, delta)``; ``spent`` is the sum of the
+    charges in the history and ``remaining`` what a next query can still be charged
+    (docs/design.md §Budget defaults); ``exhausted`` says what ran out: 'epsilon',
+    'delta' or 'epsilon and delta'.
     """
 
-    def __init__(self, requested: Budget, spent: Budget, remaining: Budget, filter_name: str = "") -> None:
+    def __init__(self, requested: Budget, spent: Budget, remaining: Budget, filter_name: str = "",
+                 exhausted: str | None = None) -> None:
         self.requested = requested
         self.spent = spent
         self.remaining = remaining
         self.filter_name = filter_name
+        self.exhausted = exhausted
         how = f" under the {filter_name!r} filter" if filter_name else ""
+        what = f" ({exhausted.replace('epsilon', 'ε').replace('delta', 'δ')} ran out)" if exhausted else ""
         super().__init__(
-            f"privacy budget exceeded{how}: query requests {requested}, "
+            f"privacy budget exceeded{how}{what}: query requests {requested}, "
             f"already spent {spent}, remaining {remaining}; nothing was charged"
         )

@@ -44,6 +44,12 @@ public history.
 Within each filter, ``delta`` is split as ``delta'' = approx_share * delta`` for the
 leaks' own deltas and the rest for the concentration / conversion term.
 
+What users see (docs/design.md §Budget defaults): ``query_delta_cap`` is the most the
+queries' own deltas may sum to (the default query delta is that cap over the owner's
+horizon), and ``headroom`` is the most the *next* query can be charged — the largest
+epsilon of a pure release and the delta left — by the part of the filter that would
+admit it.
+
 NPDO note: 004 proves fixed-sequence composition for NPDO by reducing it to ordinary
 divergences of refined distributions (§3, §5); we apply the DP filter theorems
 through the same reduction.  004 itself does not state adaptive filters.
@@ -119,6 +125,25 @@ class PrivacyFilter(ABC):
     def config(self) -> dict[str, Any]:
         return {}
 
+    @property
+    def query_delta_cap(self) -> float:
+        """The most the queries' own deltas may sum to under this filter."""
+        return self.delta
+
+    @abstractmethod
+    def epsilon_headroom(self, totals: Mapping[str, float]) -> float:
+        """The largest epsilon of a pure release the filter still admits (delta ignored)."""
+
+    @abstractmethod
+    def delta_headroom(self, totals: Mapping[str, float]) -> float:
+        """How much of ``query_delta_cap`` is left."""
+
+    def headroom(self, totals: Mapping[str, float]) -> Budget:
+        """What the next query can be charged: (epsilon of a pure release, delta left)."""
+        if not self.admits(totals, {}):
+            return Budget(0.0, 0.0)
+        return Budget(max(0.0, self.epsilon_headroom(totals)), max(0.0, self.delta_headroom(totals)))
+
     @staticmethod
     def _get(totals: Mapping[str, float], key: str) -> float:
         return float(totals.get(key, 0.0) or 0.0)
@@ -139,6 +164,12 @@ class BasicFilter(PrivacyFilter):
 
     def spent(self, totals: Mapping[str, float]) -> Budget:
         return Budget(self._get(totals, "eps"), self._get(totals, "delta"))
+
+    def epsilon_headroom(self, totals: Mapping[str, float]) -> float:
+        return self.epsilon - self._get(totals, "eps")
+
+    def delta_headroom(self, totals: Mapping[str, float]) -> float:
+        return self.delta - self._get(totals, "delta")
 
 
 class AdvancedFilter(PrivacyFilter):
@@ -167,6 +198,16 @@ class AdvancedFilter(PrivacyFilter):
         v = self._get(totals, "eps_sq")
         e = math.sqrt(2 * math.log(1 / self.delta_conc) * v) + v / 2
         return Budget(e, self._get(totals, "delta") + (self.delta_conc if v > 0 else 0.0))
+
+    @property
+    def query_delta_cap(self) -> float:
+        return self.delta_cap
+
+    def epsilon_headroom(self, totals: Mapping[str, float]) -> float:
+        return math.sqrt(max(0.0, self.v_max - self._get(totals, "eps_sq")))
+
+    def delta_headroom(self, totals: Mapping[str, float]) -> float:
+        return self.delta_cap - self._get(totals, "delta")
 
     def config(self) -> dict[str, Any]:
         return {"approx_share": self.approx_share}
@@ -232,6 +273,33 @@ class RenyiFilter(PrivacyFilter):
         d = self._get(totals, "approx_delta")
         return Budget(e, d + (self.delta - self.delta_cap if e > 0 else 0.0))
 
+    @property
+    def query_delta_cap(self) -> float:
+        return self.delta_cap
+
+    def epsilon_headroom(self, totals: Mapping[str, float]) -> float:
+        """Bisection on the epsilon of a pure release (randomized response, the dominating
+        pair of every pure-epsilon core) that some order still admits."""
+        if not self._alive(totals, {}).any():
+            return 0.0
+
+        def fits(e: float) -> bool:
+            cost = self.cost(QueryCharge(e, 0.0, PrivacyEvent.generic(e)))
+            return bool(self._alive(totals, cost).any())
+
+        lo, hi = 0.0, self.epsilon
+        if fits(hi):
+            return hi
+        for _ in range(48):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+            if hi - lo <= 1e-6 * hi:
+                break
+        return lo
+
+    def delta_headroom(self, totals: Mapping[str, float]) -> float:
+        return self.delta_cap - self._get(totals, "approx_delta")
+
     def config(self) -> dict[str, Any]:
         return {"orders": list(self.orders), "approx_share": self.approx_share}
 
@@ -279,6 +347,19 @@ class UnionFilter(PrivacyFilter):
             return Budget(0.0, 0.0)
         s = self.spent(totals)
         return Budget(max(0.0, self.epsilon - s.epsilon), max(0.0, self.delta - s.delta))
+
+    @property
+    def query_delta_cap(self) -> float:
+        return max(f.query_delta_cap for f in self.parts.values())
+
+    def _alive_parts(self, totals: Mapping[str, float]) -> list[PrivacyFilter]:
+        return [self.parts[n] for n in self.admitting_parts(totals, {})]
+
+    def epsilon_headroom(self, totals: Mapping[str, float]) -> float:
+        return max([p.epsilon_headroom(self._sub(totals, p.name)) for p in self._alive_parts(totals)], default=0.0)
+
+    def delta_headroom(self, totals: Mapping[str, float]) -> float:
+        return max([p.delta_headroom(self._sub(totals, p.name)) for p in self._alive_parts(totals)], default=0.0)
 
     def config(self) -> dict[str, Any]:
         return self.parts["renyi"].config()

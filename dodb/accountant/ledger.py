@@ -17,7 +17,17 @@ in-memory database gets an in-memory ledger):
                  (JSON), the event description, status (charged/completed/failed).
 ``ledger_cost``  the filter's additive coordinates per query (``filters.py``).
 ``settings``     dataset settings by name; ``neighbour`` = the neighbour relation
-                 every charge is a guarantee for (fixed once a query was charged).
+                 every charge is a guarantee for (fixed once a query was charged);
+                 ``query_horizon`` = how many queries the default delta is sized for.
+``owner_actions`` the owner's history: budget, horizon and neighbour changes,
+                 protect / insert / replace / unprotect, analyst tokens (time, old and
+                 new value, what was forced).
+
+What users see (docs/design.md §Budget defaults): ``spent`` is the sum of the charges
+listed in the history (queries and owner releases), ``remaining`` what the next query
+can still be charged (the filter's headroom), and a query's default delta is the
+filter's delta for queries divided by the horizon, so epsilon, not delta, ends the
+budget.
 
 Atomic charging.  ``admit`` runs in one DuckDB transaction: bump ``budget.version``,
 read the budget and the summed coordinates, test the filter, insert the rows,
@@ -41,8 +51,8 @@ import re
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any, Iterable, Sequence
 
 import duckdb
@@ -53,48 +63,34 @@ from .errors import Budget, BudgetExceededError, BudgetNotSetError, LedgerError,
 from ..errors import InvalidParameterError
 from .events import PrivacyEvent
 from .filters import PrivacyFilter, QueryCharge, UnionFilter, make_filter
+from .records import DEFAULT_HORIZON, LedgerRecords, _json, _now, _run, check_horizon
 
-__all__ = ["Ledger", "Charge", "BudgetInfo", "NEIGHBOURS", "DEFAULT_NEIGHBOUR", "check_neighbour"]
+__all__ = ["Ledger", "Charge", "BudgetInfo", "NEIGHBOURS", "DEFAULT_NEIGHBOUR", "check_neighbour",
+           "DEFAULT_HORIZON", "check_horizon"]
 
 NEIGHBOURS = ("add_remove", "replace")  # add/remove one privacy unit, or replace one
 DEFAULT_NEIGHBOUR = "add_remove"
+_PRICE_CACHE_SIZE = 256
 
 
 def check_neighbour(neighbour: str) -> None:
     if neighbour not in NEIGHBOURS:
         raise InvalidParameterError(f"neighbour must be one of {NEIGHBOURS}, got {neighbour!r}")
 
+
+def _exhausted(filt: PrivacyFilter, totals: dict[str, float], cost: dict[str, float]) -> str:
+    """Which of epsilon or delta a refused query ran out of (delta coordinates end in 'delta')."""
+    fits_eps = filt.admits(totals, {k: v for k, v in cost.items() if not k.endswith("delta")})
+    fits_delta = filt.admits(totals, {k: v for k, v in cost.items() if k.endswith("delta")})
+    if fits_eps and not fits_delta:
+        return "delta"
+    if fits_delta and not fits_eps:
+        return "epsilon"
+    return "epsilon and delta"
+
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CAP = 1e250  # stored coordinates are capped so DuckDB's fsum never meets inf (it would give NaN)
 _STATUSES = ("charged", "completed", "failed")
-
-
-def _run(cur: duckdb.DuckDBPyConnection, sql: str, params: Any = None, *, many: bool = False) -> list[tuple]:
-    """Execute one statement and consume its whole result.
-
-    DuckDB 2.0 refuses a new statement on a connection/cursor that still has an
-    unfinished result ("connection has an unfinished result from execute()"), and
-    ``fetchone()`` can leave one open — so every statement here is drained with
-    ``fetchall()``, including DDL/DML whose result (a row count) nobody reads."""
-    if many:
-        res = cur.executemany(sql, params)
-    elif params is None:
-        res = cur.execute(sql)
-    else:
-        res = cur.execute(sql, params)
-    return res.fetchall()
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
-
-
-def _json(obj: Any) -> str:
-    def default(o: Any) -> Any:
-        if isinstance(o, PrivacyEvent):
-            return o.describe()
-        return str(o)
-    return json.dumps(obj, default=default, allow_nan=True)
 
 
 @dataclass(frozen=True)
@@ -147,7 +143,7 @@ class Charge:
         return False  # never swallow the exception
 
 
-class Ledger:
+class Ledger(LedgerRecords):
     """The privacy ledger of the database behind ``con`` (module doc)."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, *, schema: str = "dodb_meta",
@@ -161,7 +157,22 @@ class Ledger:
         self.session = session or uuid.uuid4().hex[:12]
         self.max_retries = int(max_retries)
         self._lock = threading.RLock()
-        self._transact(self._create_tables)
+        self._prices: OrderedDict[tuple, tuple] = OrderedDict()
+        self.read_only = False
+        try:
+            self._transact(self._create_tables)
+        except duckdb.Error as exc:
+            if "read-only" not in str(exc) and "read only" not in str(exc):
+                raise
+            self.read_only = True  # a read-only connection: the tables must exist already
+            if not self._transact(self._tables_exist):
+                raise LedgerError("this read-only database has no dodb ledger yet; open it read-write once") from None
+
+    def _tables_exist(self, cur: duckdb.DuckDBPyConnection) -> bool:
+        names = {"budget", "ledger", "owner_actions", "settings", "ledger_cost"}
+        got = {r[0] for r in _run(cur, "SELECT table_name FROM information_schema.tables WHERE table_schema = ?",
+                                  [self._s])}
+        return names <= got
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -227,6 +238,11 @@ class Ledger:
         row = rows[0]
         return BudgetInfo(row[0], row[1], row[2], json.loads(row[3]), row[4])
 
+    def _read_sums(self, cur: duckdb.DuckDBPyConnection) -> Budget:
+        """The plain sums of the charges in the history: what "spent" shows."""
+        e, d = _run(cur, f"SELECT coalesce(fsum(epsilon), 0), coalesce(fsum(delta), 0) FROM {self._s}.ledger")[0]
+        return Budget(float(e), float(d))
+
     def _read_totals(self, cur: duckdb.DuckDBPyConnection) -> dict[str, float]:
         rows = _run(cur, f"SELECT coord, fsum(value) FROM {self._s}.ledger_cost GROUP BY coord")
         return {k: (math.inf if v is None or math.isnan(v) or v >= _CAP else float(v)) for k, v in rows}
@@ -234,13 +250,16 @@ class Ledger:
     # -- budget ---------------------------------------------------------------------------
 
     def set_budget(self, epsilon: float, delta: float, *, filter: str | None = None,
-                   orders: Sequence[float] | None = None, approx_share: float | None = None) -> BudgetInfo:
+                   orders: Sequence[float] | None = None, approx_share: float | None = None,
+                   force: bool = False) -> BudgetInfo:
         """Set (or raise/lower) the dataset's budget and choose the adaptive filter.
 
         ``filter``: 'basic', 'advanced', 'renyi' or 'best' (their union; module doc
         of ``filters.py``); ``None`` keeps the current filter and its configuration
         ('best' for a new ledger).  The filter and its configuration cannot change
         once queries were charged (their costs are stored in that filter's coordinates).
+        Lowering the budget below what was already spent needs ``force=True``.  Every
+        change is an owner action in the history (old and new value, what was forced).
         """
         make_filter(filter or "best", epsilon, delta)  # validate before touching the database
 
@@ -259,6 +278,14 @@ class Ledger:
                 raise LedgerError(
                     f"cannot change the filter from {old.filter!r} {old.config} to {name!r} {config} "
                     f"after {n} queries were charged")
+            forced = []
+            lowered = old is not None and (filt.epsilon < old.epsilon or filt.delta < old.delta)
+            if lowered and n > 0 and not filt.admits(self._read_totals(cur), {}):
+                spent = self._read_sums(cur)
+                why = f"the new budget (ε={filt.epsilon:g}, δ={filt.delta:g}) is below what was already spent {spent}"
+                if not force:
+                    raise LedgerError(f"{why}; pass force=True to set it anyway (recorded)")
+                forced.append(why)
             if old is None:
                 _run(cur, f"INSERT INTO {self._s}.budget VALUES (1, ?, ?, ?, ?, 1, ?)",
                      [filt.epsilon, filt.delta, name, json.dumps(config), _now()])
@@ -268,6 +295,10 @@ class Ledger:
                      f"version = version + 1, updated_at = ? WHERE id = 1",
                      [filt.epsilon, filt.delta, name, json.dumps(config), _now()])
                 version = old.version + 1
+            was = None if old is None else {"epsilon": old.epsilon, "delta": old.delta, "filter": old.filter}
+            now = {"epsilon": filt.epsilon, "delta": filt.delta, "filter": name}
+            if was != now or forced:
+                self.record_owner_action(cur, "set_budget", None, old=was, new=now, forced=forced)
             return BudgetInfo(filt.epsilon, filt.delta, name, config, version)
 
         return self._transact(body)
@@ -279,8 +310,7 @@ class Ledger:
     # -- neighbour relation ---------------------------------------------------------------
 
     def _read_neighbour(self, cur: duckdb.DuckDBPyConnection) -> str:
-        rows = _run(cur, f"SELECT value FROM {self._s}.settings WHERE name = 'neighbour'")
-        return rows[0][0] if rows else DEFAULT_NEIGHBOUR
+        return self._setting(cur, "neighbour") or DEFAULT_NEIGHBOUR
 
     @property
     def neighbour(self) -> str:
@@ -303,8 +333,8 @@ class Ledger:
             if n > 0:
                 raise LedgerError(f"this dataset's neighbour relation is {old!r}; it cannot change to "
                                   f"{neighbour!r} after {n} queries were charged")
-            _run(cur, f"DELETE FROM {self._s}.settings WHERE name = 'neighbour'")
-            _run(cur, f"INSERT INTO {self._s}.settings VALUES ('neighbour', ?, ?)", [neighbour, _now()])
+            self._put_setting(cur, "neighbour", neighbour)
+            self.record_owner_action(cur, "set_neighbour", None, old=old, new=neighbour)
 
         self._transact(body)
 
@@ -330,22 +360,29 @@ class Ledger:
 
         def body(cur: duckdb.DuckDBPyConnection) -> Charge:
             # Write first: any concurrent admit that also updates this row conflicts.
-            _run(cur, f"UPDATE {self._s}.budget SET version = version + 1 WHERE id = 1")
-            current = self._read_neighbour(cur) if neighbour is not None else None
+            row = _run(cur, f"UPDATE {self._s}.budget SET version = version + 1 WHERE id = 1 "
+                       "RETURNING epsilon, delta, filter, config, version")
+            if not row:
+                raise BudgetNotSetError("no privacy budget set for this dataset; call set_budget() first")
+            info = BudgetInfo(row[0][0], row[0][1], row[0][2], json.loads(row[0][3]), row[0][4])
+            stored, qid = _run(cur, f"SELECT (SELECT value FROM {self._s}.settings WHERE name = 'neighbour'), "
+                               f"(SELECT coalesce(max(query_id), 0) + 1 FROM {self._s}.ledger)")[0]
+            current = (stored or DEFAULT_NEIGHBOUR) if neighbour is not None else None
             if current != neighbour:
                 raise LedgerError(f"the query was planned for {neighbour!r} neighbours but the dataset's "
                                   f"relation is now {current!r}: plan it again")
-            info, filt, cost, totals = self._check(cur, charge_in)
+            filt = info.make_filter()
+            cost, totals = filt.cost(charge_in), self._read_totals(cur)
             if not filt.admits(totals, cost):
-                raise BudgetExceededError(Budget(chosen.epsilon, chosen.delta), filt.spent(totals),
-                                          filt.remaining(totals), info.filter)
-            qid = _run(cur, f"SELECT coalesce(max(query_id), 0) + 1 FROM {self._s}.ledger")[0][0]
+                raise BudgetExceededError(Budget(chosen.epsilon, chosen.delta), self._read_sums(cur),
+                                          filt.headroom(totals), info.filter, _exhausted(filt, totals, cost))
             _run(
                 cur, f"INSERT INTO {self._s}.ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'charged', NULL, NULL, ?)",
                 [qid, _now(), session or self.session, sql, _json(ops), chosen.method, chosen.epsilon,
                  chosen.delta, info.filter, _json(report.as_dict()), _json(event.describe()), kind])
-            _run(cur, f"INSERT INTO {self._s}.ledger_cost VALUES (?, ?, ?)",
-                 [[qid, k, min(float(v), _CAP)] for k, v in sorted(cost.items())], many=True)
+            coords = sorted(cost.items())  # one statement (executemany runs one per row)
+            _run(cur, f"INSERT INTO {self._s}.ledger_cost SELECT ?, unnest(?::VARCHAR[]), unnest(?::DOUBLE[])",
+                 [qid, [k for k, _ in coords], [min(float(v), _CAP) for _, v in coords]])
             return Charge(qid, chosen.epsilon, chosen.delta, chosen.method, info.filter, report, self)
 
         return self._transact(body)
@@ -360,7 +397,7 @@ class Ledger:
             info, filt, cost, totals = self._check(cur, charge_in)
             return {"report": report, "requested": Budget(chosen.epsilon, chosen.delta),
                     "admissible": filt.admits(totals, cost), "filter": info.filter,
-                    "spent": filt.spent(totals), "remaining": filt.remaining(totals)}
+                    "spent": self._read_sums(cur), "remaining": filt.headroom(totals)}
 
         return self._transact(body)
 
@@ -385,7 +422,21 @@ class Ledger:
             delta = min(math.fsum(d * n for (_, d), (_, n) in zip(noms, event.leaves())), 1.0 - 1e-12)
         else:
             delta = check_delta(delta, "query delta")
-        report = compose_all(event, delta, None if method == "best" else [method])
+        # identical leaves at the same delta compose identically: reuse the (label-free) report
+        leaves = event.leaves()
+        key = None
+        if all(leaf.kind in ("padding", "generic") for leaf, _ in leaves):
+            key = (tuple((leaf.privacy_key, n) for leaf, n in leaves), delta, method)
+        cached = self._prices.get(key) if key is not None else None
+        if cached is not None:
+            report = cached
+        else:
+            report = compose_all(event, delta, None if method == "best" else [method])
+            if key is not None:
+                with self._lock:
+                    self._prices[key] = report
+                    while len(self._prices) > _PRICE_CACHE_SIZE:
+                        self._prices.popitem(last=False)
         chosen = report.best
         if not chosen.applicable:
             why = "; ".join(f"{k}: {b.note}" for k, b in report.items())
@@ -398,69 +449,12 @@ class Ledger:
             raise ValueError(f"status must be one of {_STATUSES}, got {status!r}")
 
         def body(cur: duckdb.DuckDBPyConnection) -> None:
-            n = _run(cur, f"SELECT count(*) FROM {self._s}.ledger WHERE query_id = ?", [query_id])[0][0]
-            if n != 1:
+            hit = _run(cur, f"UPDATE {self._s}.ledger SET status = ?, status_at = ?, error = ? WHERE query_id = ? "
+                       "RETURNING query_id", [status, _now(), error, query_id])
+            if len(hit) != 1:
                 raise LedgerError(f"no charged query with id {query_id}")
-            _run(cur, f"UPDATE {self._s}.ledger SET status = ?, status_at = ?, error = ? WHERE query_id = ?",
-                 [status, _now(), error, query_id])
 
         self._transact(body)
-
-    # -- owner actions ----------------------------------------------------------------------
-
-    def record_owner_action(self, cur: duckdb.DuckDBPyConnection, action: str, target: str | None, *,
-                            old: Any = None, new: Any = None, forced: Sequence[str] = (),
-                            charge_id: int | None = None) -> None:
-        """Append an owner action to the history, inside the caller's transaction ``cur``."""
-        aid = _run(cur, f"SELECT coalesce(max(action_id), 0) + 1 FROM {self._s}.owner_actions")[0][0]
-        _run(cur, f"INSERT INTO {self._s}.owner_actions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-             [aid, _now(), action, target, _json(old), _json(new), _json(list(forced)) if forced else None,
-              charge_id])
-
-    def owner_actions(self) -> list[dict[str, Any]]:
-        """Every recorded owner action, oldest first (JSON columns decoded)."""
-        def body(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-            res = cur.execute(f"SELECT * FROM {self._s}.owner_actions ORDER BY action_id")
-            cols = [d[0] for d in res.description]
-            out = []
-            for row in res.fetchall():
-                rec = dict(zip(cols, row))
-                for k in ("old_value", "new_value", "forced"):
-                    if rec.get(k) is not None:
-                        rec[k] = json.loads(rec[k])
-                out.append(rec)
-            return out
-        return self._transact(body)
-
-    def has_charges(self) -> bool:
-        """Whether any query or owner release was charged (declarations are then fixed)."""
-        return self._transact(lambda cur: _run(cur, f"SELECT count(*) FROM {self._s}.ledger")[0][0] > 0)
-
-    # -- inspection -----------------------------------------------------------------------
-
-    def history(self) -> list[dict[str, Any]]:
-        """All charged queries, oldest first (JSON columns decoded)."""
-        def body(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-            res = cur.execute(f"SELECT * FROM {self._s}.ledger ORDER BY query_id")
-            cols = [d[0] for d in res.description]
-            out = []
-            for row in res.fetchall():
-                rec = dict(zip(cols, row))
-                for k in ("operators", "bounds", "event"):
-                    if rec.get(k) is not None:
-                        rec[k] = json.loads(rec[k])
-                out.append(rec)
-            return out
-        return self._transact(body)
-
-    def totals(self) -> dict[str, Any]:
-        """Number of queries, plain sums of their (epsilon, delta), filter coordinates."""
-        def body(cur: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-            n, e, d = _run(
-                cur, f"SELECT count(*), coalesce(fsum(epsilon), 0), coalesce(fsum(delta), 0) FROM {self._s}.ledger"
-            )[0]
-            return {"queries": n, "epsilon": e, "delta": d, "coordinates": self._read_totals(cur)}
-        return self._transact(body)
 
     def status(self) -> dict[str, Any]:
         """Budget, spent and remaining (as measured by the filter), plus totals."""
@@ -471,7 +465,9 @@ class Ledger:
             filt = info.make_filter()
             totals = self._read_totals(cur)
             out: dict[str, Any] = {"budget": Budget(info.epsilon, info.delta), "filter": info.filter,
-                                   "spent": filt.spent(totals), "remaining": filt.remaining(totals)}
+                                   "spent": self._read_sums(cur), "remaining": filt.headroom(totals),
+                                   "filter_spent": filt.spent(totals), "horizon": self._read_horizon(cur),
+                                   "default_delta": filt.query_delta_cap / self._read_horizon(cur)}
             if isinstance(filt, UnionFilter):
                 out["parts"] = {name: {"spent": f.spent(filt._sub(totals, name)),
                                        "open": name in filt.admitting_parts(totals, {})}

@@ -39,7 +39,7 @@ from ..planner.catalog import META_SCHEMA, META_TABLE, SHADOW_SCHEMA, Catalog, T
 from .canonical import PRIVATE_SCHEMA, pad_and_shuffle, read_slots, real_rows, write_slots
 from .layout import RESERVED_PREFIX, LogicalColumn, check_storable
 
-__all__ = ["Declaration", "IngestResult", "protect", "load", "ORPHAN_POLICIES"]
+__all__ = ["Declaration", "IngestResult", "protect", "load", "unprotect", "ORPHAN_POLICIES"]
 
 ORPHAN_POLICIES = ("keep", "refuse")
 _VIEW = "__dodb_ingest"
@@ -405,3 +405,54 @@ def load(db, table: str, rows: Any, *, append: bool, capacity: int | None = None
                     dict(info.widths), info.policy.get("orphans", "keep"), info.policy.get("null_units", "keep"))
     return _run_action(db, table, "insert" if append else "replace", d, data, dict(info.columns), set(info.not_null),
                        capacity=capacity, epsilon=epsilon, delta=delta, drop_raw=False, old=info, forced=[])
+
+
+def unprotect(db, table: str, *, force: bool = False) -> None:
+    """Make a private table public again: its real rows go back to a plain table of the
+    current schema, its slot array, shadow and declaration are dropped, in one transaction.
+
+    Refused if another private table reaches its unit through it, and — once anything
+    was charged, since those charges were computed under its declaration — unless
+    ``force``; recorded in the owner history (docs/design.md §Owner actions).
+    """
+    catalog: Catalog = db.catalog
+    catalog.refresh()
+    info = catalog.table(table)
+    if not info.private:
+        raise CatalogError(f"{table!r} is not private")
+    children = sorted(t for t, i in catalog.tables.items() if i.private and i.parent and i.parent[0] == table)
+    if children:
+        raise CatalogError(f"{table!r} is the parent of {children}: unprotect those first")
+    forced = []
+    if db.ledger.has_charges():
+        why = f"{table!r} was private while queries were charged"
+        if not force:
+            raise CatalogError(f"{why}; unprotecting it makes its rows public: pass force=True to do it anyway "
+                               "(recorded)")
+        forced.append(why)
+    rows = _current_rows(db.con, info)
+    w = db.con.cursor()
+    try:
+        w.execute("BEGIN TRANSACTION").fetchall()
+        w.register(_VIEW, rows)
+        cols = [exp.column(c, quoted=True) for c in info.columns]
+        w.execute(exp.Create(this=exp.table_(table, quoted=True), kind="TABLE",
+                             expression=exp.select(*cols).from_(_VIEW)).sql(dialect="duckdb")).fetchall()
+        w.unregister(_VIEW)
+        for schema in (PRIVATE_SCHEMA, SHADOW_SCHEMA):
+            w.execute(exp.Drop(tables=[exp.table_(table, db=schema, quoted=True)], kind="TABLE",
+                               exists=True).sql(dialect="duckdb")).fetchall()
+        w.execute(f"DELETE FROM {META_SCHEMA}.{META_TABLE} WHERE table_name = ?", [table]).fetchall()
+        db.ledger.record_owner_action(w, "unprotect", table, old=_public_spec(info), new=None, forced=forced)
+        w.execute("COMMIT").fetchall()
+    except BaseException as e:
+        try:
+            w.execute("ROLLBACK").fetchall()
+        except duckdb.Error:
+            pass
+        if isinstance(e, duckdb.Error):
+            raise CatalogError(f"could not unprotect {table!r}: {str(e).splitlines()[0]}") from None
+        raise
+    finally:
+        w.close()
+    catalog.refresh()

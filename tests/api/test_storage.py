@@ -102,7 +102,7 @@ def test_insert_and_replace_rewrite_the_slots_and_reverify(tmp_path):
     db.close()
     db = dodb.connect(path)
     assert db.sql("SELECT count(*), sum(id) FROM patients", epsilon=0.1).fetchall() == [(10, sum(range(100, 110)))]
-    assert [a["action"] for a in db.ledger.owner_actions()] == ["protect", "insert", "replace"]
+    assert [a["action"] for a in db.ledger.owner_actions()] == ["set_budget", "protect", "insert", "replace"]
     assert first > 0
 
 

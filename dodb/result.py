@@ -1,0 +1,175 @@
+"""What a query hands the analyst: the exact answer (:class:`Result`) and its privacy report.
+
+A :class:`Result` is built from the engine's padded answer (:mod:`dodb.wire`): the
+dummies are dropped here, on the analyst's side of the boundary — in-process, or in the
+client of served mode (docs/threat-model.md §Where the answer leaves the engine).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from .errors import DodbError
+from .wire import PaddedAnswer, decode
+
+__all__ = ["PrivacyReport", "Result"]
+
+
+@dataclass
+class PrivacyReport:
+    """What a query leaked and what it cost: per-operator releases, every composition
+    method's total (the one charged marked), and the budget left afterwards."""
+
+    sql: str
+    mode: str
+    epsilon: float
+    delta: float
+    operators: list[dict[str, Any]]
+    composition: dict[str, dict[str, Any]]
+    chosen: str | None
+    charged_epsilon: float
+    charged_delta: float
+    query_id: int | None
+    spent: tuple[float, float] | None = None
+    remaining: tuple[float, float] | None = None
+    tables: list[dict[str, Any]] = field(default_factory=list)  # private tables read: capacity and its origin
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    def to_json(self) -> str:
+        """The report as JSON (served mode sends it next to the padded answer)."""
+        return json.dumps(self.as_dict(), default=_plain, allow_nan=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "PrivacyReport":
+        d = json.loads(text)
+        for k in ("spent", "remaining"):
+            if d.get(k) is not None:
+                d[k] = tuple(d[k])
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+    def __str__(self) -> str:
+        lines = [f"privacy report (mode={self.mode}, requested ε={self.epsilon:g}, δ={self.delta:g})"]
+        if not self.operators:
+            lines.append("  no new size was released by this query")
+        for op in self.operators:
+            v = op.get("value")
+            shown = f"{sum(v)} in {len(v)} bins" if isinstance(v, list) and len(v) > 1 else \
+                (v[0] if isinstance(v, list) and v else v)
+            lines.append(f"  {op['operator']}: {op['release']} sensitivity {op['sensitivity']}, "
+                         f"ε={op['epsilon']:.4g}, δ={op['delta']:.3g}, released size {shown}")
+        for name, b in self.composition.items():
+            mark = "*" if name == self.chosen else " "
+            eps = b.get("epsilon")
+            lines.append(f"  {mark} {name:<10} ε={eps:.4g}" if isinstance(eps, (int, float)) and eps != float("inf")
+                         else f"    {name:<10} n/a ({_first_clause(str(b.get('note', '')))})")
+        for t in self.tables:
+            origin = (f"released under DP when loaded, ledger #{t['ledger_id']}" if t["source"] == "dp"
+                      else "declared by the owner")
+            lines.append(f"  size of {t['table']}: {t['capacity']} slots ({origin})")
+        lines.append(f"  charged: ε={self.charged_epsilon:.4g}, δ={self.charged_delta:.3g}"
+                     + (f" (query #{self.query_id})" if self.query_id else ""))
+        if self.remaining is not None:
+            lines.append(f"  budget spent ε={self.spent[0]:.4g}, δ={self.spent[1]:.3g}; "
+                         f"remaining ε={self.remaining[0]:.4g}, δ={self.remaining[1]:.3g}")
+        return "\n".join(lines)
+
+
+def _plain(o: Any) -> Any:
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, tuple):
+        return list(o)
+    return str(o)
+
+
+def _first_clause(note: str, limit: int = 90) -> str:
+    """The reason a method does not apply, up to its first ';' and at most ``limit`` characters."""
+    head = note.split(";", 1)[0].strip()
+    return head if len(head) <= limit else head[:limit].rsplit(" ", 1)[0] + " …"
+
+
+class Result:
+    """A private query's exact answer plus its privacy report.
+
+    Built from the engine's padded answer (:mod:`dodb.wire`): the dummies are dropped
+    here, on the analyst's side of the boundary (docs/threat-model.md).  ``con``: the
+    DuckDB connection :attr:`relation` lives on (a private in-memory one if ``None``,
+    as in served mode); ``plan``: the executed plan, or its EXPLAIN text.
+    """
+
+    def __init__(self, padded: PaddedAnswer, report: PrivacyReport, con: duckdb.DuckDBPyConnection | None = None,
+                 plan: Any = None):
+        self.padded = padded
+        self.privacy = report
+        self._con = con
+        self.plan = plan
+        self._table = _answer(padded)
+
+    def arrow(self) -> pa.Table:
+        return self._table
+
+    def df(self):
+        """The answer as a pandas DataFrame (needs pandas: ``pip install pandas``)."""
+        try:
+            import pandas  # noqa: F401
+        except ImportError:
+            raise DodbError("Result.df() needs pandas: pip install pandas (or use .arrow() / .pl())") from None
+        return self._table.to_pandas()
+
+    def pl(self):
+        """The answer as a polars DataFrame (needs polars: ``pip install polars``)."""
+        try:
+            import polars
+        except ImportError:
+            raise DodbError("Result.pl() needs polars: pip install polars (or use .arrow() / .df())") from None
+        return polars.from_arrow(self._table)
+
+    def fetchall(self) -> list[tuple]:
+        return [tuple(r.values()) for r in self._table.to_pylist()]
+
+    def show(self) -> None:
+        """Print the answer the way DuckDB prints a relation."""
+        self.relation.show()
+
+    @property
+    def relation(self) -> duckdb.DuckDBPyRelation:
+        """The answer as a DuckDB relation on the same connection (join it, write Parquet, …)."""
+        if self._con is None:
+            self._con = duckdb.connect()
+        return self._con.from_arrow(self._table)
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self._table.column_names)
+
+    def __len__(self) -> int:
+        return self._table.num_rows
+
+    def __repr__(self) -> str:
+        return f"<dodb.Result {self._table.num_rows} rows × {self._table.num_columns} columns>\n{self._table}"
+
+    def explain(self) -> str:
+        """The plan with the padded sizes measured in this run."""
+        if isinstance(self.plan, str):
+            return self.plan
+        return self.plan.explain() if self.plan is not None else ""
+
+
+def _answer(padded: PaddedAnswer) -> pa.Table:
+    """The exact answer from a padded one (analyst side: strips dummies, casts to DuckDB's types)."""
+    from .planner.execute import cast_result
+
+    return decode(padded, cast=cast_result)
+
+

@@ -1,0 +1,80 @@
+"""CLI hygiene (issue 12 item 8): --allow-insecure, --create, the ε used, history, recorded budget changes."""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import duckdb
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+GROUPED = "SELECT g, count(*) AS n FROM t GROUP BY g ORDER BY g"
+
+
+def _dodb(*args: str, cwd) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), DODB_ALLOW_SEED="1")
+    return subprocess.run([sys.executable, "-m", "dodb", *args], cwd=cwd, capture_output=True, text=True,
+                          env=env, timeout=600)
+
+
+def _ok(r: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def _error(r: subprocess.CompletedProcess, text: str) -> None:
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert text in r.stderr and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_missing_file_needs_create(tmp_path):
+    missing = str(tmp_path / "nope.duckdb")
+    _error(_dodb("query", missing, "SELECT 1", cwd=tmp_path), "no database file")
+    _error(_dodb("budget", missing, cwd=tmp_path), "no database file")
+    _error(_dodb("history", missing, cwd=tmp_path), "no database file")
+    assert not os.path.exists(missing)  # nothing was created
+    _ok(_dodb("budget", missing, "--set", "2", "1e-6", "--create", cwd=tmp_path))
+    assert os.path.exists(missing)
+
+
+def test_plain_mode_budget_history_and_epsilon_used(tmp_path):
+    db = str(tmp_path / "h.duckdb")
+    con = duckdb.connect(db)
+    con.execute("CREATE TABLE t AS SELECT range AS id, range % 3 AS g FROM range(30)")
+    con.execute("CREATE TABLE pub AS SELECT 1 AS k")
+    con.close()
+    _ok(_dodb("budget", db, "--set", "2", "1e-6", cwd=tmp_path))
+    _ok(_dodb("protect", db, "t", "--privacy-unit", "id", "--max-contributions", "1", "--capacity", "40", cwd=tmp_path))
+    # plain mode on a private table needs --allow-insecure
+    _error(_dodb("query", db, GROUPED, "--mode", "plain", cwd=tmp_path), "allow_insecure")
+    plain = _ok(_dodb("query", db, GROUPED, "--mode", "plain", "--allow-insecure", cwd=tmp_path))
+    assert "ε used: 0" in plain.stdout
+    # the ε a query used is always printed, private or public, text or JSON
+    r = _ok(_dodb("query", db, GROUPED, "--epsilon", "0.5", cwd=tmp_path))
+    assert "ε used: 0.5" in r.stdout and "query #1" in r.stdout
+    r = _ok(_dodb("query", db, "SELECT k FROM pub", cwd=tmp_path))
+    assert "ε used: 0 " in r.stdout and "nothing charged" in r.stdout
+    r = _ok(_dodb("query", db, GROUPED, "--epsilon", "0.25", "--json", cwd=tmp_path))
+    assert json.loads(r.stdout)["epsilon_used"] <= 0.25 + 1e-9 and "ε used" in r.stderr
+    # budget changes are owner actions; lowering below what was spent needs --force
+    _ok(_dodb("budget", db, "--set", "3", "1e-6", "--horizon", "500", cwd=tmp_path))
+    _error(_dodb("budget", db, "--set", "0.1", "1e-6", cwd=tmp_path), "force=True")
+    _ok(_dodb("budget", db, "--set", "0.1", "1e-6", "--force", cwd=tmp_path))
+    text = _ok(_dodb("budget", db, cwd=tmp_path)).stdout
+    assert "sized for 500 queries" in text and "2 charges" in text
+    hist = _ok(_dodb("history", db, cwd=tmp_path)).stdout
+    lines = hist.strip().splitlines()
+    assert sum("owner    set_budget" in ln for ln in lines) == 3 and "FORCED" in lines[-1]
+    assert any("set_horizon" in ln for ln in lines) and any("owner    protect t" in ln for ln in lines)
+    assert sum(" query  #" in ln for ln in lines) == 2
+    rows = json.loads(_ok(_dodb("history", db, "--json", cwd=tmp_path)).stdout)
+    assert [r["type"] for r in rows].count("owner action") >= 5
+    spent = json.loads(_ok(_dodb("budget", db, "--json", cwd=tmp_path)).stdout)["spent"][0]
+    assert abs(spent - sum(r["epsilon"] for r in rows if r["type"] != "owner action")) < 1e-9
+    # unprotect after charges needs --force, and is recorded
+    _error(_dodb("unprotect", db, "t", cwd=tmp_path), "force=True")
+    _ok(_dodb("unprotect", db, "t", "--force", cwd=tmp_path))
+    assert "unprotect t" in _ok(_dodb("history", db, "--limit", "1", cwd=tmp_path)).stdout
+    _error(_dodb("token", "add", db, cwd=tmp_path), "dodb token add FILE NAME")

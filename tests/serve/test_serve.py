@@ -1,0 +1,240 @@
+"""Served mode over loopback (docs/design.md §Served mode): tokens, concurrent clients,
+restarts, a client killed mid-query, errors across the wire, the CLI end to end.
+
+Every server listens on 127.0.0.1 with port 0 and is stopped by the fixture (or killed
+by the test that started it as a process)."""
+from __future__ import annotations
+
+import math
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import dodb
+from dodb import tokens
+from dodb.remote import AuthenticationError, RemoteDatabase
+from dodb.serve import DodbServer, open_server
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+GROUPED = "SELECT g, count(*) AS n, min(s) AS s FROM t GROUP BY g ORDER BY g"
+WANT = [(0, 4, "x0"), (1, 3, "x1"), (2, 3, "x2")]
+
+
+def _make(path: str) -> dict[str, str]:
+    db = dodb.connect(path)
+    db.con.execute("CREATE TABLE t AS SELECT range AS id, range % 3 AS g, 'x' || range AS s FROM range(10)")
+    db.con.execute("CREATE TABLE pub AS SELECT range AS k FROM range(4)")
+    db.set_budget(epsilon=50.0, delta=1e-5)
+    db.protect("t", "id", max_contributions=1, widths={"s": 8}, capacity=16)
+    toks = {name: tokens.add_token(db, name) for name in ("alice", "bob", "carol")}
+    db.close()
+    return toks
+
+
+@pytest.fixture
+def served(tmp_path):
+    path = str(tmp_path / "served.duckdb")
+    toks = _make(path)
+    servers: list[DodbServer] = []
+
+    def start() -> DodbServer:
+        srv = open_server(path, "127.0.0.1", 0)
+        servers.append(srv)
+        return srv
+
+    try:
+        yield path, toks, start
+    finally:
+        for srv in servers:
+            try:
+                srv.close()
+            except Exception:  # noqa: BLE001 - already closed by the test
+                pass
+
+
+def _sums(rows):
+    return math.fsum(r["epsilon"] for r in rows), math.fsum(r["delta"] for r in rows)
+
+
+def test_query_explain_budget_history_over_loopback(served):
+    path, toks, start = served
+    srv = start()
+    assert srv.location.startswith("grpc://127.0.0.1:")
+    with dodb.connect(srv.location, token=toks["alice"]) as remote:
+        assert isinstance(remote, RemoteDatabase)
+        res = remote.sql(GROUPED, epsilon=0.5)
+        assert res.fetchall() == WANT and res.columns == ["g", "n", "s"]
+        assert res.padded.padded_size >= 3 and res.padded.table.column_names[0] == "__dodb_real"  # padded on the wire
+        assert res.arrow().num_rows == 3 and len(res.df()) == 3
+        assert res.privacy.charged_epsilon <= 0.5 + 1e-9 and res.privacy.query_id is not None
+        assert "Aggregate" in res.explain() and "charged" in str(res.privacy)
+        assert res.relation.filter("n > 3").fetchall() == [(0, 4, "x0")]
+        assert "Aggregate" in remote.explain(GROUPED, epsilon=0.5)
+        assert remote.explain(GROUPED, epsilon=0.5, as_dict=True)["delta"] == pytest.approx(remote.budget["default_delta"])
+        public = remote.sql("SELECT count(*) AS n FROM pub", epsilon=0.5)
+        assert public.fetchall() == [(4,)] and public.privacy.charged_epsilon == 0
+        mine = remote.history()
+        assert [h["query_id"] for h in mine] == [res.privacy.query_id]
+        b = remote.budget
+        assert b["spent"] == pytest.approx(_sums(srv.db.history()), rel=1e-12)
+        with pytest.raises(dodb.BudgetExceededError, match="δ ran out") as e:
+            remote.sql(GROUPED, epsilon=0.5, delta=5e-6)  # more δ than the filter has for one query
+        assert e.value.exhausted == "delta" and e.value.remaining.epsilon > 0
+        with pytest.raises(dodb.PlanningError):
+            remote.sql("SELEC nonsense", epsilon=0.5)
+        with pytest.raises(dodb.DodbError, match="allow_insecure"):
+            remote.sql(GROUPED, epsilon=0.5, mode="plain")  # the server never runs private data unprotected
+        with pytest.raises(dodb.DodbError):
+            remote.sql("CREATE TABLE x AS SELECT 1", epsilon=0.5)  # no raw SQL reaches DuckDB
+        assert remote.budget["spent"] == b["spent"]  # refusals charged nothing
+
+
+def test_bad_missing_and_revoked_tokens_are_refused(served):
+    path, toks, start = served
+    srv = start()
+    for bad in ("dodb_" + "x" * 43, "not-a-token", toks["alice"] + "x"):
+        with pytest.raises(AuthenticationError, match="refused the token"):
+            dodb.connect(srv.location, token=bad)
+    with pytest.raises(AuthenticationError, match="needs token="):
+        dodb.connect(srv.location)
+    bob = dodb.connect(srv.location, token=toks["bob"])
+    assert bob.sql("SELECT count(*) FROM pub", epsilon=0.5).fetchall() == [(4,)]
+    tokens.revoke_token(srv.db, "bob")  # the owner, on the server's database
+    with pytest.raises(AuthenticationError):
+        bob.sql(GROUPED, epsilon=0.5)
+    assert srv.db.history() == []  # nothing was charged for refused callers
+    acts = [(a["action"], a["target"]) for a in srv.db.ledger.owner_actions() if a["action"].startswith("token")]
+    assert acts == [("token_add", "alice"), ("token_add", "bob"), ("token_add", "carol"), ("token_revoke", "bob")]
+    assert all(toks["bob"] not in str(a) for a in srv.db.ledger.owner_actions())  # tokens are never recorded
+
+
+def test_two_concurrent_clients(served):
+    path, toks, start = served
+    srv = start()
+    errors, answers = [], []
+
+    def analyst(name: str) -> None:
+        try:
+            with dodb.connect(srv.location, token=toks[name]) as remote:
+                for _ in range(4):
+                    answers.append((name, remote.sql(GROUPED, epsilon=0.25).fetchall()))
+                    remote.budget  # noqa: B018
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=analyst, args=(n,)) for n in ("alice", "bob")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert errors == [] and len(answers) == 8 and all(a == WANT for _, a in answers)
+    hist = srv.db.history()
+    assert sorted(r["session"] for r in hist) == ["analyst:alice"] * 4 + ["analyst:bob"] * 4
+    assert srv.db.budget["spent"] == pytest.approx(_sums(hist), rel=1e-12)
+
+
+def test_a_restart_keeps_the_ledger(served):
+    path, toks, start = served
+    srv = start()
+    with dodb.connect(srv.location, token=toks["alice"]) as remote:
+        first = remote.sql(GROUPED, epsilon=0.5).privacy
+        spent = remote.budget["spent"]
+    srv.close()
+    srv2 = start()
+    with dodb.connect(srv2.location, token=toks["alice"]) as remote:
+        assert remote.budget["spent"] == pytest.approx(spent)
+        second = remote.sql(GROUPED, epsilon=0.5).privacy
+        assert second.query_id == first.query_id + 1
+        assert [h["query_id"] for h in remote.history()] == [first.query_id, second.query_id]
+
+
+_KILLED_CLIENT = """
+import sys, dodb
+remote = dodb.connect(sys.argv[1], token=sys.argv[2])
+print("asking", flush=True)
+remote.sql(sys.argv[3], epsilon=0.5)
+print("answered", flush=True)
+"""
+
+
+def test_a_client_killed_mid_query_loses_nothing(served):
+    path, toks, start = served
+    srv = start()
+    running, release = threading.Event(), threading.Event()
+    run = srv.db.run
+
+    def slow_run(*a, **kw):  # the query has been admitted and executed: hold the answer back
+        out = run(*a, **kw)
+        running.set()
+        release.wait(30)
+        return out
+
+    srv.db.run = slow_run
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    client = subprocess.Popen([sys.executable, "-c", _KILLED_CLIENT, srv.location, toks["carol"], GROUPED],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert running.wait(120), client.stderr.read() if client.poll() is not None else "no query arrived"
+        client.send_signal(signal.SIGKILL)
+        client.wait(30)
+    finally:
+        release.set()
+        if client.poll() is None:
+            client.kill()
+    assert "answered" not in client.stdout.read()
+    srv.db.run = run
+    time.sleep(0.2)
+    # the charge stands (documented: the query ran) and the ledger is whole
+    hist = srv.db.history()
+    assert len(hist) == 1 and hist[0]["session"] == "analyst:carol" and hist[0]["status"] == "completed"
+    assert srv.db.budget["spent"] == pytest.approx(_sums(hist), rel=1e-12)
+    # the analyst gets the answer again without a new charge, and the server keeps serving
+    with dodb.connect(srv.location, token=toks["carol"]) as remote:
+        qid = remote.history()[0]["query_id"]
+        assert remote.fetch(qid).fetchall() == WANT
+        with pytest.raises(dodb.DodbError, match="no recent answer"):
+            remote.fetch(qid + 100)
+        assert remote.sql(GROUPED, epsilon=0.5).fetchall() == WANT
+    with dodb.connect(srv.location, token=toks["alice"]) as other:
+        with pytest.raises(dodb.DodbError, match="no recent answer"):
+            other.fetch(qid)  # answers are per analyst
+    assert len(srv.db.history()) == 2
+
+
+def test_cli_serve_token_and_remote_query(tmp_path):
+    path = str(tmp_path / "cli.duckdb")
+    toks = _make(path)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    new = subprocess.run([sys.executable, "-m", "dodb", "token", "add", path, "dave"], capture_output=True,
+                         text=True, env=env, timeout=120)
+    assert new.returncode == 0 and new.stdout.strip().startswith("dodb_") and "shown once" in new.stderr
+    server = subprocess.Popen([sys.executable, "-m", "dodb", "serve", path, "--port", "0"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = server.stdout.readline()
+        assert "serving" in line, server.stderr.read() if server.poll() is not None else line
+        location = line.split(" at ", 1)[1].split()[0]
+        with dodb.connect(location, token=new.stdout.strip()) as remote:
+            assert remote.sql(GROUPED, epsilon=0.5).fetchall() == WANT
+        q = subprocess.run([sys.executable, "-m", "dodb", "query", location, GROUPED, "--epsilon", "0.5",
+                            "--token", toks["alice"]], capture_output=True, text=True, env=env, timeout=120)
+        assert q.returncode == 0, q.stderr
+        assert "x2" in q.stdout and "ε used: 0.5" in q.stdout
+        bad = subprocess.run([sys.executable, "-m", "dodb", "query", location, GROUPED, "--token", "dodb_nope"],
+                             capture_output=True, text=True, env=env, timeout=120)
+        assert bad.returncode == 2 and "refused the token" in bad.stderr and "Traceback" not in bad.stderr
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(60) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    db = dodb.connect(path)  # the server released the file; the ledger has both queries
+    assert [r["session"] for r in db.history()] == ["analyst:dave", "analyst:alice"]
+    db.close()
