@@ -126,6 +126,11 @@ class ViewRecorder:
 
     def start(self) -> None:
         gc.collect()
+        # no automatic collection while recording: when it runs depends on everything the
+        # process allocated before (the neighbour's write, earlier runs), and what it frees
+        # moves the traced peak of whichever operator it lands in
+        self._gc_was_enabled = gc.isenabled()
+        gc.disable()
         if self.allocations:
             if not tracemalloc.is_tracing():
                 tracemalloc.start()
@@ -134,6 +139,8 @@ class ViewRecorder:
         self._arrow0 = pa.total_allocated_bytes()
 
     def stop(self) -> None:
+        if getattr(self, "_gc_was_enabled", False):
+            gc.enable()
         if self._started:
             tracemalloc.stop()
             self._started = False
