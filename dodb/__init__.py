@@ -10,8 +10,8 @@
     [(0, 15), (1, 15)]
 """
 from .accountant import BudgetExceededError, BudgetNotSetError, LedgerError
-from .errors import (CatalogError, DodbError, InvalidParameterError, PlanningError, QueryExecutionError,
-                     UnsupportedQueryError)
+from .errors import (CatalogError, DodbError, InvalidParameterError, MemoryLimitError, PlanningError,
+                     QueryExecutionError, UnsupportedQueryError)
 from .session import Database, DatabaseBusyError, PrivacyReport, ReadOnlyError, Result, attach, connect
 
 __version__ = "0.1.0"
@@ -19,6 +19,6 @@ __version__ = "0.1.0"
 __all__ = [
     "connect", "attach", "Database", "Result", "PrivacyReport",
     "DodbError", "UnsupportedQueryError", "PlanningError", "CatalogError", "InvalidParameterError",
-    "QueryExecutionError",
+    "QueryExecutionError", "MemoryLimitError",
     "BudgetExceededError", "BudgetNotSetError", "LedgerError", "ReadOnlyError", "DatabaseBusyError",
 ]

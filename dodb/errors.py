@@ -42,6 +42,11 @@ class InvalidParameterError(DodbError, ValueError):
     """An invalid argument (ε, δ, mode, neighbour relation, filter …); also a ``ValueError``."""
 
 
+class MemoryLimitError(DodbError):
+    """The plan's estimated peak memory is above the session's limit (refused before admission;
+    docs/design.md §Memory guard)."""
+
+
 class QueryExecutionError(DodbError):
     """The query failed while it ran, after it was admitted (docs/design.md §Bind before charge).
 

@@ -27,7 +27,8 @@ import duckdb
 from . import functions
 from .accountant import BudgetExceededError, BudgetNotSetError, Ledger
 from .accountant.ledger import check_horizon, check_neighbour
-from .errors import CatalogError, DodbError, InvalidParameterError, QueryExecutionError, one_line
+from .errors import CatalogError, DodbError, InvalidParameterError, MemoryLimitError, QueryExecutionError, one_line
+from .planner.memory import default_memory_limit, format_bytes
 from .oblivious.rng import new_rng
 from .operators.context import MODES, check_privacy_params
 from .planner import Catalog, QueryPlan, plan_query
@@ -63,6 +64,8 @@ class Database:
         self.con = con
         self._owned = owned
         self.allow_insecure = allow_insecure
+        # refuse plans whose public memory estimate is above this (bytes; docs/design.md §Memory guard)
+        self.memory_limit: int = default_memory_limit()
         self._seed = seed
         self._rng = new_rng(seed)
         self._lock = threading.RLock()  # one query / owner action at a time on this connection
@@ -205,8 +208,10 @@ class Database:
             except duckdb.Error as e:
                 raise DodbError(f"cannot read the catalog: {one_line(e)}") from None
             d = self._default_delta() if delta is None else delta
-            return plan_query(query, self.catalog, epsilon=epsilon, delta=d, mode=mode,
-                              neighbour=self.neighbour, allocation=allocation)
+            p = plan_query(query, self.catalog, epsilon=epsilon, delta=d, mode=mode,
+                           neighbour=self.neighbour, allocation=allocation)
+            p.memory_limit = self.memory_limit
+            return p
 
     def explain(self, query: str, *, epsilon: float = 1.0, delta: float | None = None, mode: str = "do",
                 as_dict: bool = False):
@@ -233,6 +238,11 @@ class Database:
             if self._closed:
                 raise DodbError("this dodb Database is closed")
             p = self.plan(query, epsilon=epsilon, delta=delta, mode=mode, allocation=allocation)
+            if p.memory_bytes > self.memory_limit:
+                raise MemoryLimitError(
+                    f"the plan may need {format_bytes(p.memory_bytes)} (estimated from public sizes), above the "
+                    f"limit of {format_bytes(self.memory_limit)}: nothing was charged (declare tighter bounds, "
+                    "filter earlier, or raise db.memory_limit / DODB_MEMORY_LIMIT)")
             private = any(self.catalog.table(t).private for t in _tables_of(p))
             if mode == "plain" and private and not self.allow_insecure:
                 raise DodbError("mode='plain' runs private data without protection; it is only available with "

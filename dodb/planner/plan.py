@@ -33,6 +33,7 @@ from .rules import reject_unsupported
 from .alignment import mark_alignment
 from .exprcheck import check_expressions
 from .marking import mark_only_filters
+from .memory import estimate_peak_bytes, format_bytes
 from .prune import prune_columns
 
 __all__ = ["QueryPlan", "plan_query", "ALLOCATIONS"]
@@ -120,6 +121,8 @@ class QueryPlan:
     catalog: Catalog
     stats: dict[int, NodeStats] = field(default_factory=dict)
     types: list[str] | None = None  # DuckDB's result types (the answer is cast to them)
+    memory_bytes: int = 0  # public estimate of the peak memory (planner/memory.py)
+    memory_limit: int | None = None  # the session's limit, set by Database.plan
 
     # -- privacy -------------------------------------------------------------------------
     def composition(self):
@@ -174,7 +177,8 @@ class QueryPlan:
         return {"sql": self.sql, "mode": self.mode, "epsilon": self.epsilon, "delta": self.delta,
                 "neighbour": self.neighbour, "plan": node_dict(self.root, set()),
                 "composition": comp.as_dict() if comp else {},
-                "chosen": comp.best.method if comp else None}
+                "chosen": comp.best.method if comp else None,
+                "memory": {"estimated_peak_bytes": self.memory_bytes, "limit_bytes": self.memory_limit}}
 
     def _mode_of(self, n: Node) -> str:
         public = n.stability == 0 and all(c.stability == 0 for c in n.children)
@@ -200,7 +204,15 @@ class QueryPlan:
         fmt(d["plan"], 1)
         comp = self.composition()
         lines.append(comp.explain() if comp else self._no_release_line())
+        lines.append(self._memory_line())
         return "\n".join(lines)
+
+    def _memory_line(self) -> str:
+        line = f"memory: estimated peak ≤ {format_bytes(self.memory_bytes)} (from public sizes"
+        if self.memory_limit is None:
+            return line + ")"
+        line += f"; limit {format_bytes(self.memory_limit)})"
+        return line + (" — above the limit: running it is refused" if self.memory_bytes > self.memory_limit else "")
 
     def _no_release_line(self) -> str:
         """What a query without releases reveals: only public sizes (docs/threat-model.md)."""
@@ -306,5 +318,6 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
     plan = QueryPlan(sql, built.root, built.names, built.internal, mode, float(epsilon), float(delta), neighbour,
                      alloc, events, event_nodes, catalog,
                      types=[t for _, t in schema] if len(schema) == len(built.names) else None)
+    plan.memory_bytes = estimate_peak_bytes(built.root)
     dry_run(plan)  # every data-independent failure happens here, before admission
     return plan
