@@ -84,7 +84,8 @@ def constant(t: SqlType, value, n: int) -> Val:
         zero = {"bool": np.zeros(n, bool), "float": np.zeros(n)}.get(t.kind, np.zeros(n, np.int64))
         return Val(t, zero, valid, err)
     if t.kind == "dec":
-        unscaled = int(decimal.Decimal(value).scaleb(t.scale).to_integral_value())
+        with decimal.localcontext(decimal.Context(prec=80)):  # exact: the default context keeps 28 digits
+            unscaled = int(decimal.Decimal(value).scaleb(t.scale).to_integral_value())
         return Val(t, i128.const(unscaled, n), valid, err)
     if t.kind == "bool":
         return Val(t, np.full(n, bool(value)), valid, err)
