@@ -41,6 +41,7 @@ BANNED_CALLS = {
     "bincount", "histogram", "isin", "in1d", "setdiff1d", "intersect1d", "union1d",
     "delete", "insert", "resize", "trim_zeros", "choose",
 }
+MODULES = {"np", "numpy", "math", "builtins"}  # receivers of module functions, not data
 REDUCTIONS = {
     "sum", "any", "all", "max", "min", "item", "mean", "count_nonzero", "array_equal",
     "amax", "amin", "nanmax", "nanmin", "prod", "tolist",
@@ -77,6 +78,9 @@ def _only_shapes(node: ast.AST) -> bool:
     children = list(ast.iter_child_nodes(node))
     if isinstance(node, ast.Call):
         children = list(node.args) + [k.value for k in node.keywords]
+        f = node.func  # a method's receiver is read too (``a.max(initial=0)``), a module's is not
+        if isinstance(f, ast.Attribute) and not (isinstance(f.value, ast.Name) and f.value.id in MODULES):
+            children.append(f.value)
     return bool(children) and all(_only_shapes(c) for c in children if not isinstance(c, (ast.expr_context, ast.operator, ast.cmpop, ast.unaryop, ast.boolop)))
 
 

@@ -55,6 +55,7 @@ BAD = {
     "slice bounded by data": "def f(a):\n    n = int(a.sum())\n    return a[:n]\n",
     "reassigned counter": "def f(a, m):\n    for i in range(3):\n        i = m\n        a[i] = 0\n",
     "evaluator branch on validity": "def ev(v):\n    if v.valid.any():\n        return v\n",
+    "reduction with keywords only": "def f(a, m):\n    return m[:, : int(a.max(initial=0))]\n",
     "taint through a name": "def f(a):\n    t = a.max()\n    u = t + 1\n    if u:\n        return 1\n",
 }
 

@@ -62,9 +62,9 @@ NUMS = INTS + DECS + ["f"]
 
 
 @st.composite
-def tables(draw, max_rows: int = 12) -> pa.Table:
+def tables(draw, max_rows: int = 12, rows: int | None = None) -> pa.Table:
     """Rows of the wide schema: NULLs, duplicates (few distinct draws) and empty tables."""
-    n = draw(st.integers(0, max_rows))
+    n = draw(st.integers(0, max_rows)) if rows is None else rows
     cols = {}
     for name, (typ, values) in SCHEMA.items():
         pool = draw(st.lists(values | st.none(), min_size=1, max_size=4))
@@ -73,9 +73,9 @@ def tables(draw, max_rows: int = 12) -> pa.Table:
 
 
 @st.composite
-def padded(draw, table: pa.Table) -> PaddedTable:
+def padded(draw, table: pa.Table, extra: int | None = None) -> PaddedTable:
     """``table``'s rows in order among dummy slots full of adversarial non-NULL garbage."""
-    extra = draw(st.integers(0, 5))
+    extra = draw(st.integers(0, 5)) if extra is None else extra
     n = table.num_rows + extra
     real_at = sorted(draw(st.permutations(range(n)))[: table.num_rows])
     is_real = np.zeros(n, dtype=bool)
