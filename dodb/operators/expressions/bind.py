@@ -1,4 +1,5 @@
 """Bind-time preparation and check of expressions over an input schema.
+See docs/design.md §Expressions.
 
 :func:`prepare` parses each expression, asks DuckDB for the type of every
 sub-expression (:func:`.types.bind_types`, over zero rows), folds constant sub-trees with

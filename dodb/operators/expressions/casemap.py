@@ -1,4 +1,5 @@
 """UPPER/LOWER with DuckDB's own code-point mapping, applied obliviously.
+See docs/design.md §Expressions.
 
 The mapping table is public (Unicode data): it is read once from DuckDB itself (``upper``
 and ``lower`` of every code point) and compressed into runs ``(first, last, stride,

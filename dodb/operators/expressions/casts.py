@@ -1,4 +1,5 @@
 """CAST / TRY_CAST between the types dodb evaluates, and implicit coercions.
+See docs/design.md §Expressions.
 
 Numbers go through :func:`.numeric.cast_number`; text is written by :mod:`.format`.
 A failing row gets an error code under CAST and becomes NULL under TRY_CAST.

@@ -1,4 +1,5 @@
 """Calendar kernels on DATE (int64 days since 1970-01-01) and TIMESTAMP (int64 µs).
+See docs/design.md §Expressions.
 
 Proleptic Gregorian conversions are Howard Hinnant's ``civil_from_days`` /
 ``days_from_civil`` written with whole-column integer arithmetic (no table look-ups, no

@@ -1,5 +1,5 @@
 """The oblivious evaluator: a sqlglot expression over every padded row, with DuckDB's
-semantics and per-row error codes.
+semantics and per-row error codes (docs/design.md §Expressions).
 
 Each node is evaluated on every row — dummy or real, every CASE/IF/COALESCE branch, both
 sides of AND/OR — with element-wise numpy and ``where`` selects.  What differs per row is

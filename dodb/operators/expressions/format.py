@@ -1,4 +1,5 @@
 """Values to text and text to integers, as DuckDB's casts write and read them.
+See docs/design.md §Expressions.
 
 Digits are produced for a public count of positions (20 for BIGINT, 39 for DECIMAL),
 then the kept ones (sign, significant digits, point) are compacted to the front.

@@ -1,4 +1,5 @@
 """Scalar functions: dates, rounding, strings.  Handlers take ``(evaluator, node)``.
+See docs/design.md §Expressions.
 
 Arguments that shape the computation (units, patterns, lengths, fill strings) must be
 constants — they are public, folded by DuckDB at bind time — and a handler refuses a

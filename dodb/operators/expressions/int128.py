@@ -1,4 +1,5 @@
 """128-bit two's-complement integers as numpy lanes (DuckDB's HUGEINT-backed DECIMAL).
+See docs/design.md §Expressions.
 
 A number is a pair of arrays ``(hi: int64, lo: uint64)``; every operation is a fixed
 sequence of element-wise numpy operations over whole columns (no branch, no indexing by

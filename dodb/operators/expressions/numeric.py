@@ -1,5 +1,6 @@
 """Numeric kernels with DuckDB's semantics: arithmetic in the result type with overflow
 flags, casts between BOOLEAN/integers/DECIMAL/DOUBLE, comparisons and rounding.
+See docs/design.md §Expressions.
 
 Every function returns the result lanes and a boolean *failure* mask (where DuckDB
 would raise); the caller turns failures into error codes and masks them by validity.

@@ -1,4 +1,5 @@
 """String function handlers (LIKE, SUBSTRING, concatenation, case mapping, trimming …).
+See docs/design.md §Expressions.
 
 Patterns, positions, counts and fill strings must be constants (public); the value
 being transformed is a whole column of fixed-width lanes (:mod:`.strings`).

@@ -1,4 +1,5 @@
 """SQL types of expressions, derived from DuckDB itself (the oracle), never guessed.
+See docs/design.md §Expressions.
 
 Every (sub)expression is bound by DuckDB against a zero-row Arrow table with the input
 schema (``SELECT e1, e2, … FROM empty``): DuckDB resolves implicit casts, literal types

@@ -1,4 +1,5 @@
 """Whole-column values during expression evaluation, and the bridge to padded columns.
+See docs/design.md §Expressions.
 
 A :class:`Val` is one expression's result over every padded row: lanes of a fixed public
 shape (``data``), validity (False = SQL NULL), a per-row error code (0 = none) and, for
