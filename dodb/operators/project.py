@@ -104,7 +104,7 @@ def project(
 
         columns, codes = expressions.evaluate(table, exprs, widths)
         ctx.fold_errors(codes)
-        cols = [columns[name] for name in exprs]
+        cols = [columns[name] for name in exprs]  # lint: public the output columns by expression name
     else:
         out = evaluate(table, exprs)
         cols = []

@@ -2,7 +2,8 @@
 
 Columns of a source aliased ``a`` are named ``a.col`` inside the plan; a SELECT's
 outputs are its aliases (made unique).  Scalar expressions are rewritten to reference
-those names and later evaluated whole-column by DuckDB over Arrow (projection only).
+those names and later evaluated whole-column: over private rows by dodb's oblivious
+evaluator, over public rows by DuckDB (docs/design.md §Expressions).
 Stability and degree bounds are derived here, from the catalog alone, so the plan fixes
 every privacy event before execution.
 """

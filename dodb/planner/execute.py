@@ -1,8 +1,9 @@
 """Execute a logical plan with the DO operators.
 
-Private data flows only through the operators of :mod:`dodb.operators` (DuckDB is used
-for whole-column scalar expressions and for reading tables).  Sub-plans whose inputs are
-all public run the same operators in ``plain`` mode: nothing private is involved.  Every
+Private data flows only through the operators of :mod:`dodb.operators`, scalar
+expressions through the oblivious evaluator (docs/design.md §Expressions); DuckDB reads
+tables.  Sub-plans whose inputs are all public run the same operators in ``plain`` mode
+(DuckDB evaluates their expressions): nothing private is involved.  Every
 noisy release is checked against the events the plan announced before execution; a
 mismatch is a bug and stops the query (the charge stays, as the leak may have happened).
 """

@@ -201,3 +201,43 @@ def test_cli_audit():
     r = _cli("--scale", "0.001", "--pairs", "1", "--mode", "plain", "--allow-insecure",
              "SELECT c_nationkey, count(*) FROM customer WHERE c_acctbal > 0 GROUP BY 1")
     assert r.returncode == 1 and "audit: 0 of 1" in r.stdout, r.stdout + r.stderr
+
+
+# -- expressions over private rows (docs/design.md §Expressions) ---------------------------------
+
+@pytest.fixture(scope="module")
+def tpch_db():
+    from dodb.datasets import generate_tpch, protect_tpch
+    from dodb.oblivious.rng import seeded_mode
+
+    with seeded_mode():
+        d = dodb.connect(seed=0)
+        generate_tpch(d.con, 0.002)
+        d.set_budget(epsilon=1e9, delta=0.5)
+        protect_tpch(d)
+    yield d
+    d.close()
+
+
+def test_expression_heavy_tpch_queries_have_identical_views(tpch_db):
+    """TPC-H Q13 (NOT LIKE on a string column, a LEFT join, two group-bys) and Q14 (CASE,
+    LIKE, decimal arithmetic): the evaluator's work and buffers depend on public sizes only,
+    and DuckDB is never handed a private batch."""
+    from dodb.datasets import tpch_query
+
+    report = audit(tpch_db, [tpch_query(13), tpch_query(14)], pairs=2, seed=1)
+    assert report.ok, "\n".join(report.lines())
+
+
+def test_planted_duckdb_evaluation_of_private_rows_is_caught(tpch_db, monkeypatch):
+    """The old path — private batches handed to DuckDB (``register __dodb_batch``), whose
+    Arrow string buffers are sized by the data — differs between coupled neighbours."""
+    import importlib
+
+    from dodb.datasets import tpch_query
+
+    project_mod = importlib.import_module("dodb.operators.project")
+    monkeypatch.setattr(project_mod, "_oblivious", lambda table, ctx: False)
+    report = audit(tpch_db, [tpch_query(13)], pairs=2, seed=1)
+    text = "\n".join(report.lines())
+    assert report.identical < 2 and "duckdb" in text and "__dodb_batch" in text, text

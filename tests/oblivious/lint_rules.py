@@ -13,6 +13,19 @@ kernel modules and reports, with file and line:
   a reduction (``sum``, ``any``, ``max``, ``item`` …) or a subscript, directly or
   through a local name assigned from one.
 
+Python-level lookups are told apart from array indexing without type inference:
+
+* a subscript of a *container* — a dict/list/tuple/set display or comprehension, or a
+  name bound only to one (in the function, at module level, or a module constant of the
+  package passed as ``containers``) — may use any key that reads no data: a Python
+  container cannot be indexed by an array, and a key computed from data needs a
+  reduction, which taints it;
+* any other subscript may use constants, slices whose bounds read no data, and
+  *public counters*: targets of ``for i in range(...)`` / ``enumerate(...)`` over
+  sizes, and sums and differences of them;
+* names assigned from a reduction are tainted in their own function (and module-level
+  ones everywhere), not across unrelated functions.
+
 A line may opt out only with a trailing ``# lint: public <reason>`` comment naming why
 the value is public (e.g. a caller contract that is always true in correct runs).
 
@@ -36,6 +49,7 @@ BANNED_CALLS = {
     "bincount", "histogram", "isin", "in1d", "setdiff1d", "intersect1d", "union1d",
     "delete", "insert", "resize", "trim_zeros", "choose",
 }
+MODULES = {"np", "numpy", "math", "builtins"}  # receivers of module functions, not data
 REDUCTIONS = {
     "sum", "any", "all", "max", "min", "item", "mean", "count_nonzero", "array_equal",
     "amax", "amin", "nanmax", "nanmin", "prod", "tolist",
@@ -72,6 +86,9 @@ def _only_shapes(node: ast.AST) -> bool:
     children = list(ast.iter_child_nodes(node))
     if isinstance(node, ast.Call):
         children = list(node.args) + [k.value for k in node.keywords]
+        f = node.func  # a method's receiver is read too (``a.max(initial=0)``), a module's is not
+        if isinstance(f, ast.Attribute) and not (isinstance(f.value, ast.Name) and f.value.id in MODULES):
+            children.append(f.value)
     return bool(children) and all(_only_shapes(c) for c in children if not isinstance(c, (ast.expr_context, ast.operator, ast.cmpop, ast.unaryop, ast.boolop)))
 
 
@@ -92,15 +109,23 @@ def _reads_data(node: ast.AST, tainted: set[str]) -> bool:
     return False
 
 
-def _index_ok(node: ast.AST) -> bool:
+_DISPLAYS = (ast.Dict, ast.List, ast.Tuple, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
+
+
+def _index_ok(node: ast.AST, counters: set[str], tainted: set[str]) -> bool:
+    """An index into something that may be an array: constants, data-free slices, counters."""
     if isinstance(node, ast.Tuple):
-        return all(_index_ok(e) for e in node.elts)
+        return all(_index_ok(e, counters, tainted) for e in node.elts)
     if isinstance(node, ast.Slice):
-        return True
+        return not any(b is not None and _reads_data(b, tainted) for b in (node.lower, node.upper, node.step))
     if isinstance(node, ast.Constant):
         return True
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-        return True
+    if isinstance(node, ast.Name):
+        return node.id in counters
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return _index_ok(node.operand, counters, tainted)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        return _index_ok(node.left, counters, tainted) and _index_ok(node.right, counters, tainted)
     return False
 
 
@@ -206,7 +231,108 @@ def _data_returning(kernels: list[ast.FunctionDef]) -> set[str]:
     return out
 
 
-def lint_source(src: str) -> list[Finding]:
+def module_containers(src: str) -> set[str]:
+    """Module-level names bound only to container displays (constant tables) in ``src``."""
+    return _bound_to_displays(ast.parse(src).body)
+
+
+def _bound_to_displays(body: list[ast.stmt]) -> set[str]:
+    good: set[str] = set()
+    bad: set[str] = set()
+    for stmt in body:
+        for node in ast.walk(stmt) if not isinstance(stmt, (ast.FunctionDef, ast.ClassDef)) else []:
+            targets, value = [], None
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets, value = [node.target], node.value
+            elif isinstance(node, (ast.For, ast.comprehension, ast.AugAssign)):
+                targets = [node.target]
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    (good if isinstance(value, _DISPLAYS) else bad).add(t.id)
+                else:
+                    bad.update(_bound_names(t))
+    return good - bad
+
+
+def _local_containers(fn: ast.AST) -> set[str]:
+    good: set[str] = set()
+    bad: set[str] = set()
+    for node in ast.walk(fn):
+        targets, value = [], None
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        elif isinstance(node, (ast.For, ast.comprehension, ast.AugAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.arg):
+            bad.add(node.arg)
+        for t in targets:
+            for n in _bound_names(t):
+                (good if isinstance(value, _DISPLAYS) and isinstance(t, ast.Name) else bad).add(n)
+    return good - bad
+
+
+def _counters(fn: ast.AST, tainted: set[str]) -> set[str]:
+    """Loop targets of ``range(...)`` over data-free bounds, and ``enumerate`` indices."""
+    out: set[str] = set()
+    assigned_elsewhere: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.iter, ast.Call):
+            name = _call_name(node.iter)
+            if name == "range" and isinstance(node.target, ast.Name) and \
+                    not any(_reads_data(a, tainted) for a in node.iter.args):
+                out.add(node.target.id)
+                continue
+            if name == "enumerate" and isinstance(node.target, ast.Tuple) and \
+                    isinstance(node.target.elts[0], ast.Name):
+                out.add(node.target.elts[0].id)
+                assigned_elsewhere.update(n.id for e in node.target.elts[1:] for n in ast.walk(e)
+                                          if isinstance(n, ast.Name))
+                continue
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            assigned_elsewhere.update(n for t in targets for n in _bound_names(t))
+    return out - assigned_elsewhere
+
+
+def _taint(scope: ast.AST, inherited: set[str], exempt, nested: bool) -> set[str]:
+    """Names assigned from a data reduction in ``scope`` (not descending into functions
+    unless ``nested``), on top of ``inherited``."""
+    tainted = set(inherited)
+
+    def nodes(n: ast.AST):
+        for c in ast.iter_child_nodes(n):
+            if not nested and isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            yield c
+            yield from nodes(c)
+
+    changed = True
+    while changed:
+        changed = False
+        for node in nodes(scope):
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if _reads_data(node.value, tainted) and not exempt(node.lineno):
+                    # array-valued results of subscripts are fine; only scalars matter, and we
+                    # cannot tell them apart statically: taint only names fed by explicit
+                    # reductions (or by names already tainted).
+                    fed = any(isinstance(c, ast.Call) and _call_name(c) in REDUCTIONS and not _only_shapes(c)
+                              and not _scalar_minmax(c) for c in ast.walk(node.value)) or \
+                        any(isinstance(c, ast.Name) and c.id in tainted for c in ast.walk(node.value))
+                    for t in targets:
+                        for n in ast.walk(t):
+                            if isinstance(n, ast.Name) and n.id not in tainted and fed:
+                                tainted.add(n.id)
+                                changed = True
+    return tainted
+
+
+def lint_source(src: str, containers: set[str] | frozenset[str] = frozenset()) -> list[Finding]:
+    """Findings in ``src``; ``containers``: constant tables of sibling modules it imports."""
     tree = ast.parse(src)
     lines = src.splitlines()
 
@@ -244,29 +370,22 @@ def lint_source(src: str) -> list[Finding]:
         _lint_kernel(fn, data_calls, add)
         in_kernel.update(id(n) for n in ast.walk(fn))
 
-    # names assigned from data reductions, per module (conservative: any scope)
-    tainted: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                if _reads_data(node.value, tainted) and not exempt(node.lineno):
-                    for t in targets:
-                        for n in ast.walk(t):
-                            if isinstance(n, ast.Name) and n.id not in tainted:
-                                # array-valued results of subscripts are fine; only scalars matter,
-                                # and we cannot tell them apart statically: taint only names fed by
-                                # explicit reductions.
-                                if any(isinstance(c, ast.Call) and _call_name(c) in REDUCTIONS and not _only_shapes(c)
-                                       and not _scalar_minmax(c) for c in ast.walk(node.value)):
-                                    tainted.add(n.id)
-                                    changed = True
+    module_tainted = _taint(tree, set(), exempt, nested=False)
+    module_tables = _bound_to_displays(tree.body) | set(containers)
 
-    for node in ast.walk(tree):
+    def check(scope: ast.AST, tainted: set[str], tables: set[str], counters: set[str]) -> None:
+        for node in ast.iter_child_nodes(scope):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                inner = _taint(node, tainted, exempt, nested=True)
+                local = _local_containers(node)
+                check(node, inner, (tables - _assigned(node)) | local, counters | _counters(node, inner))
+                continue
+            _check_node(node, tainted, tables, counters)
+            check(node, tainted, tables, counters)
+
+    def _check_node(node: ast.AST, tainted: set[str], tables: set[str], counters: set[str]) -> None:
         if id(node) in in_kernel and not isinstance(node, ast.Call):
-            continue
+            return  # checked by the kernel rules above (banned calls still apply)
         if isinstance(node, ast.Call):
             name = _call_name(node)
             if name in BANNED_CALLS:
@@ -276,9 +395,14 @@ def lint_source(src: str) -> list[Finding]:
             if name == "where" and len(node.args) == 1:
                 add(node, "one-argument where() (= nonzero)")
         elif isinstance(node, ast.Subscript):
-            if id(node) in in_annotation:
-                continue
-            if not _index_ok(node.slice) and not _only_shapes(node.value):
+            if id(node) in in_annotation or _only_shapes(node.value):
+                return
+            container = isinstance(node.value, _DISPLAYS) or \
+                (isinstance(node.value, ast.Name) and node.value.id in tables)
+            if container:
+                if _reads_data(node.slice, tainted):
+                    add(node, "container looked up by a data-derived key")
+            elif not _index_ok(node.slice, counters, tainted):
                 add(node, "data-dependent indexing (boolean mask or index array)")
         elif isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)):
             if _reads_data(node.test, tainted):
@@ -287,4 +411,29 @@ def lint_source(src: str) -> list[Finding]:
             for cond in node.ifs:
                 if _reads_data(cond, tainted):
                     add(cond, "branch on data")
+
+    check(tree, module_tainted, module_tables, set())
     return findings
+
+
+def _bound_names(target: ast.AST) -> list[str]:
+    """Names a target binds (``x``, ``x, y``, ``*x``), not those it subscripts (``x[k] = …``)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for e in target.elts for n in _bound_names(e)]
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    return []
+
+
+def _assigned(fn: ast.AST) -> set[str]:
+    """Names (re)bound inside ``fn``: they shadow module-level tables."""
+    out = set()
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.comprehension)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            out.update(n for t in targets for n in _bound_names(t))
+        elif isinstance(node, ast.arg):
+            out.add(node.arg)
+    return out

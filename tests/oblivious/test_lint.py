@@ -1,28 +1,36 @@
-"""The banned-call lint over dodb/oblivious (DESIGN invariant 2), and proof that it bites."""
+"""The banned-call lint over dodb/oblivious and the expression evaluator (DESIGN invariant 2,
+docs/design.md §Expressions), and proof that it bites."""
 from __future__ import annotations
 
 import pathlib
 
 import pytest
 
-from .lint_rules import lint_source
+from .lint_rules import lint_source, module_containers
 
-PKG = pathlib.Path(__file__).resolve().parents[2] / "dodb" / "oblivious"
+ROOT = pathlib.Path(__file__).resolve().parents[2] / "dodb"
+PKG = ROOT / "oblivious"
 # Not kernels: the samplers run on no data (their loops depend on fresh randomness only),
 # the trace is the recorder, rng the generator; fixed_work is the padding sampler, whose
 # property (the same draws whatever it returns) is checked by test_fixed_work.py instead.
 NOT_KERNELS = {"__init__.py", "noise.py", "rng.py", "trace.py", "fixed_work.py"}
 KERNELS = sorted(p for p in PKG.glob("*.py") if p.name not in NOT_KERNELS)
+# The expression evaluator, every module of it, and the projection operator that calls it.
+EVALUATOR = sorted((ROOT / "operators" / "expressions").glob("*.py")) + [ROOT / "operators" / "project.py"]
+# constant tables (module-level dict/list/tuple displays) the evaluator's modules share
+TABLES = set().union(*(module_containers(p.read_text()) for p in EVALUATOR))
 
 
 def test_kernel_modules_exist():
     names = {p.name for p in KERNELS}
     assert {"sort.py", "compact.py", "expand.py", "scan.py"} <= names
+    assert {"evaluator.py", "strings.py", "int128.py", "numeric.py", "dates.py", "format.py", "casts.py",
+            "functions.py", "text.py", "casemap.py", "bind.py", "value.py"} <= {p.name for p in EVALUATOR}
 
 
-@pytest.mark.parametrize("path", KERNELS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", KERNELS + EVALUATOR, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_kernel_has_no_banned_access(path):
-    findings = lint_source(path.read_text())
+    findings = lint_source(path.read_text(), TABLES)
     assert not findings, "\n".join(f"{path.name}: {f}" for f in findings)
 
 
@@ -43,6 +51,12 @@ BAD = {
     "branch via tainted name": "def f(a):\n    t = int(a.max())\n    if t > 2:\n        return t\n",
     "builtin max over an array": "def f(a):\n    if max(a) > 2:\n        return 1\n",
     "conditional expression": "def f(a):\n    return 1 if a.any() else 2\n",
+    "table looked up by data": "T = {0: 1, 1: 2}\ndef f(a):\n    k = int(a.sum())\n    return T[k]\n",
+    "slice bounded by data": "def f(a):\n    n = int(a.sum())\n    return a[:n]\n",
+    "reassigned counter": "def f(a, m):\n    for i in range(3):\n        i = m\n        a[i] = 0\n",
+    "evaluator branch on validity": "def ev(v):\n    if v.valid.any():\n        return v\n",
+    "reduction with keywords only": "def f(a, m):\n    return m[:, : int(a.max(initial=0))]\n",
+    "taint through a name": "def f(a):\n    t = a.max()\n    u = t + 1\n    if u:\n        return 1\n",
 }
 
 GOOD = {
@@ -51,6 +65,12 @@ GOOD = {
     "where select": "def f(m, a, b):\n    return np.where(m, a, b)\n",
     "scalar min of sizes": "def f(n, b):\n    blk = min(b, n)\n    while 2 * blk > n:\n        blk //= 2\n",
     "exempted": "def f(a, m):\n    if a.sum() > m:  # lint: public caller contract\n        raise ValueError\n",
+    "constant table by type": "T = {8: 1, 16: 2}\ndef f(t):\n    return T[t.bits]\n",
+    "range counters": "def f(a, w):\n    for j in range(w):\n        a[:, j:j + 1] = a[:, j]\n",
+    "enumerate counter": "def f(acc, xs):\n    for i, x in enumerate(xs):\n        acc[i + 1] = x\n",
+    "local dict": "def f(xs):\n    out = {}\n    for k in xs:\n        out[k] = 1\n    return out\n",
+    "taint stays in its function": "def f(a):\n    w = max(a)\n    return w\n\ndef g(k, w):\n    while k < w:\n"
+                                   "        k <<= 1\n",
 }
 
 

@@ -1,4 +1,5 @@
 """dodb's oblivious scalar expression evaluator (projections, WHERE/HAVING predicates).
+See docs/design.md §Expressions.
 
 Scalar SQL over private rows is evaluated here instead of by DuckDB: DuckDB's own
 evaluation uses selection vectors (CASE, AND/OR), branches on NULLs and sizes string

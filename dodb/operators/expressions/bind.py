@@ -1,4 +1,5 @@
 """Bind-time preparation and check of expressions over an input schema.
+See docs/design.md §Expressions.
 
 :func:`prepare` parses each expression, asks DuckDB for the type of every
 sub-expression (:func:`.types.bind_types`, over zero rows), folds constant sub-trees with
@@ -103,8 +104,22 @@ def _fold(sqls: list[str]) -> dict[str, Const]:
         con.close()
 
 
+# functions whose value changes from row to row although no column is involved
+_VOLATILE = {"RANDOM", "RAND", "UUID", "GEN_RANDOM_UUID", "NEXTVAL", "SETSEED"}
+
+
+def _volatile(node: exp.Expression) -> bool:
+    return any(isinstance(n, exp.Rand) or (isinstance(n, exp.Func) and n.sql_name().upper() in _VOLATILE)
+               or (isinstance(n, exp.Anonymous) and str(n.this).upper() in _VOLATILE) for n in node.walk())
+
+
+def _unique(items) -> list[str]:
+    """Distinct items in order of first appearance (deterministic for one expression)."""
+    return list(dict.fromkeys(items))
+
+
 def _constants(tree: exp.Expression, types: dict[int, SqlType]) -> list[exp.Expression]:
-    """Maximal constant sub-trees worth folding (no column, a plain value type)."""
+    """Maximal constant sub-trees worth folding (no column, a plain value type, not volatile)."""
     found = []
 
     def visit(node: exp.Expression) -> None:
@@ -112,6 +127,7 @@ def _constants(tree: exp.Expression, types: dict[int, SqlType]) -> list[exp.Expr
             return
         t = types.get(id(node))
         if t is not None and t.kind not in ("interval", "other") and node.find(exp.Column) is None \
+                and not _volatile(node) \
                 and not (isinstance(node, exp.If) and isinstance(node.parent, exp.Case)):
             found.append(node)
             return
@@ -136,7 +152,7 @@ def prepare(exprs: Mapping[str, exp.Expression | str], schema: Mapping[str, pa.D
         trees[name] = sqlglot.parse_one(s, read="duckdb")
         used |= {c.name for c in trees[name].find_all(exp.Column)}
     sub_schema = {n: t for n, t in schema.items() if n in used}
-    key = (tuple(sorted((n, str(t), int(widths.get(n, 0))) for n, t in sub_schema.items())),
+    key = (tuple((n, str(t), int(widths.get(n, 0))) for n, t in sub_schema.items()),
            tuple(sqls.items()))
     with _lock:
         hit = _cache.get(key)
@@ -144,16 +160,16 @@ def prepare(exprs: Mapping[str, exp.Expression | str], schema: Mapping[str, pa.D
         return hit
     p = Prepared(trees)
     nodes = [n for t in trees.values() for n in _value_nodes(t)]
-    by_sql = _types(sub_schema, sorted({n.sql(dialect="duckdb") for n in nodes}))
+    by_sql = _types(sub_schema, _unique(n.sql(dialect="duckdb") for n in nodes))
     for name, tree in trees.items():
         if by_sql.get(tree.sql(dialect="duckdb")) is None:
             raise UnsupportedQueryError(f"expression DuckDB cannot bind: {sqls.get(name)[:80]}")
     p.types = {id(n): by_sql.get(n.sql(dialect="duckdb")) for n in nodes if by_sql.get(n.sql(dialect="duckdb"))}
     consts = [c for t in trees.values() for c in _constants(t, p.types)]
-    folded = _fold(sorted({c.sql(dialect="duckdb") for c in consts}))
+    folded = _fold(_unique(c.sql(dialect="duckdb") for c in consts))
     p.consts = {id(c): folded.get(c.sql(dialect="duckdb")) for c in consts}
-    patterns = sorted({str(c.value) for node in nodes if isinstance(node, exp.ILike)
-                       for c in [p.consts.get(id(node.expression))] if c is not None and c.value is not None})
+    patterns = _unique(str(c.value) for node in nodes if isinstance(node, exp.ILike)
+                       for c in [p.consts.get(id(node.expression))] if c is not None and c.value is not None)
     if patterns:
         low = _fold([f"lower({exp.Literal.string(s).sql(dialect='duckdb')})" for s in patterns])
         p.lowered = {s: low.get(f"lower({exp.Literal.string(s).sql(dialect='duckdb')})").value for s in patterns}
@@ -180,16 +196,18 @@ def _dry_run(p: Prepared, schema: Mapping[str, pa.DataType], widths: Mapping[str
 
     cols = {n: _empty_column(t, int(widths.get(n, 1))) for n, t in schema.items()}
     ev = Evaluator(p, cols, 0)
+    outputs: dict[str, Output] = {}
     for name, tree in p.trees.items():
         try:
             v = ev.ev(tree)
             out_t = p.types.get(id(tree))
             if out_t is not None and v.type.name != out_t.name:
                 raise Unsupported(f"{_construct(tree)} (type {v.type} where DuckDB has {out_t})")
-            p.outputs[name] = Output(v.type, arrow_type(v.type), v.width)
+            outputs[name] = Output(v.type, arrow_type(v.type), v.width)
         except Unsupported as e:
             from ...planner.rules.reject_unsupported import position_of
             raise UnsupportedQueryError(f"{e.what} in {_construct(tree)}", position_of(tree)) from None
+    p.outputs = outputs
 
 
 def _construct(tree: exp.Expression) -> str:

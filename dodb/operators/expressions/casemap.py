@@ -1,4 +1,5 @@
 """UPPER/LOWER with DuckDB's own code-point mapping, applied obliviously.
+See docs/design.md §Expressions.
 
 The mapping table is public (Unicode data): it is read once from DuckDB itself (``upper``
 and ``lower`` of every code point) and compressed into runs ``(first, last, stride,
@@ -25,10 +26,10 @@ def _runs(upper: bool) -> tuple[tuple[tuple[int, int, int, int], ...], float]:
     try:
         rows = con.execute(
             f"SELECT i, unicode({fn}(chr(i::INTEGER))) FROM range(1, 1114112) t(i) "
-            f"WHERE (i < 55296 OR i > 57343) AND {fn}(chr(i::INTEGER)) <> chr(i::INTEGER)").fetchall()
+            f"WHERE (i < 55296 OR i > 57343) AND {fn}(chr(i::INTEGER)) <> chr(i::INTEGER) ORDER BY i").fetchall()
     finally:
         con.close()
-    pairs = sorted((int(a), int(b) - int(a)) for a, b in rows)
+    pairs = [(int(a), int(b) - int(a)) for a, b in rows]  # in code-point order
     runs: list[list[int]] = []
     for cp, delta in pairs:
         if runs:

@@ -1,4 +1,5 @@
 """CAST / TRY_CAST between the types dodb evaluates, and implicit coercions.
+See docs/design.md §Expressions.
 
 Numbers go through :func:`.numeric.cast_number`; text is written by :mod:`.format`.
 A failing row gets an error code under CAST and becomes NULL under TRY_CAST.
@@ -21,6 +22,8 @@ def text_width(t: SqlType) -> int:
     """Public byte bound of a value of type ``t`` written as text."""
     if t.kind == "int":
         return {8: 4, 16: 6, 32: 11, 64: 20}[t.bits]
+    if t.huge:
+        return fmt.dec_text_width(39, 0)
     if t.kind == "dec":
         return fmt.dec_text_width(t.precision, t.scale)
     return {"date": fmt.DATE_TEXT_WIDTH, "ts": fmt.TS_TEXT_WIDTH, "bool": 5}.get(t.kind, 0)
@@ -33,18 +36,17 @@ def _to_text(ev, v: Val, to: SqlType) -> tuple[np.ndarray, np.ndarray, np.ndarra
         mat, lengths = fmt.int_text(v.data)
         return mat[:, : text_width(v.type)], lengths, none, ""
     if k == "dec":
-        mat, lengths = fmt.dec_text(v.data, v.type.precision, v.type.scale)
+        mat, lengths = fmt.dec_text(v.data, 39 if v.type.huge else v.type.precision, v.type.scale)
         return mat[:, : text_width(v.type)], lengths, none, ""
     if k == "bool":
         mat, lengths = fmt.bool_text(v.data.astype(bool))
         return mat, lengths, none, ""
     if k == "date":
         mat, lengths, bad = fmt.date_text(v.data)
-        return mat, lengths, bad, "Not implemented Error: dodb writes DATE text only for years 1 to 9999"
+        return mat, lengths, bad, ""
     if k == "ts":
         mat, lengths, bad = fmt.ts_text(v.data)
-        return mat[:, : fmt.TS_TEXT_WIDTH], lengths, bad, \
-            "Not implemented Error: dodb writes TIMESTAMP text only for years 1 to 9999"
+        return mat, lengths, bad, ""
     raise Unsupported(f"CAST of {v.type} to VARCHAR")
 
 
@@ -57,7 +59,7 @@ def cast(ev, v: Val, to: SqlType, try_: bool) -> Val:
         out = constant(to, None, v.n)
         out.err = v.err
         return out
-    data, fails, msg, lengths = None, [], "", None
+    data, fails, msg, lengths, err_always = None, [], "", None, None
     if src.kind in _NUMERIC and to.kind in _NUMERIC:
         data, bad, msg = cast_number(v, to)
         fails = [(bad, msg)]
@@ -67,16 +69,19 @@ def cast(ev, v: Val, to: SqlType, try_: bool) -> Val:
     elif src.kind == "str" and to.kind == "int":
         from .format import parse_int
         from .types import INT_NAME
-        data, bad = parse_int(v.data, v.lengths, to.bits)
+        data, bad, unread = parse_int(v.data, v.lengths, to.bits)
         fails = [(bad, f"Conversion Error: Could not convert string to {INT_NAME[to.bits]}")]
+        err_always = ev.fail(unread & v.valid, "Not implemented Error: dodb reads integers only as "
+                                               "[sign]digits[.digits] (no hexadecimal, binary, exponent or '_')")
     elif src.kind == "date" and to.kind == "ts":
-        data = v.data * dates.US_PER_DAY
+        data, bad = dates.to_us(v.data, "date")
+        fails = [(bad, "Conversion Error: Date and time not in timestamp range")]
     elif src.kind == "ts" and to.kind == "date":
         data = dates.split_ts(v.data)[0]
     else:
         raise Unsupported(f"CAST from {src} to {to}")
     valid = v.valid.copy()
-    err = v.err
+    err = v.err if err_always is None else np.maximum(v.err, err_always)
     for bad, message in fails:
         if try_:
             valid = valid & ~bad

@@ -1,4 +1,5 @@
 """Calendar kernels on DATE (int64 days since 1970-01-01) and TIMESTAMP (int64 µs).
+See docs/design.md §Expressions.
 
 Proleptic Gregorian conversions are Howard Hinnant's ``civil_from_days`` /
 ``days_from_civil`` written with whole-column integer arithmetic (no table look-ups, no
@@ -9,13 +10,18 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["civil", "days_from_civil", "month_days", "add_interval", "extract", "US_PER_DAY", "split_ts",
-           "iso_week", "in_date_range", "PARTS"]
+__all__ = ["civil", "days_from_civil", "month_days", "add_interval", "date_part", "US_PER_DAY", "split_ts",
+           "iso_week", "in_date_range", "finite_date", "to_us", "PARTS"]
 
 US_PER_DAY = 86_400_000_000
-# DuckDB's DATE range is wider, but dodb only formats and checks years 1..9999 exactly
-_MIN_DAY = -719162   # 0001-01-01
+_MIN_DAY = -719162   # 0001-01-01 (strftime's range)
 _MAX_DAY = 2932896   # 9999-12-31
+# DuckDB's ranges: a finite DATE is an int32 other than ±(2^31 - 1) (the infinities); a
+# TIMESTAMP lies between 290309-12-22 (BC) 00:00:00 and 294247-01-10 04:00:54.775806
+DATE_MAX = (1 << 31) - 2
+TS_MIN_US = -9223372022400000000
+TS_MAX_US = (1 << 63) - 2
+_TS_MIN_DAY, _TS_MAX_DAY = TS_MIN_US // US_PER_DAY, TS_MAX_US // US_PER_DAY
 
 
 def civil(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -52,7 +58,22 @@ def month_days(y: np.ndarray, m: np.ndarray) -> np.ndarray:
 
 
 def in_date_range(days: np.ndarray) -> np.ndarray:
+    """Years 1 to 9999 (what STRFTIME writes)."""
     return (days >= _MIN_DAY) & (days <= _MAX_DAY)
+
+
+def finite_date(days: np.ndarray) -> np.ndarray:
+    """A DATE DuckDB can hold (``Date out of range`` otherwise)."""
+    return (days >= -DATE_MAX) & (days <= DATE_MAX)
+
+
+def to_us(data: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """Microseconds of a DATE (``kind == 'date'``) or TIMESTAMP, and where a DATE is outside
+    the TIMESTAMP range (DuckDB's cast fails there; those rows hold 0)."""
+    if kind != "date":
+        return data, np.zeros(data.shape, dtype=bool)
+    bad = (data < _TS_MIN_DAY) | (data > _TS_MAX_DAY)
+    return np.where(bad, 0, data) * US_PER_DAY, bad
 
 
 def split_ts(us: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -61,15 +82,21 @@ def split_ts(us: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return days, us - days * US_PER_DAY
 
 
-def add_interval(us: np.ndarray, months: int, days: int, micros: int) -> np.ndarray:
-    """Timestamp + a constant interval (DuckDB ``Interval::Add``)."""
+def add_interval(us: np.ndarray, months: int, days: int, micros: int) -> tuple[np.ndarray, np.ndarray]:
+    """Timestamp + a constant interval (DuckDB ``Interval::Add``: months with the day
+    clamped to the month's length, then days, then µs) and where the result leaves the
+    TIMESTAMP range (those rows hold 0)."""
     d, tod = split_ts(us)
     if months:
         y, m, dd = civil(d)
         total = y * 12 + (m - 1) + months
         ny, nm = np.floor_divide(total, 12), total % 12 + 1
         d = days_from_civil(ny, nm, np.minimum(dd, month_days(ny, nm)))
-    return (d + days) * US_PER_DAY + tod + micros
+    d = d + days
+    bad = (d < _TS_MIN_DAY - 1) | (d > _TS_MAX_DAY + 1)
+    res = np.where(bad, 0, d) * US_PER_DAY + tod + micros
+    bad |= (res < TS_MIN_US) | (res > TS_MAX_US)
+    return np.where(bad, 0, res), bad
 
 
 def iso_week(days: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -85,7 +112,7 @@ PARTS = ("year", "month", "day", "dow", "isodow", "doy", "quarter", "week", "day
          "dayofyear", "weekday", "hour", "minute", "second", "decade", "century", "isoyear", "yearweek")
 
 
-def extract(part: str, days: np.ndarray, tod: np.ndarray | None = None) -> np.ndarray:
+def date_part(part: str, days: np.ndarray, tod: np.ndarray | None = None) -> np.ndarray:
     """``EXTRACT(part FROM …)`` as BIGINT (DuckDB: Sunday = 0 for dow)."""
     y, m, d = civil(days)
     if part == "year":
@@ -109,8 +136,8 @@ def extract(part: str, days: np.ndarray, tod: np.ndarray | None = None) -> np.nd
     if part == "yearweek":
         iy, w = iso_week(days)
         return iy * 100 + w
-    if part == "decade":
-        return np.floor_divide(y, 10)
+    if part == "decade":  # C division: towards zero
+        return np.sign(y) * (np.abs(y) // 10)
     if part == "century":
         return np.where(y > 0, (y - 1) // 100 + 1, -((-y) // 100 + 1))
     t = np.zeros_like(days) if tod is None else tod

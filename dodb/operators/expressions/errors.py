@@ -1,12 +1,14 @@
 """Per-row runtime error codes and their registry (code -> DuckDB-like message).
+See docs/design.md §Expressions.
 
 An expression that DuckDB would reject on some row (integer overflow, a string that is
 no number, division by zero …) does not raise inside the engine: the evaluator sets a
 per-row code instead, masked so that dummy rows and rows DuckDB would not evaluate
 (untaken CASE branches, later COALESCE arguments) never carry one.  The caller folds
 ``max(code * is_real)`` into the query's status with one linear reduction, and the
-analyst's side raises :class:`ExpressionError` with the registered message after the
-query.  Codes are small positive integers, stable within a process; 0 means no error.
+analyst's side raises :class:`~dodb.wire.QueryRuntimeError` with the registered message
+after the query (:class:`ExpressionError` when an operator is called without a query
+context).  Codes are small positive integers, stable within a process; 0 means no error.
 """
 from __future__ import annotations
 

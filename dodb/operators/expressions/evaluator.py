@@ -1,5 +1,5 @@
 """The oblivious evaluator: a sqlglot expression over every padded row, with DuckDB's
-semantics and per-row error codes.
+semantics and per-row error codes (docs/design.md §Expressions).
 
 Each node is evaluated on every row — dummy or real, every CASE/IF/COALESCE branch, both
 sides of AND/OR — with element-wise numpy and ``where`` selects.  What differs per row is
@@ -89,15 +89,19 @@ class Evaluator:
     # -- arithmetic ----------------------------------------------------------------------------------
     def _binary(self, node: exp.Binary) -> Val:
         from . import functions
-        a, b = self.ev(node.left), self.ev(node.right)
-        rt = self.type_of(node)
         op = _ARITH[type(node)]
+        rt = self.type_of(node)
+        if functions.is_interval(node.left) or functions.is_interval(node.right):
+            return functions.interval_arith(self, node, op, rt)
+        a, b = self.ev(node.left), self.ev(node.right)
         valid = a.valid & b.valid
         err = np.maximum(a.err, b.err)
         if {a.type.kind, b.type.kind} & {"date", "ts", "interval"} or rt.kind in ("date", "ts"):
             return functions.date_arith(self, node, op, a, b, rt)
-        if op == "//" and rt.kind == "float":
-            op = "/"  # DuckDB's // on non-integers is a plain division
+        if op == "//" and rt.kind == "float":  # DuckDB's // on non-integers divides, failing on 0
+            op = "/"
+            zero = numeric.as_f64(b) == 0
+            err = np.maximum(err, self.fail(zero & valid, "Invalid Input Error: Division by zero in expression"))
         if op == "%" and rt.kind == "float":
             x, y = numeric.as_f64(a), numeric.as_f64(b)
             with np.errstate(all="ignore"):
@@ -115,7 +119,11 @@ class Evaluator:
         if rt.kind == "float":
             return Val(rt, -a.data, a.valid, a.err)
         if rt.kind == "dec":
-            return Val(rt, i128.neg(a.data), a.valid, a.err)
+            err = a.err
+            if rt.huge:
+                lo = i128.equal(a.data, i128.const(i128.MIN, self.n))
+                err = np.maximum(err, self.fail(lo & a.valid, "Out of Range Error: Overflow in negation of INT128"))
+            return Val(rt, i128.neg(a.data), a.valid, err)
         if rt.kind == "int" and a.type.kind == "int":
             lo, _ = numeric.int_range(rt.bits)
             err = np.maximum(a.err, self.fail((a.data == lo) & a.valid,
@@ -124,26 +132,33 @@ class Evaluator:
         raise Unsupported(f"negation of {a.type}")
 
     # -- comparisons and logic ---------------------------------------------------------------------------
-    def compare(self, a: Val, b: Val) -> tuple[np.ndarray, np.ndarray]:
+    def compare(self, a: Val, b: Val) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(less, equal, error codes) in DuckDB's common type of ``a`` and ``b``; the codes
+        are those of the implicit casts (only where the cast operand is valid)."""
         ka, kb = a.type.kind, b.type.kind
+        none = np.zeros(self.n, dtype=np.int32)
         if ka == "str" and kb == "str":
-            return strings.compare(a.data, a.lengths, b.data, b.lengths)
+            lt, eq = strings.compare(a.data, a.lengths, b.data, b.lengths)
+            return lt, eq, none
         if ka in ("date", "ts") and kb in ("date", "ts"):
             x = a.data * (86_400_000_000 if ka == "date" and kb == "ts" else 1)
             y = b.data * (86_400_000_000 if kb == "date" and ka == "ts" else 1)
-            return x < y, x == y
+            return x < y, x == y, none
         if ka == "null" or kb == "null":
             z = np.zeros(self.n, dtype=bool)
-            return z, z
+            return z, z, none
         if ka == "bool" and kb == "bool":
             x, y = a.data.astype(np.int8), b.data.astype(np.int8)
-            return x < y, x == y
-        return numeric.compare_numbers(a, b)
+            return x < y, x == y, none
+        lt, eq, fails = numeric.compare_numbers(a, b)
+        for mask, msg in fails:
+            none = np.maximum(none, self.fail(mask, msg))
+        return lt, eq, none
 
     def _comparison(self, node: exp.Binary) -> Val:
         a, b = self.ev(node.left), self.ev(node.right)
-        lt, eq = self.compare(a, b)
-        err = np.maximum(a.err, b.err)
+        lt, eq, cerr = self.compare(a, b)
+        err = np.maximum(np.maximum(a.err, b.err), cerr)
         t = parse_type("BOOLEAN")
         if isinstance(node, (exp.NullSafeEQ, exp.NullSafeNEQ)):
             same = (a.valid & b.valid & eq) | (~a.valid & ~b.valid)
@@ -195,20 +210,20 @@ class Evaluator:
         err = a.err
         for item in node.expressions:
             b = self.ev(item)
-            _, eq = self.compare(a, b)
+            _, eq, cerr = self.compare(a, b)
             hit |= eq & a.valid & b.valid
             unknown |= ~b.valid
-            err = np.maximum(err, b.err)
+            err = np.maximum(np.maximum(err, b.err), cerr)
         return Val(self.type_of(node), hit, hit | ~unknown, err)
 
     def ev_Between(self, node: exp.Between) -> Val:
         a, lo, hi = self.ev(node.this), self.ev(node.args["low"]), self.ev(node.args["high"])
-        lt1, eq1 = self.compare(lo, a)
-        lt2, eq2 = self.compare(a, hi)
+        lt1, eq1, e1 = self.compare(lo, a)
+        lt2, eq2, e2 = self.compare(a, hi)
         ge, le = lt1 | eq1, lt2 | eq2
         f1, f2 = lo.valid & a.valid & ~ge, a.valid & hi.valid & ~le
         valid = f1 | f2 | (a.valid & lo.valid & hi.valid)
-        err = np.maximum(np.maximum(a.err, lo.err), hi.err)
+        err = np.maximum(np.maximum(np.maximum(a.err, lo.err), hi.err), np.maximum(e1, e2))
         return Val(self.type_of(node), ge & le, valid, err)
 
     # -- conditionals ----------------------------------------------------------------------------------
@@ -225,8 +240,9 @@ class Evaluator:
         for c, v in zip(conds, values):
             cv = self.ev(c)
             if subject is not None:
-                _, eq = self.compare(subject, cv)
+                _, eq, cerr = self.compare(subject, cv)
                 truth = eq & subject.valid & cv.valid
+                cv = Val(cv.type, cv.data, cv.valid, np.maximum(cv.err, cerr), cv.lengths)
             else:
                 if cv.type.kind not in ("bool", "null"):
                     raise Unsupported(f"CASE condition of type {cv.type}")
@@ -276,11 +292,11 @@ class Evaluator:
 
     def ev_Nullif(self, node: exp.Nullif) -> Val:
         a, b = self.ev(node.this), self.ev(node.expression)
-        _, eq = self.compare(a, b)
+        _, eq, cerr = self.compare(a, b)
         same = eq & a.valid & b.valid
         out = self.coerce(a, self.type_of(node))
         out.valid = out.valid & ~same
-        out.err = np.maximum(out.err, b.err)
+        out.err = np.maximum(np.maximum(out.err, b.err), cerr)
         return out
 
     def _extreme(self, node: exp.Expression, greatest: bool) -> Val:
@@ -289,11 +305,11 @@ class Evaluator:
         out = args[0]
         err = out.err
         for v in args[1:]:
-            lt, eq = self.compare(out, v)
+            lt, eq, cerr = self.compare(out, v)
             better = ~(lt | eq) if not greatest else lt
             take = v.valid & (~out.valid | better)
             out = _choose(take, v, out)
-            err = np.maximum(err, v.err)
+            err = np.maximum(np.maximum(err, v.err), cerr)
         out.err = err
         return out
 

@@ -1,4 +1,5 @@
 """Values to text and text to integers, as DuckDB's casts write and read them.
+See docs/design.md §Expressions.
 
 Digits are produced for a public count of positions (20 for BIGINT, 39 for DECIMAL),
 then the kept ones (sign, significant digits, point) are compacted to the front.
@@ -13,8 +14,8 @@ __all__ = ["int_text", "dec_text", "date_text", "ts_text", "bool_text", "parse_i
            "DATE_TEXT_WIDTH", "TS_TEXT_WIDTH", "dec_text_width"]
 
 INT_TEXT_WIDTH = 20
-DATE_TEXT_WIDTH = 10
-TS_TEXT_WIDTH = 26
+DATE_TEXT_WIDTH = 18   # a 7-digit year, '-MM-DD' and ' (BC)'
+TS_TEXT_WIDTH = 34
 _ZERO = ord("0")
 
 
@@ -64,34 +65,49 @@ def _two(x: np.ndarray) -> list[np.ndarray]:
     return [(x // 10 % 10 + _ZERO).astype(np.uint8), (x % 10 + _ZERO).astype(np.uint8)]
 
 
-def _date_cols(days: np.ndarray) -> list[np.ndarray]:
+_BC = b" (BC)"
+
+
+def _date_cols(days: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Byte columns and keep masks of DuckDB's date text: the year with at least 4 digits
+    (at most 7), '-MM-DD', and ' (BC)' for years up to 0 (written as ``1 - year``)."""
+    n = days.shape[0]
     y, m, d = dates.civil(days)
-    yc = [((y // p) % 10 + _ZERO).astype(np.uint8) for p in (1000, 100, 10, 1)]
-    dash = np.full(days.shape, ord("-"), np.uint8)
-    return yc + [dash] + _two(m) + [dash] + _two(d)
+    bc = y <= 0
+    mag = np.where(bc, 1 - y, y)
+    yc = [((mag // 10 ** p) % 10).astype(np.uint8) for p in range(6, -1, -1)]
+    dash = np.full(n, ord("-"), np.uint8)
+    cols = [c + np.uint8(_ZERO) for c in yc] + [dash] + _two(m) + [dash] + _two(d)
+    keep = [k for k in _significant(yc, 4).T] + [np.ones(n, bool)] * 6
+    cols += [np.full(n, b, np.uint8) for b in _BC]
+    keep += [bc] * len(_BC)
+    return cols, keep
 
 
 def date_text(days: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """'YYYY-MM-DD'; the third result flags years outside 1..9999 (formatted otherwise by DuckDB)."""
-    mat = np.stack(_date_cols(days), axis=1)
-    return mat, np.full(days.shape[0], DATE_TEXT_WIDTH, dtype=np.int64), ~dates.in_date_range(days)
+    """DuckDB's text of a DATE ('YYYY-MM-DD', wider years, ' (BC)'); nothing fails."""
+    cols, keep = _date_cols(days)
+    out, lengths = strings.compact(np.stack(cols, axis=1), np.stack(keep, axis=1))
+    return out[:, :DATE_TEXT_WIDTH], lengths, np.zeros(days.shape[0], dtype=bool)
 
 
 def ts_text(us: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """'YYYY-MM-DD HH:MM:SS[.ffffff]' with trailing zeros of the fraction dropped (as DuckDB)."""
+    """'YYYY-MM-DD[ (BC)] HH:MM:SS[.ffffff]' with trailing zeros of the fraction dropped (as DuckDB)."""
     n = us.shape[0]
     days, tod = dates.split_ts(us)
     secs, micros = tod // 1_000_000, tod % 1_000_000
     colon = np.full(n, ord(":"), np.uint8)
-    cols = _date_cols(days) + [np.full(n, ord(" "), np.uint8)] + _two(secs // 3600) + [colon] + \
-        _two(secs // 60 % 60) + [colon] + _two(secs % 60)
+    cols, keep = _date_cols(days)
+    cols += [np.full(n, ord(" "), np.uint8)] + _two(secs // 3600) + [colon] + _two(secs // 60 % 60) + [colon] + \
+        _two(secs % 60)
+    keep += [np.ones(n, bool)] * 9
     frac = [((micros // 10 ** (5 - k)) % 10).astype(np.uint8) for k in range(6)]
     tail = np.logical_or.accumulate(np.stack(frac, axis=1)[:, ::-1] != 0, axis=1)[:, ::-1]
     mat = np.concatenate([np.stack(cols, axis=1), np.full((n, 1), ord("."), np.uint8),
                           np.stack(frac, axis=1) + np.uint8(_ZERO)], axis=1)
-    keep = np.concatenate([np.ones((n, 19), bool), (micros != 0)[:, None], tail], axis=1)
-    out, lengths = strings.compact(mat, keep)
-    return out, lengths, ~dates.in_date_range(days)
+    mask = np.concatenate([np.stack(keep, axis=1), (micros != 0)[:, None], tail], axis=1)
+    out, lengths = strings.compact(mat, mask)
+    return out[:, :TS_TEXT_WIDTH], lengths, np.zeros(n, dtype=bool)
 
 
 def bool_text(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -101,40 +117,63 @@ def bool_text(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 _SPACE = (ord(" "), ord("\t"), ord("\n"), ord("\r"), 0x0B, 0x0C)
 
 
-def parse_int(mat: np.ndarray, lengths: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
-    """Text to an integer: ``space* [+-] digit+ space*``; returns (value, failed).
+_OTHER_FORMS = tuple(ord(c) for c in "xXbBeE_")
 
-    DuckDB also reads forms this does not (``1.5``, ``1e2``, ``0x10``, ``1_000``): those
-    are reported as conversion failures rather than read differently.
+
+def parse_int(mat: np.ndarray, lengths: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Text to an integer as DuckDB reads it: ``space* [+-] digit* [. digit*] space*`` with
+    at least one digit, rounded half away from zero on the first fractional digit.
+
+    Returns (value, failed, unread): ``failed`` where DuckDB fails too (NULL under
+    TRY_CAST), ``unread`` where the text may be a form DuckDB also reads and dodb does
+    not (hexadecimal, binary, exponent, digit groups ``1_000``: one of ``xXbBeE_`` right
+    after a digit): an error in both CAST and TRY_CAST, never a silent NULL.  One fixed
+    pass over the public width.
     """
     n, w = mat.shape
     ins = strings.inside(lengths, w)
-    state = np.zeros(n, dtype=np.int64)  # 0 lead space, 1 sign, 2 digits, 3 trailing space, 4 bad
+    # 0 lead space, 1 sign, 2 digits, 3 point, 4 fraction, 5 trailing space, 6 bad
+    state = np.zeros(n, dtype=np.int64)
     neg = np.zeros(n, dtype=bool)
+    seen = np.zeros(n, dtype=bool)       # a digit was read
     mag = np.zeros(n, dtype=np.uint64)
     over = np.zeros(n, dtype=bool)
+    first = np.zeros(n, dtype=np.int64)  # 1 + the first fractional digit (0: none yet)
+    other = np.zeros(n, dtype=bool)
+    after = np.zeros(n, dtype=bool)      # the previous byte was a digit or the point
     limit = np.uint64((1 << 64) - 1)
     for j in range(w):  # public loop over byte positions
         c = mat[:, j:j + 1].reshape(n).astype(np.int64)
         live = ins[:, j:j + 1].reshape(n)
         space = np.zeros(n, dtype=bool)
-        for s in _SPACE:
-            space |= c == s
+        for s_ in _SPACE:
+            space |= c == s_
         digit = (c >= _ZERO) & (c <= _ZERO + 9)
+        for o in _OTHER_FORMS:  # 0x.., 0b.., 1e5, 1_000: a letter or '_' right after a digit
+            other |= live & after & (c == o)
+        after = live & (digit | (c == ord(".")))
         sign = (c == ord("+")) | (c == ord("-"))
-        nxt = np.where(space, np.where(state == 0, 0, np.where(state >= 2, 3, 4)),
-                       np.where(digit, np.where(state <= 2, 2, 4),
-                                np.where(sign & (state == 0), 1, 4)))
-        nxt = np.where(state == 4, 4, nxt)
+        point = c == ord(".")
+        in_int, in_frac = state <= 2, (state == 3) | (state == 4)
+        nxt = np.where(space, np.where(state == 0, 0, np.where((state >= 2) & (state != 6), 5, 6)),
+                       np.where(digit, np.where(in_int, 2, np.where(in_frac, 4, 6)),
+                                np.where(sign & (state == 0), 1, np.where(point & in_int, 3, 6))))
+        nxt = np.where(state == 6, 6, nxt)
         neg = np.where(live & sign & (state == 0), c == ord("-"), neg)
         d = np.where(digit, c - _ZERO, 0).astype(np.uint64)
-        take = live & digit & (state <= 2)
+        take = live & digit & in_int
         over |= take & (mag > (limit - d) // np.uint64(10))
         mag = np.where(take, mag * np.uint64(10) + d, mag)
+        first = np.where(live & digit & in_frac & (first == 0), d.astype(np.int64) + 1, first)
+        seen |= live & digit
         state = np.where(live, nxt, state)
+    up = first >= 6
+    mag = mag + up.astype(np.uint64)
+    over |= up & (mag == 0)  # wrapped around on rounding up
+    over &= seen
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     over |= np.where(neg, mag > np.uint64(-lo), mag > np.uint64(hi))
     signed = np.where(over, 0, mag).astype(np.uint64).view(np.int64)
     val = np.where(neg, -signed, signed)
-    bad = (state != 2) & (state != 3)
-    return val, bad | over
+    bad = (state == 6) | (state == 0) | (state == 1) | ~seen
+    return val, (bad | over) & ~other, other

@@ -1,10 +1,13 @@
 """Scalar functions: dates, rounding, strings.  Handlers take ``(evaluator, node)``.
+See docs/design.md §Expressions.
 
 Arguments that shape the computation (units, patterns, lengths, fill strings) must be
 constants — they are public, folded by DuckDB at bind time — and a handler refuses a
 non-constant one (:class:`~.numeric.Unsupported`), never guesses.
 """
 from __future__ import annotations
+
+import re
 
 import numpy as np
 from sqlglot import exp
@@ -28,46 +31,67 @@ def handles(*classes):
     return deco
 
 
+_UNITS = {"YEAR": (12, 0, 0), "QUARTER": (3, 0, 0), "MONTH": (1, 0, 0), "WEEK": (0, 7, 0), "DAY": (0, 1, 0),
+          "HOUR": (0, 0, 3600 * 10 ** 6), "MINUTE": (0, 0, 60 * 10 ** 6), "SECOND": (0, 0, 10 ** 6),
+          "MILLISECOND": (0, 0, 1000), "MICROSECOND": (0, 0, 1)}
+
+
+def is_interval(node: exp.Expression) -> bool:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return isinstance(node, exp.Interval)
+
+
 def _interval(node: exp.Expression) -> tuple[int, int, int]:
-    """(months, days, micros) of a constant ``INTERVAL 'k' UNIT``."""
-    if not isinstance(node, exp.Interval) or node.unit is None:
-        raise Unsupported("INTERVAL that is not a constant 'k UNIT'")
-    try:
-        k = int(str(node.this.this if isinstance(node.this, exp.Literal) else node.this.sql()).strip())
-    except ValueError:
-        raise Unsupported(f"INTERVAL {node.this.sql()}") from None
-    unit = node.unit.name.upper().rstrip("S")
-    table = {"YEAR": (12 * k, 0, 0), "QUARTER": (3 * k, 0, 0), "MONTH": (k, 0, 0), "WEEK": (0, 7 * k, 0),
-             "DAY": (0, k, 0), "HOUR": (0, 0, 3600 * 10 ** 6 * k), "MINUTE": (0, 0, 60 * 10 ** 6 * k),
-             "SECOND": (0, 0, 10 ** 6 * k)}
-    if unit not in table:
-        raise Unsupported(f"INTERVAL unit {unit}")
-    return table.get(unit)
+    """(months, days, micros) of a constant ``INTERVAL 'k' UNIT`` or ``INTERVAL 'k unit [k unit …]'``."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if not isinstance(node, exp.Interval) or not isinstance(node.this, exp.Literal):
+        raise Unsupported("INTERVAL that is not a constant")
+    text = str(node.this.this).strip()
+    words = text.split() + ([node.unit.name] if node.unit is not None else [])
+    if len(words) % 2:
+        raise Unsupported(f"INTERVAL {node.sql(dialect='duckdb')}")
+    total = [0, 0, 0]
+    for count, unit in zip(words[::2], words[1::2]):
+        u = unit.upper()
+        u = u[:-1] if u.endswith("S") else u
+        if u not in _UNITS:
+            raise Unsupported(f"INTERVAL unit {unit}")
+        try:
+            k = int(count)
+        except ValueError:
+            raise Unsupported(f"INTERVAL {node.sql(dialect='duckdb')}") from None
+        total = [t + k * f for t, f in zip(total, _UNITS.get(u))]
+    return total[0], total[1], total[2]
+
+
+def interval_arith(ev, node, op: str, rt) -> Val:
+    """DATE/TIMESTAMP ± a constant INTERVAL (DuckDB's ``Interval::Add``: months, days, µs)."""
+    left, right = node.left, node.right
+    if is_interval(left) and op == "+":
+        left, right = right, left
+    if is_interval(left) or op not in ("+", "-"):
+        raise Unsupported(f"{op} with an INTERVAL on this side")
+    base = ev.ev(left)
+    if base.type.kind not in ("date", "ts") or rt.kind not in ("date", "ts"):
+        raise Unsupported(f"{base.type} {op} INTERVAL giving {rt}")
+    months, days, micros = _interval(right)
+    sign = 1 if op == "+" else -1
+    us, bad = dates.to_us(base.data, base.type.kind)
+    res, over = dates.add_interval(us, sign * months, sign * days, sign * micros)
+    if rt.kind == "date":
+        res = dates.split_ts(res)[0]
+    err = np.maximum(base.err, ev.fail((bad | over) & base.valid, "Conversion Error: Date and time not in "
+                                                                    "timestamp range"))
+    return Val(rt, res, base.valid, err)
 
 
 def date_arith(ev, node, op: str, a: Val, b: Val, rt) -> Val:
-    """DATE/TIMESTAMP ± integer days, ± constant INTERVAL, and DATE − DATE."""
+    """DATE ± integer days and DATE − DATE (intervals: :func:`interval_arith`)."""
     valid = a.valid & b.valid
     err = np.maximum(a.err, b.err)
     ka, kb = a.type.kind, b.type.kind
-    left, right = node.left, node.right
-    while isinstance(right, exp.Paren):
-        right = right.this
-    while isinstance(left, exp.Paren):
-        left = left.this
-    if kb == "interval" or ka == "interval":
-        base, ivl = (a, right) if kb == "interval" else (b, left)
-        if op not in ("+", "-") or (op == "-" and ka == "interval") or base.type.kind not in ("date", "ts"):
-            raise Unsupported(f"{op} of {a.type} and {b.type}")
-        months, days, micros = _interval(ivl)
-        sign = 1 if op == "+" else -1
-        us = base.data * dates.US_PER_DAY if base.type.kind == "date" else base.data
-        res = dates.add_interval(us, sign * months, sign * days, sign * micros)
-        if rt.kind == "date":
-            res = dates.split_ts(res)[0]
-        elif rt.kind != "ts":
-            raise Unsupported(f"interval arithmetic giving {rt}")
-        return _checked_date(ev, Val(rt, res, valid, err), rt)
     if ka == "date" and kb == "date" and op == "-" and rt.kind == "int":
         return Val(rt, a.data - b.data, valid, err)
     if rt.kind == "date" and op in ("+", "-") and {ka, kb} == {"date", "int"}:
@@ -75,15 +99,9 @@ def date_arith(ev, node, op: str, a: Val, b: Val, rt) -> Val:
         if op == "-" and ka != "date":
             raise Unsupported("integer - DATE")
         res = days + k if op == "+" else days - k
-        return _checked_date(ev, Val(rt, res, valid, err), rt)
+        bad = ~dates.finite_date(res) & valid
+        return Val(rt, res, valid, np.maximum(err, ev.fail(bad, "Out of Range Error: Date out of range")))
     raise Unsupported(f"{op} of {a.type} and {b.type}")
-
-
-def _checked_date(ev, v: Val, rt) -> Val:
-    days = v.data if rt.kind == "date" else dates.split_ts(v.data)[0]
-    v.err = np.maximum(v.err, ev.fail(~dates.in_date_range(days) & v.valid,
-                                      f"Out of Range Error: {rt} out of the range dodb evaluates (years 1 to 9999)"))
-    return v
 
 
 def _days(v: Val) -> tuple[np.ndarray, np.ndarray | None]:
@@ -106,7 +124,7 @@ def _part(name: str) -> str:
     return p
 
 
-def _extract(ev, node: exp.Expression, part: str, arg: exp.Expression) -> Val:
+def _part_of(ev, node: exp.Expression, part: str, arg: exp.Expression) -> Val:
     v = ev.ev(arg)
     rt = ev.type_of(node)
     if rt.kind != "int":
@@ -114,12 +132,12 @@ def _extract(ev, node: exp.Expression, part: str, arg: exp.Expression) -> Val:
     if part in ("hour", "minute", "second") and v.type.kind != "ts":
         raise Unsupported(f"{part} of {v.type}")
     days, tod = _days(v)
-    return Val(rt, dates.extract(part, days, tod), v.valid, v.err)
+    return Val(rt, dates.date_part(part, days, tod), v.valid, v.err)
 
 
 @handles(exp.Extract)
 def _ev_extract(ev, node):
-    return _extract(ev, node, _part(node.this.name), node.expression)
+    return _part_of(ev, node, _part(node.this.name), node.expression)
 
 
 _PART_FUNCS = {exp.Year: "year", exp.Month: "month", exp.Day: "day", exp.DayOfWeek: "dow", exp.DayOfMonth: "day",
@@ -129,16 +147,45 @@ _PART_FUNCS = {exp.Year: "year", exp.Month: "month", exp.Day: "day", exp.DayOfWe
 
 @handles(*_PART_FUNCS)
 def _ev_part_function(ev, node):
-    return _extract(ev, node, _PART_FUNCS.get(type(node)), node.this)
+    return _part_of(ev, node, _PART_FUNCS.get(type(node)), node.this)
+
+
+ANON: dict = {}  # functions sqlglot leaves anonymous, by upper-case name
+
+
+@handles(exp.Anonymous)
+def _ev_anonymous(ev, node):
+    handler = ANON.get(str(node.this).upper())
+    if handler is None:
+        raise Unsupported(f"function {str(node.this).upper()}")
+    return handler(ev, node)
+
+
+def _date_part_fn(ev, node):
+    args = node.expressions
+    if len(args) != 2:
+        raise Unsupported("DATE_PART with these arguments")
+    part = ev.literal(args[0], "DATE_PART")
+    if not isinstance(part, str):
+        raise Unsupported("DATE_PART of a list of parts")
+    return _part_of(ev, node, _part(part), args[1])
+
+
+ANON["DATE_PART"] = ANON["DATEPART"] = _date_part_fn
 
 
 @handles(exp.DateDiff)
 def _ev_date_diff(ev, node):
     unit = (node.unit.name if node.unit is not None else "day").lower()
     end, start = ev.ev(node.this), ev.ev(node.expression)
-    if end.type.kind != "date" or start.type.kind != "date":
+    if end.type.kind not in ("date", "ts") or start.type.kind not in ("date", "ts"):
         raise Unsupported(f"DATE_DIFF of {start.type} and {end.type}")
+    if unit not in ("day", "month", "year", "quarter"):
+        raise Unsupported(f"DATE_DIFF unit {unit}")
     valid, err = end.valid & start.valid, np.maximum(end.err, start.err)
+    if "ts" in (end.type.kind, start.type.kind):  # DuckDB casts both to TIMESTAMP and diffs the dates
+        end = Val(end.type, _days(end)[0], end.valid, end.err)
+        start = Val(start.type, _days(start)[0], start.valid, start.err)
     if unit == "day":
         res = end.data - start.data
     elif unit in ("month", "year", "quarter"):
@@ -163,6 +210,9 @@ def _ev_last_day(ev, node):
     return Val(rt, res, v.valid, v.err)
 
 
+_TIME_UNITS = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000}
+
+
 @handles(exp.TimestampTrunc, exp.DateTrunc)
 def _ev_trunc(ev, node):
     unit = node.args.get("unit")
@@ -180,6 +230,11 @@ def _ev_trunc(ev, node):
         res = dates.days_from_civil(y, one, one)
     elif unit == "quarter":
         res = dates.days_from_civil(y, (m - 1) // 3 * 3 + 1, one)
+    elif unit == "week":  # the Monday on or before
+        res = days - (dates.date_part("isodow", days) - 1)
+    elif unit in _TIME_UNITS and v.type.kind == "ts" and rt.kind == "ts":
+        step = _TIME_UNITS.get(unit)
+        return Val(rt, days * dates.US_PER_DAY + tod // step * step, v.valid, v.err)
     else:
         raise Unsupported(f"DATE_TRUNC unit {unit}")
     if rt.kind == "ts":
@@ -201,7 +256,7 @@ def _ev_names(ev, node):
     if isinstance(node, exp.Monthname):
         mat, lengths = strings.constant_rows(_MONTHS, dates.civil(days)[1] - 1)
     else:
-        mat, lengths = strings.constant_rows(_DAYS, dates.extract("dow", days))
+        mat, lengths = strings.constant_rows(_DAYS, dates.date_part("dow", days))
     return Val(ev.type_of(node), mat, v.valid, v.err, lengths)
 
 
@@ -219,25 +274,16 @@ def _ev_strftime(ev, node):
     cols: list[np.ndarray] = []
     spec = {"Y": (y, 4), "m": (m, 2), "d": (d, 2), "H": (tod // 3_600_000_000, 2),
             "M": (tod // 60_000_000 % 60, 2), "S": (tod // 1_000_000 % 60, 2), "y": (y % 100, 2), "j": (None, 3)}
-    text = str(fmt)
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "%" and i + 1 < len(text):
-            code = text[i + 1]
-            i += 2
-            if code == "%":
-                cols.append(np.full(v.n, ord("%"), np.uint8))
-                continue
-            if code not in spec:
-                raise Unsupported(f"STRFTIME format %{code}")
-            val, width = spec.get(code)
-            if code == "j":
-                val = dates.extract("doy", days)
-            cols += _digits(val, width)
+    for code, ch in re.findall(r"%(.)|(.)", str(fmt), re.S):  # the public format, token by token
+        if code == "%" or not code:
+            cols += [np.full(v.n, b, np.uint8) for b in (code or ch).encode()]
             continue
-        cols += [np.full(v.n, b, np.uint8) for b in ch.encode()]
-        i += 1
+        if code not in spec:
+            raise Unsupported(f"STRFTIME format %{code}")
+        val, width = spec.get(code)
+        if code == "j":
+            val = dates.date_part("doy", days)
+        cols += _digits(val, width)
     mat = np.stack(cols, axis=1) if cols else np.zeros((v.n, 1), np.uint8)
     out = Val(ev.type_of(node), mat, v.valid, v.err, np.full(v.n, len(cols), dtype=np.int64))
     bad = ~dates.in_date_range(days) & v.valid
@@ -254,7 +300,11 @@ def _ev_abs(ev, node):
     if rt.kind == "float":
         return Val(rt, np.abs(numeric.as_f64(v)), v.valid, v.err)
     if rt.kind == "dec" and v.type.kind == "dec" and rt.scale == v.type.scale:
-        return Val(rt, i128.absolute(v.data), v.valid, v.err)
+        err = v.err
+        if rt.huge:
+            lo = i128.equal(v.data, i128.const(i128.MIN, v.n))
+            err = np.maximum(err, ev.fail(lo & v.valid, "Out of Range Error: Overflow on abs"))
+        return Val(rt, i128.absolute(v.data), v.valid, err)
     if rt.kind == "int" and v.type.kind == "int":
         lo, _ = numeric.int_range(rt.bits)
         err = np.maximum(v.err, ev.fail((v.data == lo) & v.valid, "Out of Range Error: Overflow on abs"))

@@ -1,4 +1,5 @@
 """128-bit two's-complement integers as numpy lanes (DuckDB's HUGEINT-backed DECIMAL).
+See docs/design.md §Expressions.
 
 A number is a pair of arrays ``(hi: int64, lo: uint64)``; every operation is a fixed
 sequence of element-wise numpy operations over whole columns (no branch, no indexing by
@@ -12,7 +13,9 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = ["I128", "const", "from_i64", "add", "sub", "neg", "mul", "absolute", "is_negative", "less", "equal",
-           "where", "div_pow10", "divmod_small", "to_f64", "to_i64", "in_bounds", "mul_pow10"]
+           "where", "div_pow10", "divmod_small", "divmod_trunc", "to_f64", "to_i64", "in_bounds", "mul_pow10", "MIN"]
+
+MIN = -(1 << 127)
 
 _M32 = np.uint64(0xFFFFFFFF)
 _S32 = np.uint64(32)
@@ -137,6 +140,41 @@ def divmod_small(mag: I128, d: int) -> tuple[I128, np.ndarray]:
         q.append(cur // dd)
         rem = cur % dd
     return _from_limbs(list(reversed(q))), rem
+
+
+def divmod_trunc(a: I128, b: I128) -> tuple[I128, I128, np.ndarray]:
+    """Quotient (truncated towards zero) and remainder (the sign of ``a``) of ``a / b``, and
+    an overflow flag (``MIN / -1``); rows with ``b == 0`` give 0 (the caller flags them).
+
+    Restoring long division over all 128 bits of the magnitudes: every row takes the same
+    128 steps of element-wise shifts, compares and selects.
+    """
+    n = a.lo.shape[0]
+    zero = equal(b, const(0, n))
+    ua, ub = absolute(a), absolute(where(zero, const(1, n), b))  # magnitudes (2^127 fits unsigned)
+    a_hi, b_hi, b_lo = ua.hi.view(np.uint64), ub.hi.view(np.uint64), ub.lo
+    one = np.uint64(1)
+    r_hi, r_lo = np.zeros(n, np.uint64), np.zeros(n, np.uint64)
+    q_hi, q_lo = np.zeros(n, np.uint64), np.zeros(n, np.uint64)
+    for bit in range(127, -1, -1):
+        src, k = (a_hi, bit - 64) if bit >= 64 else (ua.lo, bit)
+        r_hi = (r_hi << one) | (r_lo >> np.uint64(63))
+        r_lo = (r_lo << one) | ((src >> np.uint64(k)) & one)
+        ge = (r_hi > b_hi) | ((r_hi == b_hi) & (r_lo >= b_lo))
+        borrow = (r_lo < b_lo).astype(np.uint64)
+        r_hi = np.where(ge, r_hi - b_hi - borrow, r_hi)
+        r_lo = np.where(ge, r_lo - b_lo, r_lo)
+        if bit >= 64:
+            q_hi = q_hi | (ge.astype(np.uint64) << np.uint64(bit - 64))
+        else:
+            q_lo = q_lo | (ge.astype(np.uint64) << np.uint64(bit))
+    q, r = I128(q_hi.view(np.int64), q_lo), I128(r_hi.view(np.int64), r_lo)
+    neg_a, neg_b = is_negative(a), is_negative(b)
+    q = where(neg_a != neg_b, neg(q), q)
+    r = where(neg_a, neg(r), r)
+    over = equal(a, const(MIN, n)) & equal(b, const(-1, n))
+    z = const(0, n)
+    return where(zero, z, q), where(zero, z, r), over
 
 
 def _div_pow10_trunc(mag: I128, k: int) -> I128:

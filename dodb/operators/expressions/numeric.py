@@ -1,5 +1,6 @@
 """Numeric kernels with DuckDB's semantics: arithmetic in the result type with overflow
 flags, casts between BOOLEAN/integers/DECIMAL/DOUBLE, comparisons and rounding.
+See docs/design.md §Expressions.
 
 Every function returns the result lanes and a boolean *failure* mask (where DuckDB
 would raise); the caller turns failures into error codes and masks them by validity.
@@ -29,8 +30,11 @@ def int_range(bits: int) -> tuple[int, int]:
     return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
 
 
-def dec_bound(t: SqlType) -> int:
-    """DuckDB's overflow bound for a decimal result: its physical type's decimal range."""
+def dec_bound(t: SqlType) -> int | None:
+    """DuckDB's overflow bound for a decimal result: its physical type's decimal range
+    (``None`` for HUGEINT, whose bound is the 128-bit range itself)."""
+    if t.huge:
+        return None
     return 10 ** 18 if t.precision <= 18 else 10 ** 38
 
 
@@ -114,7 +118,17 @@ def arith(op: str, a: Val, b: Val, rt: SqlType) -> tuple[object, list[tuple[np.n
             res = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}[op](x, y)
         return res, []
     if rt.kind == "dec":
-        msg = f"Out of Range Error: Overflow in {_OP_NAME.get(op, op)} of DECIMAL({rt.precision})"
+        what = "INT128" if rt.huge else f"DECIMAL({rt.precision})"
+        msg = f"Out of Range Error: Overflow in {_OP_NAME.get(op, op)} of {what}"
+        if op in ("//", "%"):  # HUGEINT // and %, DECIMAL %: truncated division at the result scale
+            if op == "//" and not rt.huge:
+                raise Unsupported(f"// giving {rt}")
+            x, ox = as_i128(a, rt.scale)
+            y, oy = as_i128(b, rt.scale)
+            q, r, over = i128.divmod_trunc(x, y)
+            zero = i128.equal(y, i128.const(0, n))
+            return (q if op == "//" else r), [(zero, f"Invalid Input Error: Division by zero in expression (… {op} 0)"),
+                                              (over | ox | oy, msg)]
         if op in ("+", "-"):
             x, ox = as_i128(a, rt.scale)
             y, oy = as_i128(b, rt.scale)
@@ -129,7 +143,8 @@ def arith(op: str, a: Val, b: Val, rt: SqlType) -> tuple[object, list[tuple[np.n
             res, over = i128.mul(x, y)
         else:
             raise Unsupported(f"{op} on DECIMAL")
-        over = over | ox | oy | ~i128.in_bounds(res, dec_bound(rt))
+        bound = dec_bound(rt)
+        over = over | ox | oy | (~i128.in_bounds(res, bound) if bound is not None else False)
         return res, [(over, msg)]
     raise Unsupported(f"arithmetic giving {rt}")
 
@@ -162,8 +177,10 @@ def cast_number(v: Val, to: SqlType) -> tuple[object, np.ndarray, str]:
             raise Unsupported("FLOAT (32-bit) values")
         return as_f64(v), none, ""
     if to.kind == "bool":
-        if src.kind in ("int", "bool"):
+        if src.kind in ("int", "bool", "float"):
             return v.data != 0, none, ""
+        if src.kind == "dec":
+            return ~i128.equal(v.data, i128.const(0, n)), none, ""
         raise Unsupported(f"CAST from {src} to BOOLEAN")
     if to.kind == "int":
         lo, hi = int_range(to.bits)
@@ -183,9 +200,24 @@ def cast_number(v: Val, to: SqlType) -> tuple[object, np.ndarray, str]:
                 ok = np.isfinite(r) & (r >= float(lo)) & (r < -float(lo))
                 val = np.where(ok, r, 0.0).astype(np.int64)
             return val, ~ok | (val > hi), msg
+    if to.kind == "dec" and to.huge:
+        msg = f"Conversion Error: Type {_src_name(src)} can't be cast because the value is out of range for the " \
+              f"destination type INT128"
+        if src.kind in ("int", "bool"):
+            return i128.from_i64(v.data.astype(np.int64)), none, ""
+        if src.kind == "dec":
+            return i128.div_pow10(v.data, src.scale, "half_away"), none, ""
+        if src.kind == "float":
+            with np.errstate(all="ignore"):
+                r = np.rint(v.data)  # nearbyint: half to even
+                ok = np.isfinite(r) & (np.abs(r) < 2.0 ** 127)
+            return _f64_to_i128(np.where(ok, r, 0.0)), ~ok, msg
     if to.kind == "dec":
         msg = f"Conversion Error: Could not cast value to {to.name}"
         bound = 10 ** to.precision
+        if src.kind == "bool":
+            r = i128.mul_pow10(i128.from_i64(v.data.astype(np.int64)), to.scale)[0]
+            return r, ~i128.in_bounds(r, bound), msg
         if src.kind == "int" or (src.kind == "dec" and src.scale <= to.scale):
             r, over = as_i128(v, to.scale)
             return r, over | ~i128.in_bounds(r, bound), msg
@@ -201,6 +233,8 @@ def cast_number(v: Val, to: SqlType) -> tuple[object, np.ndarray, str]:
 
 
 def _src_name(t: SqlType) -> str:
+    if t.huge:
+        return "INT128"
     if t.kind == "int":
         return INT_NAME[t.bits]
     return {"dec": "DECIMAL", "float": "DOUBLE"}.get(t.kind, t.name)
@@ -215,20 +249,42 @@ def float_compare(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return lt, eq
 
 
-def compare_numbers(a: Val, b: Val) -> tuple[np.ndarray, np.ndarray]:
-    """(less, equal) of two numeric values in DuckDB's common type."""
+_INT_DIGITS = {8: 3, 16: 5, 32: 10, 64: 19}
+
+
+def common_decimal(a: SqlType, b: SqlType) -> SqlType:
+    """DuckDB's common type of an integer/decimal pair (``MaxLogicalType``): the larger
+    scale and the larger number of integer digits, at most 38 digits in all."""
+    def digits_scale(t: SqlType) -> tuple[int, int]:
+        return (_INT_DIGITS[t.bits], 0) if t.kind == "int" else (t.precision - t.scale, t.scale)
+
+    (da, sa), (db, sb) = digits_scale(a), digits_scale(b)
+    scale = max(sa, sb)
+    precision = min(38, max(da, db) + scale)
+    return SqlType(f"DECIMAL({precision},{scale})", "dec", 0, precision, scale)
+
+
+def compare_numbers(a: Val, b: Val) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, str]]]:
+    """(less, equal, failures) of two numbers in DuckDB's common type.
+
+    Decimals are compared after casting both sides to :func:`common_decimal`, which
+    fails (as in DuckDB) for a value with too many digits for it; failures are already
+    limited to the valid rows of the operand being cast.
+    """
     ka, kb = a.type.kind, b.type.kind
     if "float" in (ka, kb):
-        return float_compare(as_f64(a), as_f64(b))
-    if "dec" in (ka, kb):
-        scale = max(t.scale for t in (a.type, b.type) if t.kind == "dec")
-        digits = max((t.precision - t.scale) if t.kind == "dec" else 19 for t in (a.type, b.type))
-        if digits + scale > 38:
-            raise Unsupported(f"comparison of {a.type} and {b.type}")
-        x, _ = as_i128(a, scale)
-        y, _ = as_i128(b, scale)
-        return i128.less(x, y), i128.equal(x, y)
+        lt, eq = float_compare(as_f64(a), as_f64(b))
+        return lt, eq, []
+    if "dec" in (ka, kb) and ka in ("int", "dec") and kb in ("int", "dec"):
+        if (ka == "int" or a.type.huge) and (kb == "int" or b.type.huge):  # integers: compare as 128-bit
+            x, _ = as_i128(a, 0)
+            y, _ = as_i128(b, 0)
+            return i128.less(x, y), i128.equal(x, y), []
+        t = common_decimal(a.type, b.type)
+        x, fx, mx = cast_number(a, t)
+        y, fy, my = cast_number(b, t)
+        return i128.less(x, y), i128.equal(x, y), [(fx & a.valid, mx), (fy & b.valid, my)]
     if ka in ("int", "bool") and kb in ("int", "bool"):
         x, y = a.data.astype(np.int64), b.data.astype(np.int64)
-        return x < y, x == y
+        return x < y, x == y, []
     raise Unsupported(f"comparison of {a.type} and {b.type}")

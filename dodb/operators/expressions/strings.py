@@ -1,4 +1,5 @@
 """String kernels over fixed-width UTF-8 lanes ``(n, w)`` uint8 with byte lengths ``(n,)``.
+See docs/design.md §Expressions.
 
 Every kernel touches every byte slot of every row in an order fixed by the public width:
 element-wise numpy operations, fixed-stride shifts, prefix scans along rows, and loops

@@ -1,4 +1,5 @@
 """String function handlers (LIKE, SUBSTRING, concatenation, case mapping, trimming …).
+See docs/design.md §Expressions.
 
 Patterns, positions, counts and fill strings must be constants (public); the value
 being transformed is a whole column of fixed-width lanes (:mod:`.strings`).
@@ -9,7 +10,7 @@ import numpy as np
 from sqlglot import exp
 
 from . import casemap, strings
-from .functions import handles
+from .functions import ANON, handles
 from .numeric import Unsupported
 from .value import Val
 
@@ -64,20 +65,36 @@ def _ev_like(ev, node):
     return _bool(ev, node, v, res)
 
 
-@handles(exp.StartsWith, exp.EndsWith, exp.Contains)
-def _ev_contains(ev, node):
-    v = _str(ev, node.this)
-    needle = _text(ev, node.expression, node.sql_name())
+def _affix(ev, node, where: str, this: exp.Expression, needle_node: exp.Expression) -> Val:
+    """STARTS_WITH/PREFIX (``where='start'``), ENDS_WITH/SUFFIX ('end'), CONTAINS ('any')."""
+    v = _str(ev, this)
+    needle = _text(ev, needle_node, where.upper())
     hits = strings.find(v.data, v.lengths, needle)
-    if isinstance(node, exp.StartsWith):
-        res = hits[:, :1].reshape(v.n) if v.width else np.zeros(v.n, bool)
-        res = res | (len(needle) == 0)
-    elif isinstance(node, exp.EndsWith):
+    if where == "start":
+        res = hits[:, :1].reshape(v.n) | (len(needle) == 0)
+    elif where == "end":
         pos = v.lengths - len(needle)
         res = (hits & (np.arange(v.width)[None, :] == pos[:, None])).any(axis=1) | ((len(needle) == 0) & (pos >= 0))
     else:
         res = hits.any(axis=1) | (len(needle) == 0)
     return _bool(ev, node, v, res)
+
+
+@handles(exp.StartsWith, exp.EndsWith, exp.Contains)
+def _ev_contains(ev, node):
+    where = "start" if isinstance(node, exp.StartsWith) else "end" if isinstance(node, exp.EndsWith) else "any"
+    return _affix(ev, node, where, node.this, node.expression)
+
+
+def _anon_affix(where: str):
+    def handler(ev, node):
+        if len(node.expressions) != 2:
+            raise Unsupported(f"{str(node.this).upper()} with these arguments")
+        return _affix(ev, node, where, node.expressions[0], node.expressions[1])
+    return handler
+
+
+ANON["PREFIX"], ANON["SUFFIX"] = _anon_affix("start"), _anon_affix("end")
 
 
 @handles(exp.StrPosition)
@@ -115,7 +132,7 @@ def _ev_trim(ev, node):
     if text is None or node.args.get("collation") is not None:
         raise Unsupported("TRIM with these arguments")
     pos = (node.args.get("position") or "BOTH").upper()
-    cps = sorted({ord(c) for c in str(text)})
+    cps = list(dict.fromkeys(ord(c) for c in str(text)))
     mat, lengths = strings.trim(v.data, v.lengths, cps, left=pos in ("BOTH", "LEADING"),
                                 right=pos in ("BOTH", "TRAILING"))
     return _out(ev, node, v, mat, lengths)

@@ -1,4 +1,5 @@
 """SQL types of expressions, derived from DuckDB itself (the oracle), never guessed.
+See docs/design.md §Expressions.
 
 Every (sub)expression is bound by DuckDB against a zero-row Arrow table with the input
 schema (``SELECT e1, e2, … FROM empty``): DuckDB resolves implicit casts, literal types
@@ -33,6 +34,12 @@ class SqlType:
     scale: int = 0
 
     @property
+    def huge(self) -> bool:
+        """HUGEINT: a 128-bit integer, held like ``DECIMAL(38,0)`` (as DuckDB exports it to
+        Arrow) but with integer semantics (overflow at 2^127, ``//`` and ``%``)."""
+        return self.kind == "dec" and self.bits == 128
+
+    @property
     def wide(self) -> bool:
         """A decimal stored as 128 bits by DuckDB (precision > 18)."""
         return self.kind == "dec" and self.precision > 18
@@ -49,6 +56,8 @@ def parse_type(name: str) -> SqlType:
     up = name.upper()
     if up in INT_BITS:
         return SqlType(up, "int", INT_BITS[up])
+    if up in ("HUGEINT", "INT128"):
+        return SqlType("HUGEINT", "dec", 128, 38, 0)
     m = _DEC.fullmatch(up)
     if m:
         return SqlType(f"DECIMAL({m.group(1)},{m.group(2)})", "dec", 0, int(m.group(1)), int(m.group(2)))

@@ -1,4 +1,5 @@
 """Whole-column values during expression evaluation, and the bridge to padded columns.
+See docs/design.md §Expressions.
 
 A :class:`Val` is one expression's result over every padded row: lanes of a fixed public
 shape (``data``), validity (False = SQL NULL), a per-row error code (0 = none) and, for
@@ -84,7 +85,8 @@ def constant(t: SqlType, value, n: int) -> Val:
         zero = {"bool": np.zeros(n, bool), "float": np.zeros(n)}.get(t.kind, np.zeros(n, np.int64))
         return Val(t, zero, valid, err)
     if t.kind == "dec":
-        unscaled = int(decimal.Decimal(value).scaleb(t.scale).to_integral_value())
+        with decimal.localcontext(decimal.Context(prec=80)):  # exact: the default context keeps 28 digits
+            unscaled = int(decimal.Decimal(value).scaleb(t.scale).to_integral_value())
         return Val(t, i128.const(unscaled, n), valid, err)
     if t.kind == "bool":
         return Val(t, np.full(n, bool(value)), valid, err)
