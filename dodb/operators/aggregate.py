@@ -260,9 +260,10 @@ def _group_pass(kern, ctx, table: PaddedTable, keys: list[str], aggs: list[Agg],
     if n:
         ends[:-1] = starts[1:]
         ends[-1] = True
-    # a group's SUM out of range is a runtime error on real rows: folded into the query's
-    # status word with one max over all rows, raised on the analyst's side (dodb.wire)
-    ctx.error_code = max(getattr(ctx, "error_code", 0), int(np.max(overflow & ends & real, initial=False)) * SUM_OVERFLOW)
+    # a group's SUM out of range is a runtime error: folded into the query's status word with
+    # one max over all rows, raised on the analyst's side (dodb.wire).  Each run's last row
+    # holds its total (a global aggregate's may be a dummy slot); dummies add nothing.
+    ctx.error_code = max(getattr(ctx, "error_code", 0), int(np.max(overflow & ends, initial=False)) * SUM_OVERFLOW)
     return out_cols, ends & real
 
 

@@ -75,6 +75,8 @@ def result_schema(guarded: Guarded, catalog: Catalog) -> list[tuple[str, str]]:
 @functools.lru_cache(maxsize=256)
 def _holds(duck_type: str) -> bool:
     """Whether values of ``duck_type`` fit the padded representation (docs/design.md §Storage)."""
+    if duck_type.strip('"').upper() == "NULL":  # max(NULL): a column of NULLs
+        return True
     con = duckdb.connect()  # an empty in-memory database: only the type is looked at
     try:
         cast = exp.cast(exp.null(), exp.DataType.build(duck_type, dialect="duckdb"))

@@ -161,13 +161,6 @@ class Catalog:
         info = self.table(name)
         return sqlbuild.table(name, SHADOW_SCHEMA, self.database) if info.private else self.relation(name)
 
-    def reader(self) -> duckdb.DuckDBPyConnection:
-        """A cursor that binds private table names to their zero-row shadows (no private row is reachable)."""
-        cur = self.con.cursor()
-        if self.has_private_schema:
-            cur.execute(f"SET search_path = '{SHADOW_SCHEMA},main'")
-        return cur
-
     def sqlglot_schema(self) -> dict[str, dict[str, str]]:
         return {t: dict(i.columns) for t, i in self.tables.items() if not t.startswith("dodb_")}
 

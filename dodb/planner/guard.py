@@ -177,10 +177,13 @@ class _Resolver:
 
     def canonical(self, name: str, scope: dict[str, str]) -> str:
         """DuckDB matches names case-insensitively, quoted or not: find the one it would bind."""
-        if name in scope or name in self.catalog.tables:
-            return name
-        hits = [n for n in list(scope) + list(self.catalog.tables) if n.lower() == name.lower()]
-        return hits[0] if hits else name
+        for names in (scope, self.catalog.tables):  # a CTE in scope hides a table of any case
+            if name in names:
+                return name
+            hits = [n for n in names if n.lower() == name.lower()]
+            if hits:
+                return hits[0]
+        return name
 
     def table(self, t: exp.Table, scope: dict[str, str], views: tuple[str, ...]) -> None:
         src = t.this

@@ -108,6 +108,7 @@ PRIVATE = [
 
 PUBLIC = [
     "WITH customer AS (SELECT n_nationkey AS c_custkey FROM nation) SELECT count(*) FROM customer",
+    "WITH Customer AS (SELECT n_nationkey AS c_custkey FROM nation) SELECT count(*) FROM customer",
     "SELECT * FROM pubview",
     "SELECT * FROM pubview2",
     "SELECT n_name FROM nation WHERE n_name LIKE 'A%' AND n_nationkey + 1 > 2",
@@ -310,7 +311,12 @@ def test_unsigned_and_huge_sums_are_exact():
     # a HUGEINT sum beyond 38 digits: DuckDB raises an overflow, so does dodb (on the analyst's side)
     d.con.execute("CREATE TABLE big AS SELECT range AS id, 90000000000000000000000000000000000000::HUGEINT AS h FROM range(4)")
     d.protect("big", "id", max_contributions=1, capacity=8)
-    assert d.sql("SELECT sum(h) FROM big WHERE id = 0", epsilon=1.0).fetchall() == [(9 * 10 ** 37,)]
-    with pytest.raises(dodb.DodbError, match="Overflow in SUM"):
-        d.sql("SELECT sum(h) FROM big", epsilon=1.0)
+    for _ in range(3):  # the slots are placed at random: the last one may be real or a dummy
+        assert d.sql("SELECT sum(h) FROM big WHERE id = 0", epsilon=1.0).fetchall() == [(9 * 10 ** 37,)]
+        for q in ("SELECT sum(h) FROM big", "SELECT id % 2 AS g, sum(h) FROM big GROUP BY g"):
+            with pytest.raises(dodb.DodbError, match="Overflow in SUM"):
+                d.sql(q, epsilon=1.0)
+        rows = d.con.sql("SELECT range AS id, 90000000000000000000000000000000000000::HUGEINT AS h "
+                         "FROM range(4)").to_arrow_table()
+        d.replace_data("big", rows, capacity=8)
     d.close()
