@@ -238,3 +238,18 @@ def test_cli_serve_token_and_remote_query(tmp_path):
     db = dodb.connect(path)  # the server released the file; the ledger has both queries
     assert [r["session"] for r in db.history()] == ["analyst:dave", "analyst:alice"]
     db.close()
+
+
+def test_an_internal_server_error_is_one_dodb_error(served, capfd):
+    path, toks, start = served
+    srv = start()
+
+    def broken(*a, **kw):
+        raise KeyError("engine bug")
+
+    srv.db.run = broken
+    with dodb.connect(srv.location, token=toks["alice"]) as remote:
+        with pytest.raises(dodb.DodbError, match="KeyError") as e:
+            remote.sql(GROUPED, epsilon=0.5)
+        assert "\n" not in str(e.value)
+    assert "KeyError in a request of alice" in capfd.readouterr().err  # logged for the operator
