@@ -75,11 +75,12 @@ def _rebuild(info: dict[str, Any]) -> Exception:
 class RemoteDatabase:
     """A dodb server seen from an analyst (module doc)."""
 
-    def __init__(self, location: str, *, token: str | None, timeout: float | None = None):
+    def __init__(self, location: str, *, token: str | None, timeout: float | None = None,
+                 tls_root_certs: bytes | None = None):
         if not token:
             raise AuthenticationError("a dodb server needs token= (the owner issues one: dodb token add FILE NAME)")
         self.location = location
-        self._client = flight.FlightClient(location)
+        self._client = flight.FlightClient(location, tls_root_certs=tls_root_certs)
         self._opts = flight.FlightCallOptions(headers=[(b"authorization", f"Bearer {token}".encode())],
                                               timeout=timeout)
         self._call(lambda: list(self._client.list_actions(self._opts)))  # refuse a bad token right away

@@ -100,7 +100,7 @@ class DodbServer(flight.FlightServerBase):
         self._lock = threading.Lock()
         self._auth = _Auth(self)
         super().__init__(f"{scheme}://{host}:{port}", middleware={"auth": self._auth},
-                         tls_certificates=[tls] if tls else None)
+                         tls_certificates=[flight.CertKeyPair(*tls)] if tls else None)
         self.location = f"{scheme}://{host}:{self.port}"
 
     # -- requests -------------------------------------------------------------------------------
