@@ -24,6 +24,8 @@ import duckdb
 from .accountant import AccountantError, BudgetExceededError
 from .errors import DodbError
 
+CLI_WAIT = 60.0  # seconds a command waits for another process to release the database file
+
 DEMO_QUERIES = [
     ("pricing summary (TPC-H Q1)", 1),
     ("top unshipped orders by revenue (TPC-H Q3)", 3),
@@ -123,7 +125,8 @@ def _open(args, *, allow_insecure: bool = False):
         return dodb.connect(path, token=getattr(args, "token", None) or os.environ.get("DODB_TOKEN"))
     if getattr(args, "token", None):
         raise DodbError("--token is for a dodb server (grpc://host:port)")
-    return dodb.connect(path, allow_insecure=allow_insecure, create=getattr(args, "create", False))
+    # short commands take turns on a file another process holds (docs/design.md §Concurrency)
+    return dodb.connect(path, allow_insecure=allow_insecure, create=getattr(args, "create", False), wait=CLI_WAIT)
 
 
 def _query(args) -> int:

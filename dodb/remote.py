@@ -57,7 +57,9 @@ def _classes() -> dict[str, type]:
 def _rebuild(info: dict[str, Any]) -> Exception:
     """The server's error as the same class, with its message (and budget fields)."""
     msg = info.get("message") or "the server reported an error"
-    cls = _classes().get(info.get("type", ""), RemoteError)
+    cls = _classes().get(info.get("type", ""))
+    if cls is None:
+        return RemoteError(f"{info.get('type')} on the server: {msg}")
     err = cls.__new__(cls)
     Exception.__init__(err, msg)
     for k in ("requested", "spent", "remaining"):
@@ -73,11 +75,12 @@ def _rebuild(info: dict[str, Any]) -> Exception:
 class RemoteDatabase:
     """A dodb server seen from an analyst (module doc)."""
 
-    def __init__(self, location: str, *, token: str | None, timeout: float | None = None):
+    def __init__(self, location: str, *, token: str | None, timeout: float | None = None,
+                 tls_root_certs: bytes | None = None):
         if not token:
             raise AuthenticationError("a dodb server needs token= (the owner issues one: dodb token add FILE NAME)")
         self.location = location
-        self._client = flight.FlightClient(location)
+        self._client = flight.FlightClient(location, tls_root_certs=tls_root_certs)
         self._opts = flight.FlightCallOptions(headers=[(b"authorization", f"Bearer {token}".encode())],
                                               timeout=timeout)
         self._call(lambda: list(self._client.list_actions(self._opts)))  # refuse a bad token right away
@@ -100,6 +103,8 @@ class RemoteDatabase:
             if not info:
                 raise RemoteError(str(e).split(". Detail:", 1)[0]) from None
             raise _rebuild(info) from None
+        except flight.FlightError as e:  # timeouts, cancellations, internal errors of the transport
+            raise RemoteError(f"{type(e).__name__}: {str(e).split('. Detail:', 1)[0]}") from None
 
     def _action(self, kind: str, body: dict[str, Any] | None = None) -> Any:
         action = flight.Action(kind, json.dumps(body or {}).encode())

@@ -21,6 +21,7 @@ and its one-line message in ``extra_info``.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -52,8 +53,12 @@ def encode_answer(padded: PaddedAnswer, report: PrivacyReport, plan_text: str) -
     return padded.table.replace_schema_metadata(meta)
 
 
-def _error(e: BaseException) -> flight.FlightServerError:
+def _error(e: BaseException, analyst: str) -> flight.FlightServerError:
+    """The error for the client: its dodb class and one-line message (``extra_info``).
+    Errors that are not the user's (a bug, a DuckDB failure) are also logged for the operator."""
     msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+    if not isinstance(e, (DodbError, AccountantError, ValueError, TypeError)):
+        print(f"dodb serve: {type(e).__name__} in a request of {analyst}: {msg}", file=sys.stderr, flush=True)
     info: dict[str, Any] = {"type": type(e).__name__, "message": msg}
     for k in ("requested", "spent", "remaining"):
         if hasattr(e, k):
@@ -95,7 +100,7 @@ class DodbServer(flight.FlightServerBase):
         self._lock = threading.Lock()
         self._auth = _Auth(self)
         super().__init__(f"{scheme}://{host}:{port}", middleware={"auth": self._auth},
-                         tls_certificates=[tls] if tls else None)
+                         tls_certificates=[flight.CertKeyPair(*tls)] if tls else None)
         self.location = f"{scheme}://{host}:{self.port}"
 
     # -- requests -------------------------------------------------------------------------------
@@ -135,8 +140,8 @@ class DodbServer(flight.FlightServerBase):
             if op == "fetch":
                 return flight.RecordBatchStream(self._fetch(name, req.get("query_id")))
             raise DodbError(f"unknown request {op!r}: 'query' or 'fetch'")
-        except (DodbError, AccountantError, ValueError, TypeError) as e:
-            raise _error(e) from None
+        except Exception as e:  # noqa: BLE001 - every error goes back as a dodb error, one line
+            raise _error(e, name) from None
 
     def _query(self, name: str, req: dict[str, Any]) -> pa.Table:
         args = self._query_args(req)
@@ -168,8 +173,8 @@ class DodbServer(flight.FlightServerBase):
         name = self._analyst(context)
         try:
             out = self._action(name, action.type, action.body.to_pybytes() if action.body else b"{}")
-        except (DodbError, AccountantError, ValueError, TypeError) as e:
-            raise _error(e) from None
+        except Exception as e:  # noqa: BLE001 - every error goes back as a dodb error, one line
+            raise _error(e, name) from None
         return [flight.Result(json.dumps(out, default=str).encode())]
 
     def _action(self, name: str, kind: str, body: bytes) -> Any:

@@ -347,7 +347,7 @@ def _tables_of(p: QueryPlan) -> set[str]:
 
 def connect(database: str = ":memory:", *, neighbour: str | None = None, allow_insecure: bool = False,
             seed: int | None = None, read_only: bool = False, create: bool = True, wait: float = DEFAULT_WAIT,
-            token: str | None = None):
+            token: str | None = None, tls_root_certs: bytes | None = None):
     """Open (or create) a DuckDB database file with dodb on top.  ``seed`` only in test mode.
 
     ``neighbour`` is a dataset setting, stored with the ledger: ``None`` uses the stored
@@ -358,7 +358,8 @@ def connect(database: str = ":memory:", *, neighbour: str | None = None, allow_i
     ``create=False``: a file that does not exist is an error.  ``wait``: seconds to wait
     while another process holds the file.  ``read_only``: see the module doc.
     ``"grpc://host:port"`` with ``token=`` connects to a dodb server (``dodb serve``)
-    and returns a :class:`dodb.remote.RemoteDatabase` with the same query API.
+    and returns a :class:`dodb.remote.RemoteDatabase` with the same query API
+    (``grpc+tls://`` with ``tls_root_certs=`` the PEM that signed the server's certificate).
     """
     if isinstance(database, str) and database.startswith(REMOTE_SCHEMES):
         if neighbour is not None or allow_insecure or seed is not None or read_only:
@@ -366,8 +367,8 @@ def connect(database: str = ":memory:", *, neighbour: str | None = None, allow_i
                             "not a client's")
         from .remote import RemoteDatabase
 
-        return RemoteDatabase(database, token=token)
-    if token is not None:
+        return RemoteDatabase(database, token=token, tls_root_certs=tls_root_certs)
+    if token is not None or tls_root_certs is not None:
         raise DodbError("token= is for a dodb server (dodb.connect('grpc://host:port', token=...))")
     if not create and database != ":memory:" and not os.path.exists(database):
         raise DodbError(f"no database file {database!r} (create it with --create / create=True)")

@@ -238,3 +238,40 @@ def test_cli_serve_token_and_remote_query(tmp_path):
     db = dodb.connect(path)  # the server released the file; the ledger has both queries
     assert [r["session"] for r in db.history()] == ["analyst:dave", "analyst:alice"]
     db.close()
+
+
+def test_an_internal_server_error_is_one_dodb_error(served, capfd):
+    path, toks, start = served
+    srv = start()
+
+    def broken(*a, **kw):
+        raise KeyError("engine bug")
+
+    srv.db.run = broken
+    with dodb.connect(srv.location, token=toks["alice"]) as remote:
+        with pytest.raises(dodb.DodbError, match="KeyError") as e:
+            remote.sql(GROUPED, epsilon=0.5)
+        assert "\n" not in str(e.value)
+    assert "KeyError in a request of alice" in capfd.readouterr().err  # logged for the operator
+
+
+def test_tls(served, tmp_path):
+    import shutil
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs openssl to make a self-signed certificate")
+    path, toks, _ = served
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                   check=True, capture_output=True, timeout=120)
+    srv = open_server(path, "127.0.0.1", 0, tls_cert=str(cert), tls_key=str(key))
+    try:
+        assert srv.location.startswith("grpc+tls://127.0.0.1:")
+        with dodb.connect(srv.location, token=toks["alice"], tls_root_certs=cert.read_bytes()) as remote:
+            assert remote.sql(GROUPED, epsilon=0.5).fetchall() == WANT
+        plain = srv.location.replace("grpc+tls://", "grpc://")
+        with pytest.raises(dodb.DodbError):  # a client that does not speak TLS gets nothing
+            dodb.connect(plain, token=toks["alice"]).sql(GROUPED, epsilon=0.5)
+    finally:
+        srv.close()
