@@ -131,13 +131,17 @@ class LedgerRecords:
 
     def owner_actions(self) -> list[dict[str, Any]]:
         """Every recorded owner action, oldest first (JSON columns decoded)."""
+        return self._records("owner_actions", "action_id", ("old_value", "new_value", "forced"))
+
+    def _records(self, table: str, order: str, json_columns: tuple[str, ...]) -> list[dict[str, Any]]:
+        """Rows of one of the ledger's tables as dicts, ``json_columns`` decoded."""
         def body(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-            res = cur.execute(f"SELECT * FROM {self._s}.owner_actions ORDER BY action_id")
+            res = cur.execute(f"SELECT * FROM {self._s}.{table} ORDER BY {order}")
             cols = [d[0] for d in res.description]
             out = []
             for row in res.fetchall():
                 rec = dict(zip(cols, row))
-                for k in ("old_value", "new_value", "forced"):
+                for k in json_columns:
                     if rec.get(k) is not None:
                         rec[k] = json.loads(rec[k])
                 out.append(rec)
@@ -152,18 +156,7 @@ class LedgerRecords:
 
     def history(self) -> list[dict[str, Any]]:
         """All charged queries, oldest first (JSON columns decoded)."""
-        def body(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-            res = cur.execute(f"SELECT * FROM {self._s}.ledger ORDER BY query_id")
-            cols = [d[0] for d in res.description]
-            out = []
-            for row in res.fetchall():
-                rec = dict(zip(cols, row))
-                for k in ("operators", "bounds", "event"):
-                    if rec.get(k) is not None:
-                        rec[k] = json.loads(rec[k])
-                out.append(rec)
-            return out
-        return self._transact(body)
+        return self._records("ledger", "query_id", ("operators", "bounds", "event"))
 
     def totals(self) -> dict[str, Any]:
         """Number of queries, plain sums of their (epsilon, delta), filter coordinates."""
