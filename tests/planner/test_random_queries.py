@@ -114,7 +114,8 @@ def test_random_queries_match_duckdb(shape):
 def small_db():
     specs = [TableSpec("t1", [{"id": i % 4 + 1, "k": i % 3, "s": "ab"[i % 2], "n": None, "f": 0.5, "d": None,
                                "b": True} for i in range(8)],
-                       {"privacy_unit": "id", "max_contributions": None, "max_degree": {"k": None, "s": None}}),
+                       {"privacy_unit": "id", "max_contributions": 2, "max_degree": {"k": None, "s": None},
+                        "widths": {"s": 4}}),
              TableSpec("t2", [{"id": i, "k": i % 2, "s": "a", "n": None, "f": None, "d": None, "b": None}
                               for i in range(5)], None)]
     db = build_database(specs)
