@@ -96,6 +96,8 @@ class Evaluator:
         a, b = self.ev(node.left), self.ev(node.right)
         valid = a.valid & b.valid
         err = np.maximum(a.err, b.err)
+        if "null" in (a.type.kind, b.type.kind):  # an untyped NULL operand (an all-NULL aggregate)
+            return self.null_of(rt, err)
         if {a.type.kind, b.type.kind} & {"date", "ts", "interval"} or rt.kind in ("date", "ts"):
             return functions.date_arith(self, node, op, a, b, rt)
         if op == "//" and rt.kind == "float":  # DuckDB's // on non-integers divides, failing on 0
@@ -113,9 +115,17 @@ class Evaluator:
 
     ev_Add = ev_Sub = ev_Mul = ev_Div = ev_IntDiv = ev_Mod = _binary
 
+    def null_of(self, t: SqlType, err: np.ndarray) -> Val:
+        """All-NULL values of type ``t`` (an operator over an untyped NULL), keeping ``err``."""
+        out = constant(t, None, self.n)
+        out.err = err
+        return out
+
     def ev_Neg(self, node: exp.Neg) -> Val:
         a = self.ev(node.this)
         rt = self.type_of(node)
+        if a.type.kind == "null":
+            return self.null_of(rt, a.err)
         if rt.kind == "float":
             return Val(rt, -a.data, a.valid, a.err)
         if rt.kind == "dec":

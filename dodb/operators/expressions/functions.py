@@ -297,6 +297,8 @@ def _ev_strftime(ev, node):
 def _ev_abs(ev, node):
     v = ev.ev(node.this)
     rt = ev.type_of(node)
+    if v.type.kind == "null":
+        return ev.null_of(rt, v.err)
     if rt.kind == "float":
         return Val(rt, np.abs(numeric.as_f64(v)), v.valid, v.err)
     if rt.kind == "dec" and v.type.kind == "dec" and rt.scale == v.type.scale:
@@ -316,6 +318,8 @@ def _ev_abs(ev, node):
 def _ev_sign(ev, node):
     v = ev.ev(node.this)
     rt = ev.type_of(node)
+    if v.type.kind == "null":
+        return ev.null_of(rt, v.err)
     if v.type.kind == "dec":
         res = np.where(i128.is_negative(v.data), -1, np.where(i128.equal(v.data, i128.const(0, v.n)), 0, 1))
     elif v.type.kind in ("int", "float"):
@@ -330,6 +334,8 @@ def _ev_sign(ev, node):
 def _round_like(ev, node, mode: str, places: int = 0):
     v = ev.ev(node.this)
     rt = ev.type_of(node)
+    if v.type.kind == "null":
+        return ev.null_of(rt, v.err)
     if v.type.kind == "int" and rt.kind == "int" and places >= 0:
         return Val(rt, v.data, v.valid, v.err)
     if v.type.kind == "float" and rt.kind == "float":
