@@ -160,19 +160,22 @@ def _ev_substring(ev, node):
         stop = size
     else:
         length = _int_arg(ev, length_node, "SUBSTRING")
+        # DuckDB 2.0: the window [start, start+length) (or [start+length, start) for a
+        # negative length) with start unclamped, cut to [0, size); offset 0 starts one
+        # character before the first (checked against DuckDB on a grid of offsets/lengths)
         if offset > 0:
-            start = np.minimum(size, offset - 1)
+            start = np.full(n, offset - 1, dtype=np.int64)
         elif offset < 0:
-            start = np.maximum(size + offset, 0)
+            start = size + offset
         else:
             start = np.zeros(n, dtype=np.int64)
             length -= 1
         if length == 0 or (offset == 0 and length <= 0):
             first, stop = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-        elif length > 0:
-            first, stop = start, np.minimum(size, start + length)
         else:
-            first, stop = np.maximum(0, start + length), start
+            lo, hi = (start, start + length) if length > 0 else (start + length, start)
+            first = np.clip(lo, 0, size)
+            stop = np.maximum(first, np.clip(hi, 0, size))
     mat, lengths = strings.keep_chars(v.data, v.lengths, first, stop)
     width = v.width if length is None else max(1, min(v.width, 4 * abs(length)))
     return _out(ev, node, v, mat, lengths, width)
