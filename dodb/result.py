@@ -168,8 +168,9 @@ class Result:
 
 def _answer(padded: PaddedAnswer) -> pa.Table:
     """The exact answer from a padded one (analyst side: strips dummies, casts to DuckDB's types)."""
+    from .operators.expressions import message_for
     from .planner.execute import cast_result
 
-    return decode(padded, cast=cast_result)
+    return decode(padded, error_message=message_for, cast=cast_result)
 
 

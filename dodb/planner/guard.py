@@ -54,7 +54,7 @@ _SCALAR = _classes(
     "Extract", "Year", "Month", "Day", "Quarter", "DayOfWeek", "DayOfWeekIso", "DayOfMonth", "DayOfYear",
     "Week", "WeekOfYear", "DateTrunc", "TimestampTrunc", "DateDiff", "DateAdd", "DateSub", "LastDay",
     "Monthname", "Dayname", "TimeToStr", "StrToTime", "StrToDate", "DateFromParts", "TsOrDsToDate",
-    "IsNan", "IsInf", "Anonymous")
+    "IsNan", "IsInf", "RegexpLike", "Anonymous")
 _AGGREGATES = _classes("Count", "Sum", "Avg", "Min", "Max")
 _QUERIES = _classes("Select", "Union", "Intersect", "Except", "Subquery", "Exists", "Any", "All")
 # DuckDB scalar functions sqlglot does not model: pure functions of their arguments only
@@ -65,7 +65,7 @@ _FUNCTIONS = frozenset({
 })
 # CAST targets the padded representation holds (docs/design.md §Storage)
 _CAST_TYPES = {t for t in (getattr(exp.DataType.Type, n, None) for n in (
-    "TINYINT", "SMALLINT", "INT", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINT", "UBIGINT",
+    "TINYINT", "SMALLINT", "INT", "BIGINT", "HUGEINT", "INT128", "UINT128", "UTINYINT", "USMALLINT", "UINT", "UBIGINT",
     "DECIMAL", "FLOAT", "DOUBLE", "VARCHAR", "TEXT", "CHAR", "NCHAR", "NVARCHAR", "DATE", "TIMESTAMP",
     "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS", "DATETIME", "TIME", "BOOLEAN", "BLOB", "VARBINARY",
     "BINARY")) if t is not None}
