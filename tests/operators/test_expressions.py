@@ -173,10 +173,11 @@ def test_runtime_error_on_a_real_row_is_a_status_code():
 
 
 def test_text_to_integer_forms_dodb_does_not_read_raise_instead_of_null():
-    t = _table(n=pa.array(["0x10", "1e2", "1_000", "12", " -3.5 ", "x"]))
+    t = _table(n=pa.array(["0x10", "1e2", ".5E+1", "1_000", "12", " -3.5 ", "x", "1_", "-0x10", "1e", "2.5_1"]))
     cols, codes = E.evaluate(_pt(t), {"r": "TRY_CAST(n AS INTEGER)"})
     assert codes[:3].all() and not codes[3:].any()
-    assert cols["r"].to_arrow().to_pylist()[3:] == [12, -4, None]
+    assert cols["r"].to_arrow().to_pylist()[3:] == [1000, 12, -4, None, None, None, None, 3]
+    compare(t.slice(3), _pt(t.slice(3)), "TRY_CAST(n AS INTEGER)")
 
 
 def test_hugeint_like_duckdb():
