@@ -134,6 +134,15 @@ def test_empty_table():
         compare(t, pt, sql)
 
 
+def test_substring_window_like_duckdb():
+    """DuckDB's SUBSTRING window (negative offsets from the end, negative lengths backwards)."""
+    t = _table(s=pa.array(["0", "abcdef", "é1ß", "", None]))
+    pt = from_arrow(t, stability=1, widths={"s": 8})
+    for offset in [-7, -3, -1, 0, 1, 2, 3, 8]:
+        for length in [None, -3, -1, 0, 1, 2, 7]:
+            compare(t, pt, f"substring(s, {offset})" if length is None else f"substring(s, {offset}, {length})")
+
+
 def test_string_output_width_is_public():
     """The width of a string result follows the declared widths and the expression only."""
     t = _table(s=pa.array(["ab", None, "é"]), n=pa.array(["1", "22", None]))
