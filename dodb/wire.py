@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -72,8 +72,12 @@ def _values(c: Column) -> pa.Array:
 
 
 def encode(t: PaddedTable, columns: list[str], names: list[str], types: list[str] | None,
-           status: int | np.ndarray = 0) -> PaddedAnswer:
-    """The padded answer of ``t``'s ``columns`` (in order), shown as ``names``."""
+           status: int | np.ndarray = 0, messages: Mapping[int, str] | None = None) -> PaddedAnswer:
+    """The padded answer of ``t``'s ``columns`` (in order), shown as ``names``.
+
+    ``messages``: the message of every status code the plan's expressions can set (public,
+    fixed by the plan), so that the analyst's side — another process in served mode —
+    names the error."""
     arrays, fields = [pa.array(np.asarray(t.is_real, dtype=bool))], [REAL]
     kinds = []
     for i, name in enumerate(columns):
@@ -84,7 +88,8 @@ def encode(t: PaddedTable, columns: list[str], names: list[str], types: list[str
             arrays.append(pa.array(np.asarray(c.lengths, dtype=np.int32)))
             fields.append(f"c{i}:len")
         kinds.append(str(c.type))
-    meta = {"names": list(names), "types": list(types) if types else None, "kinds": kinds}
+    meta = {"names": list(names), "types": list(types) if types else None, "kinds": kinds,
+            "errors": {str(int(k)): str(v) for k, v in sorted((messages or {}).items())}}
     table = pa.Table.from_arrays(arrays, names=fields).replace_schema_metadata({_META: json.dumps(meta).encode()})
     word = np.zeros(1, dtype=np.int64) + np.asarray(status, dtype=np.int64).reshape(-1)[:1]
     return PaddedAnswer(table, word)
@@ -106,13 +111,13 @@ def decode(answer: PaddedAnswer, error_message: Callable[[int], str] | None = No
     Analyst side only.  Raises :class:`QueryRuntimeError` if the status word is set.
     """
     code = int(answer.status[0])
+    t = answer.table
+    meta = json.loads(t.schema.metadata[_META])
     if code:
         from .operators.aggregate import STATUS_MESSAGES
 
-        known = STATUS_MESSAGES.get(code)
+        known = (meta.get("errors") or {}).get(str(code)) or STATUS_MESSAGES.get(code)
         raise QueryRuntimeError(known or (error_message(code) if error_message else f"query failed (error code {code})"))
-    t = answer.table
-    meta = json.loads(t.schema.metadata[_META])
     real = np.asarray(t.column(REAL).to_numpy(zero_copy_only=False), dtype=bool)
     keep = t.filter(pa.array(real))
     out = []

@@ -96,6 +96,8 @@ class ExecContext:
     # the query's expression status: the largest per-row error code of a real row seen by
     # the expression evaluator (0 = none; dodb.operators.expressions.message_for names it)
     error_code: int = 0
+    # the message of every code the query's expressions can set (public: fixed by the plan)
+    error_messages: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

@@ -102,7 +102,7 @@ def project(
     if _oblivious(table, ctx):
         from . import expressions
 
-        columns, codes = expressions.evaluate(table, exprs, widths)
+        columns, codes = expressions.evaluate(table, exprs, widths, ctx.error_messages)
         ctx.fold_errors(codes)
         cols = [columns[name] for name in exprs]  # lint: public the output columns by expression name
     else:
@@ -129,7 +129,8 @@ def predicate_mask(table: PaddedTable, predicate: exp.Expression | str,
     if _oblivious(table, ctx):
         from . import expressions
 
-        columns, codes = expressions.evaluate(table, {"__pred": predicate})
+        columns, codes = expressions.evaluate(table, {"__pred": predicate}, None,
+                                              ctx.error_messages if ctx is not None else None)
         if ctx is not None:
             ctx.fold_errors(codes)
         else:

@@ -143,7 +143,8 @@ class QueryPlan:
         self.stats = ex.stats
         self.trace = ctx.trace
         self.leaks = ctx.leaks
-        return encode(out, self.internal, self.names, self.types, getattr(ctx, "error_code", 0))
+        return encode(out, self.internal, self.names, self.types, getattr(ctx, "error_code", 0),
+                      getattr(ctx, "error_messages", None))
 
     @staticmethod
     def answer(padded: PaddedAnswer) -> pa.Table:

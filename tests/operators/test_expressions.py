@@ -134,6 +134,15 @@ def test_empty_table():
         compare(t, pt, sql)
 
 
+def test_substring_window_like_duckdb():
+    """DuckDB's SUBSTRING window (negative offsets from the end, negative lengths backwards)."""
+    t = _table(s=pa.array(["0", "abcdef", "é1ß", "", None]))
+    pt = from_arrow(t, stability=1, widths={"s": 8})
+    for offset in [-7, -3, -1, 0, 1, 2, 3, 8]:
+        for length in [None, -3, -1, 0, 1, 2, 7]:
+            compare(t, pt, f"substring(s, {offset})" if length is None else f"substring(s, {offset}, {length})")
+
+
 def test_string_output_width_is_public():
     """The width of a string result follows the declared widths and the expression only."""
     t = _table(s=pa.array(["ab", None, "é"]), n=pa.array(["1", "22", None]))
@@ -173,10 +182,11 @@ def test_runtime_error_on_a_real_row_is_a_status_code():
 
 
 def test_text_to_integer_forms_dodb_does_not_read_raise_instead_of_null():
-    t = _table(n=pa.array(["0x10", "1e2", "1_000", "12", " -3.5 ", "x"]))
+    t = _table(n=pa.array(["0x10", "1e2", ".5E+1", "1_000", "12", " -3.5 ", "x", "1_", "-0x10", "1e", "2.5_1"]))
     cols, codes = E.evaluate(_pt(t), {"r": "TRY_CAST(n AS INTEGER)"})
     assert codes[:3].all() and not codes[3:].any()
-    assert cols["r"].to_arrow().to_pylist()[3:] == [12, -4, None]
+    assert cols["r"].to_arrow().to_pylist()[3:] == [1000, 12, -4, None, None, None, None, 3]
+    compare(t.slice(3), _pt(t.slice(3)), "TRY_CAST(n AS INTEGER)")
 
 
 def test_hugeint_like_duckdb():

@@ -110,3 +110,21 @@ def test_filtered_rows_dummies_and_nulls_never_fail(db):
                 "SELECT 100 // age AS q FROM people WHERE age IS NULL OR age > 0"]:
         res = db.sql(sql, epsilon=1.0, delta=1e-6)
         assert_same_rows(res.arrow(), db.oracle.sql(sql).to_arrow_table())
+
+
+def test_the_answer_names_its_possible_errors_for_the_client(db):
+    """The padded answer carries the message of every code the plan's expressions can set,
+    whether or not a row failed (public, fixed by the plan): a client in another process,
+    whose registry of codes is empty, names the error (served mode)."""
+    import json
+
+    from dodb.wire import decode
+
+    failing = db.plan("SELECT id, big + 1 AS b FROM people", epsilon=1.0, delta=1e-6).execute()
+    fine = db.plan("SELECT id, big + 1 AS b FROM people WHERE big < 100", epsilon=1.0, delta=1e-6).execute()
+    for padded in (failing, fine):
+        errors = json.loads(padded.table.schema.metadata[b"dodb"])["errors"]
+        assert any("Overflow in addition of INT64" in m for m in errors.values()), errors
+    assert int(fine.status[0]) == 0
+    with pytest.raises(QueryRuntimeError, match="Overflow in addition of INT64"):
+        decode(failing)  # no message lookup of the engine's process

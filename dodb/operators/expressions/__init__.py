@@ -47,16 +47,21 @@ def check(exprs: Mapping[str, exp.Expression | str], schema: Mapping[str, pa.Dat
 
 
 def evaluate(table: PaddedTable, exprs: Mapping[str, exp.Expression | str],
-             widths: Mapping[str, int] | None = None) -> tuple[dict[str, Column], np.ndarray]:
+             widths: Mapping[str, int] | None = None,
+             messages: dict[int, str] | None = None) -> tuple[dict[str, Column], np.ndarray]:
     """Evaluate named expressions over every padded row.
 
     Returns the output columns (strings padded to ``widths[name]`` when given, which must
-    be a public bound) and the per-row error codes, zero on dummy rows.
+    be a public bound) and the per-row error codes, zero on dummy rows.  ``messages``, if
+    given, receives the message of every code the expressions can set (fixed by the
+    expressions and types: the analyst's side names the error from it).
     """
     from .evaluator import Evaluator
 
     schema, col_widths = _schema(table)
     p = prepare(exprs, schema, col_widths)
+    if messages is not None:
+        messages.update(p.messages)
     ev = Evaluator(p, dict(zip(table.names, table.columns)), table.padded_size)
     out: dict[str, Column] = {}
     codes = np.zeros(table.padded_size, dtype=np.int32)

@@ -23,6 +23,7 @@ from sqlglot import exp
 
 from ...errors import UnsupportedQueryError
 from ..table import Column
+from .errors import message_for
 from .numeric import Unsupported
 from .types import SqlType, bind_types
 
@@ -50,6 +51,7 @@ class Prepared:
     consts: dict[int, Const] = field(default_factory=dict)
     lowered: dict[str, str] = field(default_factory=dict)
     outputs: dict[str, Output] = field(default_factory=dict)
+    messages: dict[int, str] = field(default_factory=dict)  # the errors the expressions can raise
 
 
 _lock = threading.Lock()
@@ -208,6 +210,7 @@ def _dry_run(p: Prepared, schema: Mapping[str, pa.DataType], widths: Mapping[str
             from ...planner.rules.reject_unsupported import position_of
             raise UnsupportedQueryError(f"{e.what} in {_construct(tree)}", position_of(tree)) from None
     p.outputs = outputs
+    p.messages = {c: message_for(c) for c in ev.codes}
 
 
 def _construct(tree: exp.Expression) -> str:

@@ -33,6 +33,7 @@ class Evaluator:
         self.p = prepared
         self.columns = columns
         self.n = n
+        self.codes: set[int] = set()  # every error code this evaluation can set (public: by node)
 
     # -- helpers -----------------------------------------------------------------------------
     def type_of(self, node: exp.Expression) -> SqlType:
@@ -45,7 +46,9 @@ class Evaluator:
 
     def fail(self, mask: np.ndarray, message: str) -> np.ndarray:
         """Error codes where ``mask`` (call only with masks already limited to valid inputs)."""
-        return np.where(mask, np.int32(code_for(message)), np.int32(0)).astype(np.int32)
+        code = code_for(message)
+        self.codes.add(code)
+        return np.where(mask, np.int32(code), np.int32(0)).astype(np.int32)
 
     def ev(self, node: exp.Expression) -> Val:
         if id(node) in self.p.consts:
@@ -65,6 +68,7 @@ class Evaluator:
         t = self.type_of(node)
         if error is not None:  # DuckDB rejects this constant: an error wherever it is evaluated
             v = constant(t, None, self.n)
+            self.codes.add(code_for(error))
             v.err = np.full(self.n, code_for(error), dtype=np.int32)
             return v
         if t.kind in ("interval", "other"):

@@ -114,59 +114,77 @@ def bool_text(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return strings.select_constants([b"true", b"false"], [b, ~b])
 
 
-_SPACE = (ord(" "), ord("\t"), ord("\n"), ord("\r"), 0x0B, 0x0C)
 
 
-_OTHER_FORMS = tuple(ord(c) for c in "xXbBeE_")
+def _is_digit(c: np.ndarray) -> np.ndarray:
+    return (c >= _ZERO) & (c <= _ZERO + 9)
+
+
+def _one_of(c: np.ndarray, chars: str) -> np.ndarray:
+    out = np.zeros(c.shape, dtype=bool)
+    for ch in chars:
+        out |= c == ord(ch)
+    return out
 
 
 def parse_int(mat: np.ndarray, lengths: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Text to an integer as DuckDB reads it: ``space* [+-] digit* [. digit*] space*`` with
-    at least one digit, rounded half away from zero on the first fractional digit.
+    """Text to an integer as DuckDB reads it: ``space* [+-] digits [. digits] space*`` with
+    at least one digit, single ``_`` between digits, rounded half away from zero on the
+    first fractional digit.
 
     Returns (value, failed, unread): ``failed`` where DuckDB fails too (NULL under
-    TRY_CAST), ``unread`` where the text may be a form DuckDB also reads and dodb does
-    not (hexadecimal, binary, exponent, digit groups ``1_000``: one of ``xXbBeE_`` right
-    after a digit): an error in both CAST and TRY_CAST, never a silent NULL.  One fixed
-    pass over the public width.
+    TRY_CAST), ``unread`` where the text is a form DuckDB also reads and dodb does not —
+    hexadecimal (``0x1f``), binary (``0b11``), an exponent (``1e5``): an error in both CAST
+    and TRY_CAST, never a silent NULL.  One fixed pass over the public width, each byte
+    looking at most two bytes ahead.
     """
     n, w = mat.shape
     ins = strings.inside(lengths, w)
+    codes = mat.astype(np.int64) * ins - (~ins).astype(np.int64)  # -1 past the end
     # 0 lead space, 1 sign, 2 digits, 3 point, 4 fraction, 5 trailing space, 6 bad
     state = np.zeros(n, dtype=np.int64)
     neg = np.zeros(n, dtype=bool)
-    seen = np.zeros(n, dtype=bool)       # a digit was read
+    signed_ = np.zeros(n, dtype=bool)    # a sign was read
+    ndigits = np.zeros(n, dtype=np.int64)
     mag = np.zeros(n, dtype=np.uint64)
     over = np.zeros(n, dtype=bool)
     first = np.zeros(n, dtype=np.int64)  # 1 + the first fractional digit (0: none yet)
     other = np.zeros(n, dtype=bool)
-    after = np.zeros(n, dtype=bool)      # the previous byte was a digit or the point
+    prev = np.full(n, -1, dtype=np.int64)
     limit = np.uint64((1 << 64) - 1)
     for j in range(w):  # public loop over byte positions
-        c = mat[:, j:j + 1].reshape(n).astype(np.int64)
-        live = ins[:, j:j + 1].reshape(n)
-        space = np.zeros(n, dtype=bool)
-        for s_ in _SPACE:
-            space |= c == s_
-        digit = (c >= _ZERO) & (c <= _ZERO + 9)
-        for o in _OTHER_FORMS:  # 0x.., 0b.., 1e5, 1_000: a letter or '_' right after a digit
-            other |= live & after & (c == o)
-        after = live & (digit | (c == ord(".")))
-        sign = (c == ord("+")) | (c == ord("-"))
+        c = codes[:, j:j + 1].reshape(n)
+        nx = codes[:, j + 1:j + 2].reshape(n) if j + 1 < w else np.full(n, -1, dtype=np.int64)
+        nx2 = codes[:, j + 2:j + 3].reshape(n) if j + 2 < w else np.full(n, -1, dtype=np.int64)
+        live = c >= 0
+        space = _one_of(c, " \t\n\r\x0b\x0c")
+        digit = _is_digit(c)
+        sign = _one_of(c, "+-")
         point = c == ord(".")
         in_int, in_frac = state <= 2, (state == 3) | (state == 4)
+        # forms DuckDB reads and dodb does not: 0x.. / 0b.. after a lone unsigned 0, e[+-]digits
+        hexa = _one_of(c, "xX") & (_is_digit(nx) | _one_of(nx, "abcdefABCDEF"))
+        bina = _one_of(c, "bB") & _one_of(nx, "01")
+        prefix = (hexa | bina) & (state == 2) & (ndigits == 1) & (mag == 0) & ~signed_
+        expo = _one_of(c, "eE") & ((ndigits > 0) | (first > 0)) & (_is_digit(prev) | (prev == ord("."))) & \
+            (_is_digit(nx) | (_one_of(nx, "+-") & _is_digit(nx2)))
+        other |= live & (state != 6) & (prefix | expo)
+        group = (c == ord("_")) & _is_digit(prev) & _is_digit(nx) & (in_int | in_frac)  # 1_000: skipped
         nxt = np.where(space, np.where(state == 0, 0, np.where((state >= 2) & (state != 6), 5, 6)),
                        np.where(digit, np.where(in_int, 2, np.where(in_frac, 4, 6)),
                                 np.where(sign & (state == 0), 1, np.where(point & in_int, 3, 6))))
-        nxt = np.where(state == 6, 6, nxt)
+        nxt = np.where(state == 6, 6, np.where(group, state, nxt))
         neg = np.where(live & sign & (state == 0), c == ord("-"), neg)
+        signed_ |= live & sign & (state == 0)
         d = np.where(digit, c - _ZERO, 0).astype(np.uint64)
-        take = live & digit & in_int
+        take = live & digit & in_int & (state != 6)
         over |= take & (mag > (limit - d) // np.uint64(10))
         mag = np.where(take, mag * np.uint64(10) + d, mag)
+        ndigits = ndigits + take
         first = np.where(live & digit & in_frac & (first == 0), d.astype(np.int64) + 1, first)
-        seen |= live & digit
         state = np.where(live, nxt, state)
+        prev = c
+    seen = (ndigits > 0) | (first > 0)
     up = first >= 6
     mag = mag + up.astype(np.uint64)
     over |= up & (mag == 0)  # wrapped around on rounding up

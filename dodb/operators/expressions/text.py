@@ -145,37 +145,28 @@ def _int_arg(ev, node, what: str) -> int:
     return int(val)
 
 
+_SUBSTRING_LIMIT = 4294967295
+
+
 @handles(exp.Substring)
 def _ev_substring(ev, node):
     v = _str(ev, node.this)
     offset = _int_arg(ev, node.args.get("start"), "SUBSTRING")
     length_node = node.args.get("length")
+    length = None if length_node is None else _int_arg(ev, length_node, "SUBSTRING")
+    if abs(offset) > _SUBSTRING_LIMIT or (length is not None and abs(length) > _SUBSTRING_LIMIT):
+        raise Unsupported("SUBSTRING offset or length outside DuckDB's supported range")
     size = strings.char_count(v.data, v.lengths)
-    n = v.n
-    # DuckDB's SubstringStartEnd, with the string's character count per row
-    if length_node is None:
-        length = None
-        first = np.full(n, max(offset - 1, 0)) if offset > 0 else np.maximum(size + offset, 0) if offset < 0 \
-            else np.zeros(n, dtype=np.int64)
-        stop = size
+    # DuckDB's window: 1-based position p (from the end for a negative offset), characters
+    # p .. p+length-1 (p+length .. p-1 for a negative length), cut to 1 .. size
+    p = np.full(v.n, offset, dtype=np.int64) if offset >= 0 else size + (offset + 1)
+    if length is None:
+        lo, hi = p, size + 1
+    elif length >= 0:
+        lo, hi = p, p + length
     else:
-        length = _int_arg(ev, length_node, "SUBSTRING")
-        # DuckDB 2.0: the window [start, start+length) (or [start+length, start) for a
-        # negative length) with start unclamped, cut to [0, size); offset 0 starts one
-        # character before the first (checked against DuckDB on a grid of offsets/lengths)
-        if offset > 0:
-            start = np.full(n, offset - 1, dtype=np.int64)
-        elif offset < 0:
-            start = size + offset
-        else:
-            start = np.zeros(n, dtype=np.int64)
-            length -= 1
-        if length == 0 or (offset == 0 and length <= 0):
-            first, stop = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-        else:
-            lo, hi = (start, start + length) if length > 0 else (start + length, start)
-            first = np.clip(lo, 0, size)
-            stop = np.maximum(first, np.clip(hi, 0, size))
+        lo, hi = p + length, p
+    first, stop = np.maximum(lo - 1, 0), np.minimum(hi - 1, size)
     mat, lengths = strings.keep_chars(v.data, v.lengths, first, stop)
     width = v.width if length is None else max(1, min(v.width, 4 * abs(length)))
     return _out(ev, node, v, mat, lengths, width)
