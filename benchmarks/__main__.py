@@ -46,14 +46,15 @@ def run_all(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import allocation, kernels, operators, tpch
+    from . import allocation, kernels, operators, planning, tpch
 
     p = argparse.ArgumentParser(prog="python -m benchmarks", description="dodb benchmark harness")
     sub = p.add_subparsers(dest="command", required=True)
     for name, mod, help_ in (("kernels", kernels, "oblivious kernels vs numpy and a bandwidth bound"),
                              ("operators", operators, "operators in do / oblivious / plain modes and DuckDB"),
                              ("tpch", tpch, "TPC-H end to end against DuckDB"),
-                             ("allocation", allocation, "budget split: even vs cost-aware at equal total ε")):
+                             ("allocation", allocation, "budget split: even vs cost-aware at equal total ε"),
+                             ("planning", planning, "planning + accounting time per TPC-H query")):
         sp = sub.add_parser(name, help=help_, description=(mod.__doc__ or "").strip().split("\n\n")[0])
         mod.add_arguments(sp)
         sp.set_defaults(func=mod.run)

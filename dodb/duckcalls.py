@@ -7,6 +7,7 @@ calls made inside it; outside it the functions are thin wrappers.
 """
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Iterator
@@ -14,9 +15,36 @@ from typing import Iterator
 import duckdb
 import pyarrow as pa
 
-__all__ = ["fetch_arrow", "register", "recording", "arrow_shape"]
+__all__ = ["fetch_arrow", "register", "recording", "arrow_shape", "scratch", "scratch_registered"]
 
 _LOG: ContextVar[list | None] = ContextVar("dodb_duck_calls", default=None)
+_scratch = threading.local()
+
+
+def scratch() -> duckdb.DuckDBPyConnection:
+    """This thread's empty in-memory DuckDB, for questions about types and casts of data that
+    is public or already the analyst's (opening a database costs ~15 ms; this is made once).
+
+    It never holds user tables: callers register Arrow data only for one statement
+    (:func:`scratch_registered`).
+    """
+    con = getattr(_scratch, "con", None)
+    if con is None:
+        con = _scratch.con = duckdb.connect()
+    return con
+
+
+@contextmanager
+def scratch_registered(**tables: pa.Table) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The scratch connection with ``tables`` registered under their keyword names, for one use."""
+    con = scratch()
+    try:
+        for name, t in tables.items():
+            con.register(name, t)
+        yield con
+    finally:
+        for name in tables:
+            con.unregister(name)
 
 
 def arrow_shape(table: pa.Table) -> tuple:

@@ -39,6 +39,7 @@ convolutions (direct or FFT) is bounded and tracked in ``err``, added to delta.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -314,6 +315,15 @@ def _linear_segments(a: float, D: int, jlo: int, jhi: int, h: float) -> tuple[np
     return bounds[:-1], np.diff(bounds)
 
 
+@functools.lru_cache(maxsize=1024)
+def _laplace_pld_cached(mech, sensitivity: int, h: float) -> DiscretePLD:
+    """:func:`_laplace_pld` kept per (mechanism, sensitivity, h): queries repeat the same
+    calibrated leaves, and admission re-prices the history (read-only result)."""
+    out = _laplace_pld(mech, sensitivity, h)
+    out.probs.setflags(write=False)
+    return out
+
+
 def _laplace_pld(mech, sensitivity: int, h: float) -> DiscretePLD:
     """Closed-form PLD of ``(Z, Z + Delta)`` for (shifted truncated) discrete Laplace
     ``Z`` (module doc and ``_closed.py``): with ``j`` = outcome - shift, outcomes below
@@ -373,7 +383,7 @@ def leaf_pld(leaf: PrivacyEvent, h: float = 1e-4, tail: float = 1e-15) -> Discre
         return DiscretePLD.identity(h)
     _check_size(leaf, tail)
     if isinstance(m, (ShiftedTruncatedDiscreteLaplace, DiscreteLaplace)):
-        return _laplace_pld(m, s, h)
+        return _laplace_pld_cached(m, s, h)
     if isinstance(m, ShiftedTruncatedDiscreteGaussian):
         return _shift_pair_pld(m.log_pmf, 0, 2 * m.shift, s, 0.0, 0.0, h)
     if isinstance(m, DiscreteGaussian):

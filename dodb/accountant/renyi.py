@@ -40,6 +40,7 @@ untruncated discrete Laplace -> exact closed form (three geometric series).
 """
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from typing import Sequence
@@ -130,6 +131,15 @@ def _truncated_rdp(mech, sensitivity: int, a: np.ndarray) -> np.ndarray:
     return out
 
 
+@functools.lru_cache(maxsize=4096)
+def _laplace_rdp_cached(mech, sensitivity: int, orders: bytes) -> np.ndarray:
+    """:func:`_laplace_rdp` kept per (mechanism, sensitivity, orders): queries repeat the
+    same calibrated leaves, and admission re-prices the history (read-only result)."""
+    out = _laplace_rdp(mech, sensitivity, np.frombuffer(orders, dtype=np.float64))
+    out.setflags(write=False)
+    return out
+
+
 def _laplace_rdp(mech, sensitivity: int, a: np.ndarray) -> np.ndarray:
     """Core curve of (shifted truncated or plain) discrete Laplace noise, closed form.
 
@@ -194,7 +204,7 @@ def leaf_rdp(leaf: PrivacyEvent, orders: Sequence[float] | np.ndarray) -> np.nda
         if s == 0:
             out = np.zeros_like(a)
         elif isinstance(m, (ShiftedTruncatedDiscreteLaplace, DiscreteLaplace)):
-            out = _laplace_rdp(m, s, a)
+            out = _laplace_rdp_cached(m, s, a.tobytes())
         elif isinstance(m, ShiftedTruncatedDiscreteGaussian):
             out = _truncated_gauss_rdp(m, s, a)
         elif isinstance(m, DiscreteGaussian):

@@ -22,6 +22,7 @@ import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
+from ..duckcalls import scratch
 from ..errors import DodbError, PlanningError, UnsupportedQueryError, one_line
 from ..operators import ExecContext
 from ..operators.table import column_from_arrow
@@ -77,16 +78,13 @@ def _holds(duck_type: str) -> bool:
     """Whether values of ``duck_type`` fit the padded representation (docs/design.md §Storage)."""
     if duck_type.strip('"').upper() == "NULL":  # max(NULL): a column of NULLs
         return True
-    con = duckdb.connect()  # an empty in-memory database: only the type is looked at
-    try:
+    try:  # the scratch database is empty: only the type is looked at
         cast = exp.cast(exp.null(), exp.DataType.build(duck_type, dialect="duckdb"))
-        arrow = con.sql(exp.select(cast.as_("x")).limit(0).sql(dialect="duckdb")).to_arrow_table()
+        arrow = scratch().sql(exp.select(cast.as_("x")).limit(0).sql(dialect="duckdb")).to_arrow_table()
         column_from_arrow(pa.array([], type=arrow.schema.field(0).type))
         return True
     except (duckdb.Error, sqlglot.errors.SqlglotError, DodbError, ValueError, TypeError, pa.ArrowException):
         return False
-    finally:
-        con.close()
 
 
 def check_type(duck_type: str, what: str) -> None:

@@ -299,7 +299,7 @@ class PlanBuilder:
         first = self._source(from_.this, sel, ctes)
         inner: list[_Rel] = [first]
         outer: list[tuple[str, _Rel, list[exp.Expression]]] = []
-        preds = conjuncts(sel.args["where"].this) if sel.args.get("where") else []
+        preds: list[exp.Expression] = []
         for j in sel.args.get("joins") or []:
             rel = self._source(j.this, sel, ctes)
             side, kind = (j.args.get("side") or "").upper(), (j.args.get("kind") or "").upper()
@@ -309,10 +309,21 @@ class PlanBuilder:
             elif kind in ("SEMI", "ANTI"):
                 outer.append((kind.lower(), rel, on))
             elif kind in ("", "INNER", "CROSS"):
+                pending = set().union(*(r.aliases for _, r, _ in outer))
+                if pending & set().union(*(_refs(p) for p in on)):
+                    # `a LEFT JOIN b … JOIN c ON b.k = c.id`: c joins the outer join's result,
+                    # so the joins so far are done first (SQL's left-to-right order)
+                    inner, outer, preds = [self._combine(inner, outer, preds)], [], []
                 inner.append(rel)
                 preds += on
             else:
                 raise UnsupportedQueryError(f"{side} {kind} JOIN".strip(), position_of(j))
+        preds += conjuncts(sel.args["where"].this) if sel.args.get("where") else []
+        return self._finish(sel, self._combine(inner, outer, preds))
+
+    def _combine(self, inner: list[_Rel], outer: list, preds: list[exp.Expression]) -> _Rel:
+        """Inner-join ``inner`` (each predicate on the first source covering it, the rest
+        spanning), then the outer joins in order, then the predicates no inner source covers."""
         inner_aliases = set().union(*(r.aliases for r in inner))
         post: list[exp.Expression] = []
         per_source: dict[int, list[exp.Expression]] = {}
@@ -332,8 +343,7 @@ class PlanBuilder:
         rel = self._join_inner(inner, spanning)
         for how, r, on in outer:
             rel = self._join_outer(rel, how, r, on)
-        rel = self._filter(rel, post)
-        return self._finish(sel, rel)
+        return self._filter(rel, post)
 
     def _push_down_semi_joins(self, inner: list[_Rel], outer: list) -> list:
         """Apply a SEMI/ANTI join to the one FROM item it depends on, before the inner joins.

@@ -19,6 +19,7 @@ import sqlglot
 from sqlglot import exp
 
 from .. import duckcalls
+from ..duckcalls import scratch_registered
 from ..operators import (
     ExecContext, PaddedTable, distinct, filter_table, from_arrow, group_by, join, order_by,
     predicate_mask, project, set_operation,
@@ -234,10 +235,8 @@ def _unify_types(a: PaddedTable, b: PaddedTable, ctx: ExecContext) -> tuple[Padd
     """Cast both inputs of a set operation to DuckDB's common column types."""
     if [str(c.type) for c in a.columns] == [str(c.type) for c in b.columns]:
         return a, PaddedTable(list(a.names), b.columns, b.is_real, b.stability, dict(b.meta))
-    con = duckdb.connect()
-    con.register("ea", _empty(a))
-    con.register("eb", _empty(b, a.names))
-    target = con.sql("SELECT * FROM ea UNION ALL SELECT * FROM eb").to_arrow_table().schema
+    with scratch_registered(ea=_empty(a), eb=_empty(b, a.names)) as con:
+        target = con.sql("SELECT * FROM ea UNION ALL SELECT * FROM eb").to_arrow_table().schema
     out = []
     for t in (a, b):
         exprs = {n: exp.cast(exp.column(src, quoted=True), exp.DataType.build(str(_duck_type(f.type))))
@@ -259,10 +258,9 @@ def _unify_keys(left: PaddedTable, right: PaddedTable, lk: list[str], rk: list[s
              if family(left.column(a).type) != family(right.column(b).type)]
     if not pairs:
         return left, right, lk, rk
-    con = duckdb.connect()
-    con.register("ea", pa.table({f"k{i}": pa.array([], type=left.column(lk[i]).type) for i in pairs}))
-    con.register("eb", pa.table({f"k{i}": pa.array([], type=right.column(rk[i]).type) for i in pairs}))
-    target = con.sql("SELECT * FROM ea UNION ALL SELECT * FROM eb").to_arrow_table().schema
+    with scratch_registered(ea=pa.table({f"k{i}": pa.array([], type=left.column(lk[i]).type) for i in pairs}),
+                            eb=pa.table({f"k{i}": pa.array([], type=right.column(rk[i]).type) for i in pairs})) as con:
+        target = con.sql("SELECT * FROM ea UNION ALL SELECT * FROM eb").to_arrow_table().schema
     lk, rk = list(lk), list(rk)
     sides = []
     for t, keys, tag in ((left, lk, "l"), (right, rk, "r")):
@@ -287,13 +285,12 @@ def cast_result(table: pa.Table, types: list[str] | None) -> pa.Table:
     """
     if not types or len(types) != table.num_columns:
         return table
-    con = duckdb.connect()
     tmp = table.rename_columns([f"c{i}" for i in range(table.num_columns)])
-    con.register("answer", tmp)
     try:
         sql = exp.select(*[exp.cast(exp.column(f"c{i}", quoted=True), exp.DataType.build(t, dialect="duckdb"))
                            .as_(f"c{i}", quoted=True) for i, t in enumerate(types)]).from_("answer")
-        out = con.sql(sql.sql(dialect="duckdb")).to_arrow_table()
+        with scratch_registered(answer=tmp) as con:
+            out = con.sql(sql.sql(dialect="duckdb")).to_arrow_table()
     except (duckdb.Error, sqlglot.errors.SqlglotError):
         return table  # a type DuckDB cannot name in a CAST: keep dodb's own
     return pa.Table.from_arrays(out.columns, names=table.column_names)

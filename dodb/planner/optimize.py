@@ -8,6 +8,9 @@ sqlglot's ``unnest_subqueries``).
 """
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+
 import duckdb
 import sqlglot
 from sqlglot import exp
@@ -105,9 +108,40 @@ def scalar_projections(expression: exp.Expression) -> exp.Expression:
     return expression
 
 
+_CACHE_SIZE = 256
+_cache: OrderedDict[tuple, exp.Expression] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def _schema_key(catalog: Catalog) -> tuple:
+    """Everything of the catalog that :func:`optimize` reads: names, kinds, columns, NOT NULLs."""
+    return tuple(sorted((t, i.kind, tuple(i.columns.items()), tuple(sorted(i.not_null)))
+                        for t, i in catalog.tables.items()))
+
+
 def optimize(sql: str | exp.Expression, catalog: Catalog) -> exp.Expression:
-    """The optimised, fully qualified AST of one SELECT query (already through the guard)."""
+    """The optimised, fully qualified AST of one SELECT query (already through the guard).
+
+    sqlglot's optimizer is the largest part of planning; its result depends only on the
+    query text and the schema, so it is kept (a copy is returned) for repeated queries.
+    """
     e = parse(sql) if isinstance(sql, str) else sql
+    key = (e.sql(dialect="duckdb"), _schema_key(catalog))
+    with _cache_lock:
+        hit = _cache.get(key)
+        if hit is not None:
+            _cache.move_to_end(key)
+    if hit is not None:
+        return hit.copy()
+    out = _optimize(e, catalog)
+    with _cache_lock:
+        _cache[key] = out.copy()
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return out
+
+
+def _optimize(e: exp.Expression, catalog: Catalog) -> exp.Expression:
     reject_unsupported(e)
     _check_tables(e, catalog)
     schema = catalog.sqlglot_schema()

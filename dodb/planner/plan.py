@@ -31,7 +31,6 @@ from .guard import guard
 from .optimize import optimize, parse
 from .rules import reject_unsupported
 from .alignment import mark_alignment
-from .exprcheck import check_expressions
 from .marking import mark_only_filters
 from .memory import estimate_peak_bytes, format_bytes
 from .prune import prune_columns
@@ -294,7 +293,6 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
         prune_columns(built.root)
     mark_only_filters(built.root)
     mark_alignment(built.root, neighbour)
-    check_expressions(built.root, catalog, mode)  # refuses what the evaluator cannot do, before any charge
     if len(names) == len(built.names):
         built.names = names
     alloc = allocate(built.root, epsilon, delta, allocation) if mode == "do" else {}

@@ -18,7 +18,7 @@ import dodb
 __all__ = ["watch", "private_reads", "ask", "SLOT_READ"]
 
 # read_slots: SELECT "__dodb_slot", "__dodb_real", <columns> FROM "dodb_private"."t" — no predicate
-# dodb's slot read; with LIMIT 0 it is the plan-time expression check (planner/exprcheck.py), which reads no row
+# dodb's slot read (LIMIT 0 is allowed too: such a statement reads no row)
 SLOT_READ = re.compile(r'^SELECT "__dodb_slot", "__dodb_real"(, "[^"]+")* FROM ("[^"]+"\.)?"dodb_private"\."[^"]+"'
                        r'( LIMIT 0)?$')
 

@@ -130,6 +130,7 @@ BY_DESIGN = {
     "SELECT a.k FROM t1 a WHERE a.k NOT IN (SELECT b.k FROM t2 b)": "NOT IN",
     "SELECT a.k, b.k FROM t1 a, t2 b": "cross join",
     "SELECT a.k, b.k FROM t1 a JOIN t2 b ON a.k < b.k": "cross join",
+    "SELECT CAST((a.f * 2) AS VARCHAR) FROM t1 a": "CAST of DOUBLE to VARCHAR",
 }
 
 
@@ -246,3 +247,15 @@ def test_regression_two_public_subqueries_with_the_same_alias():
                       "GROUP BY a.id")
     finally:
         db.close()
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT a.id AS c0, c.s AS c1 FROM t1 a LEFT JOIN t2 b ON a.k = b.k JOIN t2 c ON b.id = c.id",
+    "SELECT DISTINCT c.s AS c0 FROM t1 a LEFT JOIN t2 b ON a.s = b.s JOIN t2 c ON b.k = c.id "
+    "WHERE starts_with(monthname(DATE '1992-02-09'), 'abc')",
+    "SELECT a.id AS c0, b.k AS c1, c.id AS c2 FROM t1 a LEFT JOIN t2 b ON a.k = b.k JOIN t2 c ON a.k = c.k",
+])
+def test_regression_inner_join_after_a_left_join_it_depends_on(reg_db, sql):
+    # `a LEFT JOIN b … JOIN c ON b.… = c.…` joins c to the outer join's result (SQL's order);
+    # planning all inner joins first left c with no condition (a cross-join refusal)
+    run_query(reg_db, sql)

@@ -21,6 +21,7 @@ import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
+from ...duckcalls import scratch
 from ...errors import UnsupportedQueryError
 from ..table import Column
 from .errors import message_for
@@ -89,7 +90,7 @@ def _fold(sqls: list[str]) -> dict[str, Const]:
     """Values of constant expressions, computed by DuckDB (or the error DuckDB raises)."""
     if not sqls:
         return {}
-    con = duckdb.connect()
+    con = scratch().cursor()  # a cursor: a failed statement leaves the scratch connection clean
     try:
         try:
             row = con.execute("SELECT " + ", ".join(sqls)).fetchall()[0]
