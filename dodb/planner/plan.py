@@ -27,6 +27,7 @@ from ..wire import PaddedAnswer, decode, encode
 from .execute import Executor, NodeStats, cast_result
 from .overhead import padding_line, padding_overhead
 from .params import bind_parameters, number_positional
+from .sourcetext import quote_source
 from .logical import Join, Node, Scan, leaks, upper_rows, walk
 from .bind import dry_run, result_schema
 from .guard import guard
@@ -273,6 +274,8 @@ def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode
     check_privacy_params(epsilon, delta)
     try:
         return _plan(sql, catalog, epsilon, delta, mode, neighbour, allocation, params)
+    except UnsupportedQueryError as e:
+        raise quote_source(e, sql) from None
     except DodbError:
         raise
     except RecursionError:
