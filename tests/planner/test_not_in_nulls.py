@@ -66,3 +66,14 @@ def test_not_in_differs_from_not_exists_and_matches_duckdb():
        st.booleans())
 def test_random_not_in(outer, inner, private_inner):
     _run(outer, inner, private_inner)
+
+
+def test_errors_quote_the_sql_as_written():
+    from dodb.errors import UnsupportedQueryError
+    from dodb.planner.sourcetext import quote_source
+
+    sql = "SELECT a\nFROM t\nWHERE   Foo_Bar(a,   1) > 2"
+    err = quote_source(UnsupportedQueryError("function FOO_BAR", "line 3, col 15"), sql)
+    assert str(err) == "unsupported SQL: function FOO_BAR (at line 3, col 9: 'Foo_Bar(a, 1) > 2')"
+    same = UnsupportedQueryError("x")
+    assert quote_source(same, sql) is same                      # no position: unchanged
