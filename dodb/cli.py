@@ -142,7 +142,7 @@ def _query(args) -> int:
                               "delta_used": rep.charged_delta, "privacy": rep.as_dict()}, default=str))
         else:
             _print_table(res.arrow(), limit=args.limit)
-            print(rep)
+            print(rep.verbose() if args.verbose else rep)
         used = f"ε used: {rep.charged_epsilon:.4g} (δ {rep.charged_delta:.3g}" + \
             (f", query #{rep.query_id})" if rep.query_id else "; public tables only: nothing charged)")
         print(used, file=sys.stderr if args.json else sys.stdout)
@@ -172,6 +172,13 @@ def _budget(args) -> int:
         elif args.force:
             raise DodbError("--force only applies to --set")
         info: dict[str, Any] = db.budget
+        if args.plot:
+            from .budgetplot import plot_budget
+
+            drawn = plot_budget(db.history(), info["budget"], args.plot)
+            print(json.dumps({"plot": args.plot, "charges": drawn}) if args.json
+                  else f"wrote {args.plot} ({drawn} charges)")
+            return 0
         if args.json:
             print(json.dumps(info, default=str))
         else:
@@ -282,11 +289,13 @@ def _protect(args) -> int:
             raise DodbError(f"--width {item!r}: give COL=BYTES") from None
     out = db.protect(args.table, args.privacy_unit, parent=parent, max_contributions=args.max_contributions,
                      keys=[k.split(",") for k in (args.key or [])], max_degree=degrees, widths=widths,
-                     capacity=args.capacity, epsilon=args.epsilon)
+                     capacity=args.capacity, epsilon=args.epsilon, orphans=args.orphans,
+                     null_units=args.null_units)
     info = db.catalog.table(args.table)
     msg = {"table": args.table, "stability": db.catalog.stability(args.table), "unit_path": db.catalog.unit_path(args.table),
            "max_contributions": info.max_contributions, "keys": info.keys, "max_degree": info.max_degree,
-           "widths": info.widths, "capacity": info.capacity, "capacity_source": info.capacity_source,
+           "widths": info.widths, "policy": info.policy, "capacity": info.capacity,
+           "capacity_source": info.capacity_source,
            "charged_epsilon": out.charged_epsilon, "charged_delta": out.charged_delta, "ledger_id": out.charge_id}
     print(json.dumps(msg) if args.json else f"protected {args.table}: {msg}")
     db.close()
@@ -311,6 +320,7 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--json", action="store_true")
         sp.add_argument("--token", help="analyst token for a dodb server (or DODB_TOKEN)")
     q.add_argument("--limit", type=int, default=50)
+    q.add_argument("--verbose", action="store_true", help="privacy report with every release's ε/δ and theorems")
     q.add_argument("--allow-insecure", action="store_true", help="needed for --mode plain on private tables")
     b = sub.add_parser("budget", help="show (or set: an owner action, recorded) the dataset's privacy budget")
     b.add_argument("db")
@@ -318,6 +328,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--horizon", type=int, help="queries the default query δ is sized for (default 10000)")
     b.add_argument("--force", action="store_true", help="allow lowering the budget below what was spent (recorded)")
     b.add_argument("--json", action="store_true")
+    b.add_argument("--plot", metavar="FILE", help="draw spending over time to FILE (.png/.svg/.pdf; needs matplotlib)")
     b.add_argument("--token", help="analyst token for a dodb server (or DODB_TOKEN)")
     h = sub.add_parser("history", help="past queries, owner releases and owner actions")
     h.add_argument("db")
@@ -348,6 +359,10 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--width", action="append", help="COL=BYTES: public width of a string column (repeatable)")
     pr.add_argument("--capacity", type=int, help="a public capacity (>= rows): nothing is charged for the size")
     pr.add_argument("--epsilon", type=float, help="ε for the released size (default: 5%% of the budget)")
+    pr.add_argument("--orphans", choices=["keep", "refuse"], default="keep",
+                    help="rows whose --parent key names no parent row: kept in the unit their key names (default)")
+    pr.add_argument("--null-units", choices=["keep", "refuse"], default="keep",
+                    help="rows whose unit key is NULL: each a unit of its own (default)")
     pr.add_argument("--json", action="store_true")
     for sp in (q, ex, b, h, u, t, pr):
         sp.add_argument("--create", action="store_true", help="create the database file if it does not exist")

@@ -55,6 +55,32 @@ class PrivacyReport:
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
     def __str__(self) -> str:
+        """The report in plain words (:meth:`verbose` adds every ε/δ and the theorems)."""
+        lines = [f"privacy report for this {_MODE_WORDS.get(self.mode, self.mode)} query"]
+        if not self.operators:
+            lines.append("  it revealed no new size to an observer of memory")
+        else:
+            s = max(op["sensitivity"] for op in self.operators)
+            lines.append(f"  an observer of memory learned {len(self.operators)} padded size(s), each the true size "
+                         f"plus random dummy rows (never fewer); one privacy unit moves a true size by at most {s}:")
+            for op in self.operators:
+                lines.append(f"    {_release_words(op)}")
+        for t in self.tables:
+            lines.append(f"  size of {t['table']}: {t['capacity']} slots ({_origin(t)})")
+        if self.query_id or self.charged_epsilon:
+            lines.append(f"  charged: ε={self.charged_epsilon:.4g}, δ={self.charged_delta:.3g}"
+                         + (f" (query #{self.query_id}, by {self.chosen} composition, the tightest that applies)"
+                            if self.query_id and self.chosen else ""))
+        else:
+            lines.append("  charged: nothing")
+        if self.remaining is not None:
+            lines.append(f"  budget: spent ε={self.spent[0]:.4g}, δ={self.spent[1]:.3g}; "
+                         f"remaining ε={self.remaining[0]:.4g}, δ={self.remaining[1]:.3g}")
+        return "\n".join(lines)
+
+    def verbose(self) -> str:
+        """Every release with its mechanism's ε/δ, every composition method with its
+        theorem (paper 004 unless named), and the guarantee charged."""
         lines = [f"privacy report (mode={self.mode}, requested ε={self.epsilon:g}, δ={self.delta:g})"]
         if not self.operators:
             lines.append("  no new size was released by this query")
@@ -63,22 +89,43 @@ class PrivacyReport:
             shown = f"{sum(v)} in {len(v)} bins" if isinstance(v, list) and len(v) > 1 else \
                 (v[0] if isinstance(v, list) and v else v)
             lines.append(f"  {op['operator']}: {op['release']} sensitivity {op['sensitivity']}, "
-                         f"ε={op['epsilon']:.4g}, δ={op['delta']:.3g}, released size {shown}")
+                         f"ε={op['epsilon']:.4g}, δ={op['delta']:.3g}, released size {shown} "
+                         f"(one-sided discrete Laplace, scale {op.get('scale', 0):.4g}, shift {op.get('shift')})")
         for name, b in self.composition.items():
             mark = "*" if name == self.chosen else " "
             eps = b.get("epsilon")
-            lines.append(f"  {mark} {name:<10} ε={eps:.4g}" if isinstance(eps, (int, float)) and eps != float("inf")
-                         else f"    {name:<10} n/a ({_first_clause(str(b.get('note', '')))})")
+            ref = f" [{b['theorem']}]" if b.get("theorem") else ""
+            lines.append(f"  {mark} {name:<10} ε={eps:.4g}{ref}" if isinstance(eps, (int, float)) and
+                         eps != float("inf") else f"    {name:<10} n/a ({_first_clause(str(b.get('note', '')))})")
         for t in self.tables:
-            origin = (f"released under DP when loaded, ledger #{t['ledger_id']}" if t["source"] == "dp"
-                      else "declared by the owner")
-            lines.append(f"  size of {t['table']}: {t['capacity']} slots ({origin})")
+            lines.append(f"  size of {t['table']}: {t['capacity']} slots ({_origin(t)})")
         lines.append(f"  charged: ε={self.charged_epsilon:.4g}, δ={self.charged_delta:.3g}"
-                     + (f" (query #{self.query_id})" if self.query_id else ""))
+                     + (f" (query #{self.query_id})" if self.query_id else "")
+                     + ("; the view is (ε, δ)-differentially oblivious (004 Def 1.2), composed with earlier "
+                        "queries by the ledger's adaptive filter (docs/design.md §Accounting)" if self.query_id else ""))
         if self.remaining is not None:
             lines.append(f"  budget spent ε={self.spent[0]:.4g}, δ={self.spent[1]:.3g}; "
                          f"remaining ε={self.remaining[0]:.4g}, δ={self.remaining[1]:.3g}")
         return "\n".join(lines)
+
+
+_MODE_WORDS = {"do": "differentially oblivious", "oblivious": "fully oblivious", "plain": "unprotected (plain)"}
+_RELEASE_WORDS = {"bin_counts": "rows kept by", "groups": "groups made by", "rows": "distinct rows of",
+                  "output_size": "rows out of"}
+
+
+def _release_words(op: dict[str, Any]) -> str:
+    v = op.get("value")
+    if isinstance(v, list):
+        shown = f"{sum(v)} (in {len(v)} bins)" if len(v) > 1 else (str(v[0]) if v else "?")
+    else:
+        shown = str(v)
+    return f"{_RELEASE_WORDS.get(op['release'], op['release'] + ' of')} {op['operator']}: {shown}"
+
+
+def _origin(t: dict[str, Any]) -> str:
+    return (f"released under DP when loaded, ledger #{t['ledger_id']}" if t["source"] == "dp"
+            else "declared by the owner")
 
 
 def _plain(o: Any) -> Any:

@@ -198,7 +198,7 @@ class Database:
         return self.ledger.default_delta()
 
     def plan(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do",
-             allocation: str = "cost") -> QueryPlan:
+             allocation: str = "cost", params: Sequence[Any] | dict[str, Any] | None = None) -> QueryPlan:
         """Plan without running or charging (what :meth:`explain` shows)."""
         if mode not in MODES:
             raise InvalidParameterError(f"unknown mode {mode!r}; choose one of {MODES}")
@@ -209,35 +209,40 @@ class Database:
                 raise DodbError(f"cannot read the catalog: {one_line(e)}") from None
             d = self._default_delta() if delta is None else delta
             p = plan_query(query, self.catalog, epsilon=epsilon, delta=d, mode=mode,
-                           neighbour=self.neighbour, allocation=allocation)
+                           neighbour=self.neighbour, allocation=allocation, params=params)
             p.memory_limit = self.memory_limit
             return p
 
     def explain(self, query: str, *, epsilon: float = 1.0, delta: float | None = None, mode: str = "do",
-                as_dict: bool = False):
+                as_dict: bool = False, params: Sequence[Any] | dict[str, Any] | None = None):
         """The plan as text (or a dict): operators, sizes, stability, ε/δ, composition."""
         if delta is None and self.ledger.budget is None:
             delta = NO_BUDGET_EXPLAIN_DELTA  # nothing can run yet; show the plan at a nominal δ
-        p = self.plan(query, epsilon=epsilon, delta=delta, mode=mode)
+        p = self.plan(query, epsilon=epsilon, delta=delta, mode=mode, params=params)
         return p.to_dict() if as_dict else p.explain()
 
     def sql(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do",
-            allocation: str = "cost") -> Result:
-        """Run a private query: plan, admit (charge) before execution, execute, report."""
-        padded, report, p = self.run(query, epsilon=epsilon, delta=delta, mode=mode, allocation=allocation)
+            allocation: str = "cost", params: Sequence[Any] | dict[str, Any] | None = None) -> Result:
+        """Run a private query: plan, admit (charge) before execution, execute, report.
+
+        ``params`` binds ``?`` / ``$1`` (a list) or ``$name`` (a dict) placeholders to
+        values as constants of the parsed query, never as text (planner/params.py)."""
+        padded, report, p = self.run(query, epsilon=epsilon, delta=delta, mode=mode, allocation=allocation,
+                                     params=params)
         try:
             return Result(padded, report, self.con, p)
         except QueryRuntimeError as e:
             raise QueryRuntimeError(f"{e}{_charged(report)}") from None
 
     def run(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do",
-            allocation: str = "cost", session: str | None = None) -> tuple[PaddedAnswer, PrivacyReport, QueryPlan]:
+            allocation: str = "cost", session: str | None = None,
+            params: Sequence[Any] | dict[str, Any] | None = None) -> tuple[PaddedAnswer, PrivacyReport, QueryPlan]:
         """The engine's side of :meth:`sql`: the padded answer (dummies still in it) and the
         report.  ``session`` names who asked in the ledger (served mode: the analyst's token)."""
         with self._lock:
             if self._closed:
                 raise DodbError("this dodb Database is closed")
-            p = self.plan(query, epsilon=epsilon, delta=delta, mode=mode, allocation=allocation)
+            p = self.plan(query, epsilon=epsilon, delta=delta, mode=mode, allocation=allocation, params=params)
             if p.memory_bytes > self.memory_limit:
                 raise MemoryLimitError(
                     f"the plan may need {format_bytes(p.memory_bytes)} (estimated from public sizes), above the "
@@ -250,7 +255,7 @@ class Database:
             charge = None
             if p.events:
                 self._writable("run a query that charges the privacy budget")
-                charge = self.ledger.admit(p.events, sql=query, operators=[e.operator for e in p.events],
+                charge = self.ledger.admit(p.events, sql=p.sql, operators=[e.operator for e in p.events],
                                            delta=p.delta, neighbour=p.neighbour, session=session)
             try:
                 padded = p.execute(rng=self._rng)

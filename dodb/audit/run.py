@@ -130,8 +130,13 @@ def _sensitivity_excess(a: list, b: list) -> list[str]:
 
 
 def audit(db, queries: Iterable[str], *, pairs: int = 3, mode: str = "do", epsilon: float = 1.0,
-          delta: float | None = None, seed: int = 0, allocations: bool = True) -> AuditReport:
+          delta: float | None = None, seed: int = 0, allocations: bool = True,
+          units: Iterable[Hashable] | None = None) -> AuditReport:
     """Audit ``queries`` on ``db`` with ``pairs`` sampled units each (module docstring).
+
+    ``units`` names the units to use instead of sampling (as :class:`Neighbourhood`
+    labels them: ``("unit", key)``, ``("orphan", parent_table, key)`` for a unit the
+    parent table lacks, ``("null", table, slot)`` for a row whose unit key is NULL).
 
     ``db`` is a :class:`dodb.Database` whose private tables the audit rewrites to build
     each neighbour and restores afterwards; nothing is charged to its ledger.  Run it on
@@ -145,7 +150,7 @@ def audit(db, queries: Iterable[str], *, pairs: int = 3, mode: str = "do", epsil
     with seeded_mode(), db._lock:
         nb = Neighbourhood.read(db.con, db.catalog)
         rng = random.Random(seed)
-        units = nb.sample(pairs, rng)
+        units = nb.sample(pairs, rng) if units is None else _known(nb, units)
         neighbours = {u: (nb.removed(u) if db.neighbour == "add_remove" else nb.replaced(u, rng)) for u in units}
         results = [QueryAudit(q) for q in queries]
         base: dict[int, tuple] = {}
@@ -179,6 +184,15 @@ def audit(db, queries: Iterable[str], *, pairs: int = 3, mode: str = "do", epsil
             results[i].pairs.append(_retry(db, nb, neighbours[u], queries[i], u, mode, epsilon, delta, seed,
                                            allocations))
     return AuditReport(results, mode, db.neighbour)
+
+
+def _known(nb: Neighbourhood, units: Iterable[Hashable]) -> list[Hashable]:
+    units = list(units)
+    owning = set(nb.root_units())
+    missing = [u for u in units if u not in owning]
+    if missing or not units:
+        raise AuditError(f"no row belongs to the unit(s) {missing}" if missing else "no units to audit")
+    return units
 
 
 def _retry(db, nb: Neighbourhood, states, sql: str, u, mode, epsilon, delta, seed, allocations) -> PairResult:

@@ -81,7 +81,7 @@ _ARGS = {
     exp.Limit: {"expression", "limit_options"},
     exp.In: {"this", "expressions", "query"},
 }
-_NAMES = {"Columns": "COLUMNS(…) expression", "Placeholder": "query parameter", "PositionalColumn":
+_NAMES = {"Columns": "COLUMNS(…) expression", "Placeholder": "query parameter (pass values with params=)", "PositionalColumn":
           "positional column reference (#n)", "Array": "ARRAY/list value", "Struct": "STRUCT value",
           "Bracket": "subscript [ ]", "Dot": "method-call syntax x.f()", "Lambda": "lambda",
           "Filter": "aggregate FILTER clause", "Values": "VALUES list", "Rand": "random()", "Uuid": "uuid()",

@@ -25,6 +25,9 @@ from .build import PlanBuilder, scans_of
 from .catalog import Catalog
 from ..wire import PaddedAnswer, decode, encode
 from .execute import Executor, NodeStats, cast_result
+from .overhead import padding_line, padding_overhead
+from .params import bind_parameters, number_positional
+from .sourcetext import quote_source
 from .logical import Join, Node, Scan, leaks, upper_rows, walk
 from .bind import dry_run, result_schema
 from .guard import guard
@@ -178,7 +181,8 @@ class QueryPlan:
                 "neighbour": self.neighbour, "plan": node_dict(self.root, set()),
                 "composition": comp.as_dict() if comp else {},
                 "chosen": comp.best.method if comp else None,
-                "memory": {"estimated_peak_bytes": self.memory_bytes, "limit_bytes": self.memory_limit}}
+                "memory": {"estimated_peak_bytes": self.memory_bytes, "limit_bytes": self.memory_limit},
+                "padding": [vars(o) for o in padding_overhead(self.event_nodes)]}
 
     def _mode_of(self, n: Node) -> str:
         public = n.stability == 0 and all(c.stability == 0 for c in n.children)
@@ -204,6 +208,8 @@ class QueryPlan:
         fmt(d["plan"], 1)
         comp = self.composition()
         lines.append(comp.explain() if comp else self._no_release_line())
+        if self.mode == "do":
+            lines.append(padding_line(self.event_nodes))
         lines.append(self._memory_line())
         return "\n".join(lines)
 
@@ -259,14 +265,16 @@ def lookup_hints(root: Node, builder: PlanBuilder) -> dict[tuple, float]:
 
 
 def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode: str = "do",
-               neighbour: str = "add_remove", allocation: str = "cost") -> QueryPlan:
+               neighbour: str = "add_remove", allocation: str = "cost", params=None) -> QueryPlan:
     """Everything before execution; raises a :class:`~dodb.errors.DodbError` on any problem and
     charges nothing.  The query is guarded (planner/guard.py) and bound (planner/bind.py) first."""
     if mode not in MODES:
         raise InvalidParameterError(f"unknown mode {mode!r}; choose one of {MODES}")
     check_privacy_params(epsilon, delta)
     try:
-        return _plan(sql, catalog, epsilon, delta, mode, neighbour, allocation)
+        return _plan(sql, catalog, epsilon, delta, mode, neighbour, allocation, params)
+    except UnsupportedQueryError as e:
+        raise quote_source(e, sql) from None
     except DodbError:
         raise
     except RecursionError:
@@ -278,8 +286,10 @@ def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode
 
 
 def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, neighbour: str,
-          allocation: str) -> QueryPlan:
-    parsed = reject_unsupported(parse(sql))
+          allocation: str, params=None) -> QueryPlan:
+    # parameters become literal nodes of the parsed tree, never text (planner/params.py)
+    parsed = parse(sql) if params is None else bind_parameters(parse(number_positional(sql)), params)
+    parsed = reject_unsupported(parsed)
     guarded = guard(parsed, catalog)
     schema = result_schema(guarded, catalog)
     names = [n for n, _ in schema]
@@ -314,6 +324,8 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
             op = f"{n.kind}#{n.node_id}:{name}"
             events.append(PrivacyEvent.padding(mechanism=mech, sensitivity=s, operator=op, query=sql))
             event_nodes.append((n, name, s, eps_n, delta_n, mech))
+    if params is not None:  # the ledger and the report show the query as it ran
+        sql = parsed.sql(dialect="duckdb")
     plan = QueryPlan(sql, built.root, built.names, built.internal, mode, float(epsilon), float(delta), neighbour,
                      alloc, events, event_nodes, catalog,
                      types=[t for _, t in schema] if len(schema) == len(built.names) else None)

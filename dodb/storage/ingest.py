@@ -145,20 +145,53 @@ def _count_null(cur, col: str) -> int:
         exp.Is(this=exp.column(col, quoted=True), expression=exp.Null()))))
 
 
+_PARENT_KEYS = "__dodb_parent_keys"
+
+
+def _count_orphans(cur, column: str, parent_keys: pa.Array) -> int:
+    """Rows of the ingest view whose non-NULL ``column`` names no key in ``parent_keys``
+    (owner side; DuckDB compares, so the two key types need only be comparable)."""
+    cur.register(_PARENT_KEYS, pa.table({"k": parent_keys}))
+    try:
+        col = exp.column(column, table=_VIEW, quoted=True)
+        match = exp.select("1").from_(_PARENT_KEYS).where(exp.EQ(this=exp.column("k", table=_PARENT_KEYS),
+                                                                 expression=col))
+        q = exp.select(exp.Count(this=exp.Star())).from_(_VIEW).where(
+            exp.and_(exp.Not(this=exp.Is(this=col, expression=exp.Null())),
+                     exp.Not(this=exp.Exists(this=match))))
+        return int(_scalar(cur, q))
+    finally:
+        cur.unregister(_PARENT_KEYS)
+
+
+def _unit_policy_violation(table: str, d: Declaration, nulls: int, orphans: int | None) -> str | None:
+    """The refusal message for rows the ``orphans``/``null_units`` policies refuse, or None.
+
+    Both kinds are counted separately (docs/neighbours.md §Privacy units): an orphan names
+    a unit the parent table lacks, a NULL key names no unit at all.
+    """
+    refused, kept = [], []
+    if nulls:
+        (refused if d.null_units == "refuse" else kept).append(
+            f"{nulls} rows have a NULL {d.privacy_unit!r}" + (" (null_units='refuse'; with 'keep' each is a unit "
+                                                               "of its own)" if d.null_units == "refuse" else ""))
+    if orphans:
+        (refused if d.orphans == "refuse" else kept).append(
+            f"{orphans} rows name a {d.parent[0]}.{d.parent[1]} that has no row in {d.parent[0]!r}"
+            + (" (orphans='refuse'; with 'keep' each belongs to the unit its key names)"
+               if d.orphans == "refuse" else ""))
+    if not refused:
+        return None
+    return f"{table!r}: " + " and ".join(refused) + (f"; {kept[0]} (kept)" if kept else "")
+
+
 def _verify(cur, table: str, d: Declaration, data: pa.Table, parent_keys: pa.Array | None) -> dict[str, int]:
     """Check every declared bound; returns the true maxima of the DP degree columns."""
     nulls = _count_null(cur, d.privacy_unit)
-    if nulls and d.null_units == "refuse":
-        raise CatalogError(f"{nulls} rows of {table!r} have a NULL privacy unit {d.privacy_unit!r} "
-                           "(null_units='refuse'; with 'keep' each would be a unit of its own)")
-    if d.parent is not None and parent_keys is not None and d.orphans == "refuse":
-        keys = data.column(d.privacy_unit)
-        present = pc.is_in(keys, value_set=parent_keys.unique())
-        missing = int(pc.sum(pc.and_(pc.invert(present), pc.is_valid(keys))).as_py() or 0)
-        if missing:
-            raise CatalogError(f"{missing} rows of {table!r} name a {d.parent[0]}.{d.parent[1]} that does not exist "
-                               f"(orphans='refuse'; with 'keep' they belong to the unit their key names)"
-                               + (f"; {nulls} more have a NULL key" if nulls else ""))
+    orphans = _count_orphans(cur, d.privacy_unit, parent_keys) if parent_keys is not None else None
+    problem = _unit_policy_violation(table, d, nulls, orphans)
+    if problem:
+        raise CatalogError(problem)
     actual = _max_per_value(cur, [d.privacy_unit])
     if actual > d.max_contributions:
         raise CatalogError(f"{table!r}: a privacy unit has {actual} rows, more than max_contributions="
@@ -266,7 +299,7 @@ def _run_action(db, table: str, action: str, d: Declaration, data: pa.Table, col
     con: duckdb.DuckDBPyConnection = db.con
     cols = [LogicalColumn(c, ty, c not in not_null, d.widths.get(c, 0)) for c, ty in columns.items()]
     parent_keys = None
-    if d.parent is not None and d.orphans == "refuse":
+    if d.parent is not None and "refuse" in (d.orphans, d.null_units):
         pinfo = catalog.table(d.parent[0])
         parent_keys = _current_rows(con, pinfo).column(d.parent[1]).combine_chunks()
     cur = con.cursor()
@@ -403,8 +436,29 @@ def load(db, table: str, rows: Any, *, append: bool, capacity: int | None = None
     d = Declaration(info.privacy_unit, info.parent, info.max_contributions, [list(k) for k in info.keys],
                     {c: (None if info.degree_sources.get(c) == "dp" else b) for c, b in info.max_degree.items()},
                     dict(info.widths), info.policy.get("orphans", "keep"), info.policy.get("null_units", "keep"))
+    if not append:
+        _check_children(db, table, data)
     return _run_action(db, table, "insert" if append else "replace", d, data, dict(info.columns), set(info.not_null),
                        capacity=capacity, epsilon=epsilon, delta=delta, drop_raw=False, old=info, forced=[])
+
+
+def _check_children(db, table: str, data: pa.Table) -> None:
+    """New parent rows must not orphan a child that refuses orphans (the policy holds at
+    every data change, docs/neighbours.md §Privacy units); checked before any charge."""
+    for child, info in sorted(db.catalog.tables.items()):
+        if not (info.private and info.parent and info.parent[0] == table
+                and info.policy.get("orphans", "keep") == "refuse"):
+            continue
+        cur = db.con.cursor()
+        try:
+            cur.register(_VIEW, _current_rows(db.con, info))
+            orphans = _count_orphans(cur, info.privacy_unit, data.column(info.parent[1]).combine_chunks())
+        finally:
+            cur.close()
+        if orphans:
+            raise CatalogError(f"replacing the rows of {table!r} would leave {orphans} rows of {child!r} naming a "
+                               f"{table}.{info.parent[1]} that has no row in {table!r} ({child!r} has "
+                               f"orphans='refuse')")
 
 
 def unprotect(db, table: str, *, force: bool = False) -> None:

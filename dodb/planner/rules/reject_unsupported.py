@@ -45,7 +45,10 @@ def position_of(node: exp.Expression) -> str | None:
 
 
 def _fail(what: str, node: exp.Expression) -> None:
-    raise UnsupportedQueryError(f"{what} {node.sql(dialect='duckdb')[:80]}".strip(), position_of(node))
+    text = node.sql(dialect="duckdb")[:80]
+    # 'ARRAY_AGG ARRAY_AGG(a)' said the name twice: name the construct once
+    said = text if text.upper().startswith(what.upper()) else f"{what} {text}"
+    raise UnsupportedQueryError(said.strip(), position_of(node))
 
 
 def reject_unsupported(expression: exp.Expression) -> exp.Expression:

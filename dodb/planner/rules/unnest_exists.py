@@ -14,9 +14,9 @@ Example:
     >>> unnest_exists(e).sql()
     'SELECT "a"."k" AS "k" FROM "a" AS "a" SEMI JOIN "b" AS "b" ON "b"."k" = "a"."k" AND "b"."x" > 1'
 
-``x NOT IN (subquery)`` is rewritten only when neither ``x`` nor the subquery's column
-can be NULL (SQL's NOT IN is not an anti join in the presence of NULLs); otherwise the
-query is refused with a message suggesting NOT EXISTS.
+``x NOT IN (subquery)`` is an anti join when neither ``x`` nor the subquery's column can
+be NULL; otherwise SQL's NULL semantics (NOT IN is not NOT EXISTS under NULLs) add one
+condition on a scalar summary of the subquery (:func:`_not_in_nulls`).
 """
 from __future__ import annotations
 
@@ -94,7 +94,9 @@ def unnest_exists(expression: exp.Expression, not_null: dict[str, set[str]] | No
             if isinstance(inner, exp.Exists) and _simple_subquery(inner.this):
                 _exists_to_join(select, inner.this, negated, counter)
             elif isinstance(inner, exp.In) and isinstance(inner.args.get("query"), exp.Expression):
-                _in_to_join(select, inner, negated, counter, not_null)
+                extra = _in_to_join(select, inner, negated, counter, not_null)
+                if extra is not None:
+                    keep.append(extra)
             else:
                 keep.append(c)
         if keep:
@@ -121,7 +123,8 @@ def _exists_to_join(select: exp.Select, sub: exp.Select, negated: bool, counter)
     select.append("joins", exp.Join(this=source, kind="ANTI" if negated else "SEMI", on=cond or exp.true()))
 
 
-def _in_to_join(select: exp.Select, node: exp.In, negated: bool, counter, not_null) -> None:
+def _in_to_join(select: exp.Select, node: exp.In, negated: bool, counter, not_null) -> exp.Expression | None:
+    """Add the SEMI/ANTI join; returns the condition NOT IN's NULL semantics still need."""
     query = node.args["query"]
     query = query.this if isinstance(query, exp.Subquery) else query
     if not isinstance(query, exp.Select) or len(query.expressions) != 1:
@@ -129,9 +132,8 @@ def _in_to_join(select: exp.Select, node: exp.In, negated: bool, counter, not_nu
     outer = _aliases(select)
     if any(c.table in outer and c.table not in _aliases(query) for c in query.find_all(exp.Column)):
         raise UnsupportedQueryError("correlated IN subquery", position_of(node))
-    if negated and (_column_nullable(node.this, select, not_null)
-                    or _column_nullable(query.expressions[0].unalias(), query, not_null)):
-        raise UnsupportedQueryError("NOT IN over a column that may be NULL (use NOT EXISTS)", position_of(node))
+    nullable = negated and (_column_nullable(node.this, select, not_null)
+                            or _column_nullable(query.expressions[0].unalias(), query, not_null))
     alias = f"_in{next(counter)}"
     col = "_v"
     sub = query.copy()
@@ -139,3 +141,33 @@ def _in_to_join(select: exp.Select, node: exp.In, negated: bool, counter, not_nu
     derived = exp.Subquery(this=sub, alias=exp.TableAlias(this=exp.to_identifier(alias)))
     cond = exp.EQ(this=node.this.copy(), expression=exp.column(col, table=alias))
     select.append("joins", exp.Join(this=derived, kind="ANTI" if negated else "SEMI", on=cond))
+    return _not_in_nulls(node.this, sub.copy(), alias) if nullable else None
+
+
+def _not_in_nulls(x: exp.Expression, sub: exp.Select, alias: str) -> exp.Expression:
+    """The rest of SQL's ``x NOT IN (S)`` once the anti join removed the rows ``x`` matches.
+
+    ``x NOT IN (S)`` is TRUE when S is empty; otherwise NULL (so the row is dropped) when
+    ``x`` is NULL or S holds a NULL, else TRUE exactly when nothing matched.  One scalar
+    subquery folds S into a state — 0 empty, 1 no NULL, 2 a NULL — so the kept rows are
+    the anti join's with ``state = 0 OR (state = 1 AND x IS NOT NULL)``, written
+    ``state <= CASE WHEN x IS NULL THEN 0 ELSE 1 END`` so the summary is joined once.  Over private
+    rows that state is a one-row private value every row depends on; the planner prices
+    that (CrossOne: the stability becomes the size bound).
+    """
+    # the summary's column gets its own name: sqlglot would otherwise fold the two equal
+    # derived tables into one CTE and lose the anti join's
+    sub.set("expressions", [exp.alias_(sub.expressions[0].unalias(), "_w")])
+    v = exp.column("_w", table=f"{alias}_s")
+    count_all = exp.Count(this=exp.Star())
+    state = exp.Case(ifs=[exp.If(this=exp.EQ(this=count_all, expression=exp.Literal.number(0)),
+                                 true=exp.Literal.number(0)),
+                          exp.If(this=exp.EQ(this=count_all.copy(), expression=exp.Count(this=v)),
+                                 true=exp.Literal.number(1))],
+                     default=exp.Literal.number(2))
+    flag = exp.Subquery(this=exp.select(exp.alias_(state, "_state")).from_(
+        exp.Subquery(this=sub, alias=exp.TableAlias(this=exp.to_identifier(f"{alias}_s")))))
+    # state = 0 OR (state = 1 AND x IS NOT NULL), with the summary used once
+    allowed = exp.Case(ifs=[exp.If(this=exp.Is(this=x.copy(), expression=exp.Null()), true=exp.Literal.number(0))],
+                       default=exp.Literal.number(1))
+    return exp.LTE(this=flag, expression=allowed)
