@@ -601,10 +601,13 @@ class Grammar:
             w = f" WHERE {' AND '.join(inner_where)}" if inner_where else ""
             return f"{lhs} IN (SELECT {rhs} FROM {inner.sql}{w})"
         if form == 3:
-            # NOT IN over columns that cannot be NULL (the nullable case is refused by design)
+            # NOT IN over id (never NULL) or k (nullable: SQL's NULL semantics apply)
             self.use("NOT IN subquery")
             w = f" WHERE {' AND '.join(inner_where)}" if inner_where else ""
-            return f"{outer.alias}.id NOT IN (SELECT z.id FROM {inner.sql}{w})"
+            col = self.choice(["id", "k"])
+            if col == "k":
+                self.use("NOT IN over NULLs")
+            return f"{outer.alias}.{col} NOT IN (SELECT z.{col} FROM {inner.sql}{w})"
         self.use("scalar subquery")
         kind = self.choice(["dec", "int"] + (["float"] if "f" in inner.columns else []))
         col = {"dec": "n", "int": self.choice(["k", "id"]), "float": "f"}[kind]
