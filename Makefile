@@ -23,6 +23,8 @@ run: $(VENV)/.installed
 	$(BIN)/dodb demo
 
 # pytest exits 5 when it collects nothing: that is a failure, not a pass.
+# One pytest worker per core (pytest-xdist), idle workers taking tests from busy ones.
+PYTEST_ARGS ?= -n auto --dist worksteal
 test: $(VENV)/.installed-test
 	@$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc

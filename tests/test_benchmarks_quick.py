@@ -88,3 +88,12 @@ def test_allocation_tiny(tmp_path):
     s = data["summary"]
     assert s["all_match"] and s["queries_compared"] == 2
     assert "## Per query" in (tmp_path / "allocation_sf0.002.md").read_text()
+
+
+def test_planning_tiny(tmp_path):
+    _run("planning", "--scale", "0.002", "--repeats", "1", "--out", str(tmp_path))
+    data = json.loads((tmp_path / "planning_sf0.002.json").read_text())
+    assert [r["query"] for r in data["rows"]] == list(range(1, 23))
+    assert all(r["cold_wall_ms"] > 0 and r["warm_wall_ms"] > 0 for r in data["rows"])
+    assert any(r["releases"] > 0 and r["acct_warm_wall_ms"] > 0 for r in data["rows"])
+    assert "Under 50 ms" in (tmp_path / "planning_sf0.002.md").read_text()
