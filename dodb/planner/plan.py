@@ -29,7 +29,7 @@ from .logical import Join, Node, Scan, leaks, upper_rows, walk
 from .bind import dry_run, result_schema
 from .guard import guard
 from .optimize import optimize, parse
-from .rules import reject_unsupported
+from .rules import reject_unsupported, rewrite_grouping
 from .alignment import mark_alignment
 from .exprcheck import check_expressions
 from .marking import mark_only_filters
@@ -280,9 +280,11 @@ def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode
 
 def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, neighbour: str,
           allocation: str) -> QueryPlan:
-    parsed = reject_unsupported(parse(sql))
+    parsed = parse(sql)
+    reject_unsupported(rewrite_grouping(parsed.copy()))
     guarded = guard(parsed, catalog)
-    schema = result_schema(guarded, catalog)
+    schema = result_schema(guarded, catalog)  # DuckDB names and types the query as written
+    guarded.ast = rewrite_grouping(guarded.ast)  # grouping sets, FILTER, GROUP BY ALL (§Grouping)
     names = [n for n, _ in schema]
     ast = optimize(guarded.ast.copy(), catalog)
     builder = PlanBuilder(catalog, neighbour)

@@ -23,9 +23,6 @@ _BANNED = {
     exp.Pivot: "PIVOT",
     exp.ArrayAgg: "ARRAY_AGG",
     exp.GroupConcat: "STRING_AGG/GROUP_CONCAT",
-    exp.Rollup: "ROLLUP",
-    exp.Cube: "CUBE",
-    exp.GroupingSets: "GROUPING SETS",
     exp.Qualify: "QUALIFY",
     exp.TableSample: "TABLESAMPLE",
 }
