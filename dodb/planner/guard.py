@@ -43,7 +43,10 @@ _STRUCTURE = _classes(
     "Order", "Ordered", "Limit", "Offset", "With", "CTE", "Table", "TableAlias", "Exists", "Any", "All",
     "Distinct", "Star", "Count", "Sum", "Avg", "Min", "Max", "LimitOptions",
     # grouping sets, GROUPING() and FILTER: rewritten by planner/rules before planning (§Grouping)
-    "Rollup", "Cube", "GroupingSets", "Grouping", "Filter")
+    "Rollup", "Cube", "GroupingSets", "Grouping", "Filter", "WithinGroup",
+    # aggregates of docs/design.md §Aggregates (planner/agg_calls.py checks their arguments)
+    "Median", "Stddev", "StddevSamp", "StddevPop", "Variance", "VariancePop", "Corr", "CovarPop", "CovarSamp",
+    "ArgMin", "ArgMax", "PercentileCont", "PercentileDisc", "Quantile")
 # Scalar expressions: deterministic, no side effects, no access to anything but their arguments.
 _SCALAR = _classes(
     "Column", "Identifier", "Alias", "Literal", "Boolean", "Null", "Paren", "Neg", "Not", "And", "Or",
