@@ -122,6 +122,8 @@ def _substitute(e: exp.Expression, nulled: dict[str, exp.Expression], in_set: se
             return node
         if _key(node) in nulled:
             return exp.Null()
+        if _key(node) in in_set:  # a grouped expression stays whole (grp % 2 grouped, grp not)
+            return node
         for k, v in list(node.args.items()):
             if isinstance(v, exp.Expression):
                 node.set(k, walk(v))
