@@ -122,3 +122,14 @@ def test_same_padded_size_same_trace_whatever_the_groups():
     for keys in (["c0"], []):
         assert _trace(one, keys) == _trace(many, keys)
     assert np.isfinite(n)
+
+
+def test_statistical_aggregates_pass_the_kernel_lint():
+    """No data-dependent branch, index or slice in the module (the kernel lint, tests/oblivious)."""
+    import pathlib
+
+    from ..oblivious.lint_rules import lint_source
+
+    path = pathlib.Path(__file__).resolve().parents[2] / "dodb" / "operators" / "aggregates_stats.py"
+    findings = lint_source(path.read_text(), set())
+    assert not findings, "\n".join(findings)
