@@ -20,29 +20,36 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from .aggregates_stats import PAIR_FUNCS, SORTED_FUNCS, STATS_FUNCS, stats_aggregate
 from .context import ExecContext, OpResult
 from .keys import KeyField, column_fields, encode_keys, pack_fields
 from .table import Column, PaddedTable
 
 __all__ = ["Agg", "group_by", "AGG_FUNCS", "SUM_OVERFLOW", "STATUS_MESSAGES"]
 
-AGG_FUNCS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct")
+AGG_FUNCS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct") + STATS_FUNCS
 _M32 = np.uint64(0xFFFFFFFF)
 
 
 @dataclass(frozen=True)
 class Agg:
-    """One aggregate: ``func`` over ``column`` (None for COUNT(*)), output name ``name``."""
+    """One aggregate: ``func`` over ``column`` (None for COUNT(*)), output name ``name``;
+    ``column2`` is the second argument of corr/covar/arg_min/arg_max, ``param`` a quantile's
+    fraction as written (public, exact)."""
 
     func: str
     column: str | None
     name: str
+    column2: str | None = None
+    param: str | None = None
 
     def __post_init__(self) -> None:
         if self.func not in AGG_FUNCS:
             raise ValueError(f"unsupported aggregate {self.func!r}")
         if self.func != "count_star" and self.column is None:
             raise ValueError(f"{self.func} needs a column")
+        if (self.func in PAIR_FUNCS) != (self.column2 is not None):
+            raise ValueError(f"{self.func}: second column {'missing' if self.column2 is None else 'not taken'}")
 
 
 def _words_differ(words: list[np.ndarray]) -> np.ndarray:
@@ -121,8 +128,10 @@ def _int128_to_float(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def _aggregate(kern, agg: Agg, col: Column | None, real: np.ndarray, starts: np.ndarray,
-               dstarts: np.ndarray | None, overflow: np.ndarray | None = None) -> Column:
+               dstarts: np.ndarray | None, overflow: np.ndarray | None = None, col2: Column | None = None) -> Column:
     """One aggregate's column; a 128-bit SUM also ORs its per-run overflow flags into ``overflow``."""
+    if agg.func in STATS_FUNCS:
+        return stats_aggregate(kern, agg.func, col, col2, agg.param, real, starts)
     if agg.func == "count_star":
         return Column(pa.int64(), kern.seg_reduce(real, starts, "count"), np.ones_like(real))
     inc = real & col.valid
@@ -181,7 +190,8 @@ def group_by(
     kern = ctx.kernels
     name = ctx.op_name("group_by" if keys else "aggregate")
     leaks_before = len(ctx.leaks)
-    distinct_cols = sorted({a.column for a in aggs if a.func == "count_distinct"})
+    # COUNT(DISTINCT c) and quantiles of c need the runs sorted by c too: one pass per such c
+    distinct_cols = sorted({a.column for a in aggs if a.func == "count_distinct" or a.func in SORTED_FUNCS})
     if table.padded_size == 0 and not keys:
         table = _one_dummy(table)
     n = table.padded_size
@@ -191,8 +201,8 @@ def group_by(
     # one sorted pass per COUNT(DISTINCT) column (the other aggregates ride on the first)
     passes = []
     for i, d in enumerate(distinct_cols or [None]):
-        sub = [a for a in aggs if (a.func == "count_distinct" and a.column == d)
-               or (i == 0 and a.func != "count_distinct")]
+        sub = [a for a in aggs if ((a.func == "count_distinct" or a.func in SORTED_FUNCS) and a.column == d)
+               or (i == 0 and a.func != "count_distinct" and a.func not in SORTED_FUNCS)]
         passes.append((sub, *_group_pass(kern, ctx, table, keys, sub, d)))
     if len(passes) == 1:
         out_cols, group_rows = passes[0][1], passes[0][2]
@@ -255,7 +265,8 @@ def _group_pass(kern, ctx, table: PaddedTable, keys: list[str], aggs: list[Agg],
     overflow = np.zeros(n, dtype=bool)
     for a in aggs:
         col = sorted_t.column(a.column) if a.column is not None else None
-        out_cols.append(_aggregate(kern, a, col, real, starts, dstarts, overflow))
+        col2 = sorted_t.column(a.column2) if a.column2 is not None else None
+        out_cols.append(_aggregate(kern, a, col, real, starts, dstarts, overflow, col2))
     ends = np.zeros(n, dtype=bool)
     if n:
         ends[:-1] = starts[1:]

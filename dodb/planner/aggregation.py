@@ -12,6 +12,7 @@ from sqlglot import exp
 from ..errors import UnsupportedQueryError
 from ..operators.aggregate import Agg
 from ..operators.sort_limit import SortKey
+from .agg_calls import agg_call
 from .logical import Aggregate, Distinct, Filter, Project
 from .rules.reject_unsupported import position_of
 from .widths import string_width
@@ -21,21 +22,6 @@ __all__ = ["plan_aggregation"]
 
 def _col(name: str) -> exp.Column:
     return exp.Column(this=exp.to_identifier(name, quoted=True))
-
-
-def _agg_func(a: exp.AggFunc) -> tuple[str, exp.Expression | None]:
-    arg = a.this
-    if isinstance(a, exp.Count):
-        if isinstance(arg, exp.Star) or arg is None:
-            return "count_star", None
-        if isinstance(arg, exp.Distinct):
-            if len(arg.expressions) != 1:
-                raise UnsupportedQueryError("COUNT(DISTINCT …) over several expressions", position_of(a))
-            return "count_distinct", arg.expressions[0]
-        return "count", arg
-    if isinstance(arg, exp.Distinct):
-        raise UnsupportedQueryError(f"{a.key.upper()}(DISTINCT …)", position_of(a))
-    return {exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}[type(a)], arg
 
 
 def _replace(e: exp.Expression, table: dict[str, exp.Expression]) -> exp.Expression:
@@ -91,13 +77,15 @@ def plan_aggregation(builder, sel: exp.Select, rel):
                 key = a.sql(dialect="duckdb")
                 if key in seen:
                     continue
-                func, arg = _agg_func(a)
+                call = agg_call(a)
                 out = f"_agg{len(aggs)}"
-                col = None
-                if arg is not None:
-                    col = arg.name if isinstance(arg, exp.Column) else f"_a{len(aggs)}"
+                cols = []
+                for j, arg in enumerate(call.args):
+                    col = arg.name if isinstance(arg, exp.Column) else f"_a{len(aggs)}_{j}"
                     pre[col] = arg
-                aggs.append(Agg(func, col, out))
+                    cols.append(col)
+                cols += [None] * (2 - len(cols))
+                aggs.append(Agg(call.func, cols[0], out, column2=cols[1], param=call.param))
                 seen[key] = out
                 repl[key] = _col(out)
         if not pre:  # COUNT(*) only: keep one column so the row count is known

@@ -41,7 +41,12 @@ def _classes(*names: str) -> tuple[type, ...]:
 _STRUCTURE = _classes(
     "Select", "Union", "Intersect", "Except", "Subquery", "From", "Join", "Where", "Group", "Having",
     "Order", "Ordered", "Limit", "Offset", "With", "CTE", "Table", "TableAlias", "Exists", "Any", "All",
-    "Distinct", "Star", "Count", "Sum", "Avg", "Min", "Max", "LimitOptions")
+    "Distinct", "Star", "Count", "Sum", "Avg", "Min", "Max", "LimitOptions",
+    # grouping sets, GROUPING() and FILTER: rewritten by planner/rules before planning (§Grouping)
+    "Rollup", "Cube", "GroupingSets", "Grouping", "Filter", "WithinGroup",
+    # aggregates of docs/design.md §Aggregates (planner/agg_calls.py checks their arguments)
+    "Median", "Stddev", "StddevSamp", "StddevPop", "Variance", "VariancePop", "Corr", "CovarPop", "CovarSamp",
+    "ArgMin", "ArgMax", "PercentileCont", "PercentileDisc", "Quantile")
 # Scalar expressions: deterministic, no side effects, no access to anything but their arguments.
 _SCALAR = _classes(
     "Column", "Identifier", "Alias", "Literal", "Boolean", "Null", "Paren", "Neg", "Not", "And", "Or",
@@ -279,8 +284,6 @@ def _check_node(node: exp.Expression, user_functions: set[str]) -> None:
         if isinstance(node.parent, exp.Ordered) and node.name.upper() == "ALL":
             _refuse("ORDER BY ALL (list the columns to order by)", node)
         _refuse(f"keyword {node.name} in this position", node)
-    if isinstance(node, exp.Group) and node.args.get("all"):
-        _refuse("GROUP BY ALL (list the grouping columns)", node)
     if isinstance(node, exp.Limit):
         opts = node.args.get("limit_options")
         if opts is not None and (opts.args.get("percent") or opts.args.get("with_ties")):
@@ -289,7 +292,7 @@ def _check_node(node: exp.Expression, user_functions: set[str]) -> None:
         _refuse(f"SELECT * with EXCLUDE/REPLACE/RENAME: {_snippet(node)}", node)
     if isinstance(node, exp.Star) and not isinstance(node.parent, (exp.Select, exp.Column, exp.Count)):
         _refuse(f"* in this position: {_snippet(node.parent)}", node)
-    if isinstance(node, exp.Tuple) and not isinstance(node.parent, exp.In):
+    if isinstance(node, exp.Tuple) and not isinstance(node.parent, (exp.In, exp.GroupingSets, exp.Rollup, exp.Cube)):
         _refuse(f"row value {_snippet(node)}", node)
     if isinstance(node, (exp.Cast, exp.TryCast)):
         to = node.args.get("to")

@@ -152,7 +152,8 @@ class Aggregate(Unary):
     aggs: list[Agg]
 
     def describe(self) -> str:
-        aggs = ", ".join(f"{a.name}={a.func}({a.column or '*'})" for a in self.aggs)
+        aggs = ", ".join(f"{a.name}={a.func}({', '.join(x for x in (a.column or '*', a.column2, a.param) if x)})"
+                         for a in self.aggs)
         return f"Aggregate by [{', '.join(self.keys)}] {aggs}"
 
 

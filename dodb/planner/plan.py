@@ -32,7 +32,7 @@ from .logical import Join, Node, Scan, leaks, upper_rows, walk
 from .bind import dry_run, result_schema
 from .guard import guard
 from .optimize import optimize, parse
-from .rules import reject_unsupported
+from .rules import reject_unsupported, rewrite_grouping
 from .alignment import mark_alignment
 from .marking import mark_only_filters
 from .memory import estimate_peak_bytes, format_bytes
@@ -289,9 +289,10 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
           allocation: str, params=None) -> QueryPlan:
     # parameters become literal nodes of the parsed tree, never text (planner/params.py)
     parsed = parse(sql) if params is None else bind_parameters(parse(number_positional(sql)), params)
-    parsed = reject_unsupported(parsed)
+    reject_unsupported(rewrite_grouping(parsed.copy()))
     guarded = guard(parsed, catalog)
-    schema = result_schema(guarded, catalog)
+    schema = result_schema(guarded, catalog)  # DuckDB names and types the query as written
+    guarded.ast = rewrite_grouping(guarded.ast)  # grouping sets, FILTER, GROUP BY ALL (§Grouping)
     names = [n for n, _ in schema]
     ast = optimize(guarded.ast.copy(), catalog)
     builder = PlanBuilder(catalog, neighbour)

@@ -56,7 +56,8 @@ def prune_columns(root: Node) -> Node:
         elif isinstance(node, Sort):
             child_need = [want | {k.column for k in node.keys}]
         elif isinstance(node, Aggregate):
-            child_need = [set(node.keys) | {a.column for a in node.aggs if a.column} or {node.child.columns[0]}]
+            child_need = [set(node.keys) | {c for a in node.aggs for c in (a.column, a.column2) if c}
+                          or {node.child.columns[0]}]
         elif isinstance(node, (Distinct, SetOp)):
             child_need = [set(c.columns) for c in node.children]
         elif isinstance(node, AddRowId):

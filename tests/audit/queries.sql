@@ -36,3 +36,9 @@ SELECT c_nationkey FROM customer EXCEPT SELECT n_nationkey FROM nation WHERE n_r
 SELECT o_orderstatus, count(DISTINCT o_custkey) FROM orders GROUP BY 1
 SELECT c_custkey, sum(o_totalprice) AS t FROM customer JOIN orders ON c_custkey = o_custkey GROUP BY 1 ORDER BY t DESC LIMIT 10
 SELECT count(*) FROM orders WHERE o_comment NOT LIKE '%special%requests%'
+SELECT o_orderstatus, o_orderpriority, count(*), sum(o_totalprice) FROM orders GROUP BY ROLLUP (o_orderstatus, o_orderpriority)
+SELECT o_orderstatus, o_orderpriority, count(*), grouping(o_orderstatus, o_orderpriority) AS g FROM orders GROUP BY CUBE (o_orderstatus, o_orderpriority) ORDER BY g, o_orderstatus, o_orderpriority LIMIT 10
+SELECT c_mktsegment, count(*) FILTER (WHERE c_acctbal > 0), avg(c_acctbal) FILTER (WHERE c_nationkey < 5) FROM customer GROUP BY ALL
+SELECT o_orderpriority, median(o_totalprice), quantile_disc(o_orderdate, 0.25), quantile_cont(o_totalprice, 0.9) FROM orders GROUP BY o_orderpriority
+SELECT c_mktsegment, stddev_samp(c_acctbal), var_pop(c_acctbal), corr(c_acctbal, c_nationkey), arg_max(c_name, c_acctbal) FROM customer GROUP BY c_mktsegment
+SELECT o_orderstatus, count(DISTINCT o_custkey), median(o_totalprice), stddev_pop(o_totalprice) FROM orders GROUP BY GROUPING SETS ((o_orderstatus), ())

@@ -23,7 +23,7 @@ UNSUPPORTED = {
     "SELECT * FROM orders FULL JOIN customer ON o_custkey = c_custkey": "FULL OUTER JOIN",
     "INSERT INTO region VALUES (9, 'X', 'y')": "INSERT statement",
     "DELETE FROM orders": "DELETE statement",
-    "SELECT o_custkey, median(o_totalprice) FROM orders GROUP BY 1": "aggregate",
+    "SELECT o_custkey, approx_count_distinct(o_totalprice) FROM orders GROUP BY 1": "aggregate",
     "SELECT * FROM orders, customer": "cross join",
     "SELECT o_orderkey FROM orders WHERE o_totalprice > 1 UNION ALL SELECT 1; SELECT 2": "2 statements",
     "SELECT o_custkey, sum(DISTINCT o_totalprice) FROM orders GROUP BY 1": "SUM(DISTINCT",

@@ -1,8 +1,21 @@
 """Rewrite passes, one rule per module, each a function from expression to expression
 (modelled on sqlglot's optimizer).  :func:`dodb.planner.optimize.optimize` runs them
 between sqlglot's own rules."""
+from sqlglot import exp
+
+from .aggregate_filter import aggregate_filter
 from .factor_disjunctions import factor_disjunctions
+from .group_by_all import group_by_all
+from .grouping_sets import grouping_sets
 from .reject_unsupported import reject_unsupported
 from .unnest_exists import unnest_exists
+from .within_group import within_group
 
-__all__ = ["factor_disjunctions", "reject_unsupported", "unnest_exists"]
+__all__ = ["aggregate_filter", "factor_disjunctions", "group_by_all", "grouping_sets", "reject_unsupported",
+           "rewrite_grouping", "unnest_exists", "within_group"]
+
+
+def rewrite_grouping(expression: exp.Expression) -> exp.Expression:
+    """The grouping rules that run on the parsed query, before the guard (docs/design.md §Grouping):
+    GROUP BY ALL, WITHIN GROUP quantiles, aggregate FILTER clauses, then grouping sets."""
+    return grouping_sets(aggregate_filter(within_group(group_by_all(expression))))
