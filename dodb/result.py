@@ -38,6 +38,8 @@ class PrivacyReport:
     spent: tuple[float, float] | None = None
     remaining: tuple[float, float] | None = None
     tables: list[dict[str, Any]] = field(default_factory=list)  # private tables read: capacity and its origin
+    partitions: list[str] | None = None  # partitions charged (None: all; docs/design.md §Partitions)
+    session: str | None = None           # the analyst session whose budget was charged
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -74,7 +76,9 @@ class PrivacyReport:
                       else "declared by the owner")
             lines.append(f"  size of {t['table']}: {t['capacity']} slots ({origin})")
         lines.append(f"  charged: ε={self.charged_epsilon:.4g}, δ={self.charged_delta:.3g}"
-                     + (f" (query #{self.query_id})" if self.query_id else ""))
+                     + (f" (query #{self.query_id})" if self.query_id else "")
+                     + (f" to partitions {', '.join(self.partitions)}" if self.partitions else "")
+                     + (f" in session {self.session!r}" if self.session else ""))
         if self.remaining is not None:
             lines.append(f"  budget spent ε={self.spent[0]:.4g}, δ={self.spent[1]:.3g}; "
                          f"remaining ε={self.remaining[0]:.4g}, δ={self.remaining[1]:.3g}")

@@ -38,6 +38,7 @@ from ..operators.table import from_arrow
 from ..planner.catalog import META_SCHEMA, META_TABLE, SHADOW_SCHEMA, Catalog, TableInfo
 from .canonical import PRIVATE_SCHEMA, pad_and_shuffle, read_slots, real_rows, write_slots
 from .layout import RESERVED_PREFIX, LogicalColumn, check_storable
+from .partitioning import check_partition_column, check_partition_declaration
 
 __all__ = ["Declaration", "IngestResult", "protect", "load", "unprotect", "ORPHAN_POLICIES"]
 
@@ -57,6 +58,7 @@ class Declaration:
     widths: dict[str, int] = field(default_factory=dict)
     orphans: str = "keep"        # child rows whose parent key names no parent row
     null_units: str = "keep"     # rows whose unit key is NULL (each is a unit of its own)
+    partition_by: str | None = None  # a public function of the unit (docs/design.md §Partitions)
 
 
 @dataclass
@@ -166,6 +168,8 @@ def _verify(cur, table: str, d: Declaration, data: pa.Table, parent_keys: pa.Arr
     for k in d.keys:
         if _max_per_value(cur, k, skip_null=False) > 1:
             raise CatalogError(f"{table!r}: declared key {k} is not unique")
+    if d.partition_by is not None:
+        check_partition_column(cur, _VIEW, table, d.privacy_unit, d.partition_by)
     dp_max = {}
     for c, bound in d.max_degree.items():
         got = _max_per_value(cur, [c])
@@ -210,6 +214,8 @@ def _check_declaration(catalog: Catalog, table: str, columns: dict[str, str], d:
     if missing:
         raise CatalogError(f"{table!r}: declare a public byte width for the string columns {missing} "
                            f"(widths={{...}}); private strings are stored at a fixed width")
+    if d.partition_by is not None:
+        check_partition_declaration(table, columns, d.privacy_unit, d.parent, d.partition_by)
     for policy, value in (("orphans", d.orphans), ("null_units", d.null_units)):
         if value not in ORPHAN_POLICIES:
             raise CatalogError(f"{policy} must be one of {ORPHAN_POLICIES}")
@@ -237,6 +243,8 @@ def _looser(old: TableInfo, d: Declaration) -> list[str]:
         nb = d.max_degree.get(c, "absent")
         if nb == "absent" or (nb is not None and nb > b):
             out.append(f"max_degree[{c}] {b} -> {nb}")
+    if d.partition_by != old.partition_by:
+        out.append(f"partition_by {old.partition_by!r} -> {d.partition_by!r}")
     for c, w in old.widths.items():
         if d.widths.get(c, w) != w:
             out.append(f"width of {c} {w} -> {d.widths.get(c)}")
@@ -311,6 +319,7 @@ def _run_action(db, table: str, action: str, d: Declaration, data: pa.Table, col
         "capacity_charge": charge.query_id if charge is not None else None,
         "releases": releases, "version": (old.version + 1) if old is not None else 1,
         "policy": {"orphans": d.orphans, "null_units": d.null_units},
+        "partition_by": d.partition_by,
     }
     w = con.cursor()
     try:
@@ -349,7 +358,8 @@ def _run_action(db, table: str, action: str, d: Declaration, data: pa.Table, col
 
 
 def _public_spec_dict(spec: dict) -> dict:
-    keep = ("privacy_unit", "parent", "max_contributions", "keys", "max_degree", "capacity", "capacity_source", "policy")
+    keep = ("privacy_unit", "parent", "max_contributions", "keys", "max_degree", "capacity", "capacity_source", "policy",
+            "partition_by")
     return {k: spec.get(k) for k in keep} | {"widths": {c["name"]: c["width"] for c in spec["columns"] if c["width"]}}
 
 
@@ -359,7 +369,7 @@ def _public_spec(info: TableInfo | None) -> dict | None:
     return {"privacy_unit": info.privacy_unit, "parent": list(info.parent) if info.parent else None,
             "max_contributions": info.max_contributions, "keys": info.keys, "max_degree": info.max_degree,
             "capacity": info.capacity, "capacity_source": info.capacity_source, "policy": info.policy,
-            "widths": info.widths}
+            "widths": info.widths, "partition_by": info.partition_by}
 
 
 def protect(db, table: str, d: Declaration, *, capacity: int | None = None, epsilon: float | None = None,
@@ -402,7 +412,8 @@ def load(db, table: str, rows: Any, *, append: bool, capacity: int | None = None
     data = pa.concat_tables([current, new]) if append else new
     d = Declaration(info.privacy_unit, info.parent, info.max_contributions, [list(k) for k in info.keys],
                     {c: (None if info.degree_sources.get(c) == "dp" else b) for c, b in info.max_degree.items()},
-                    dict(info.widths), info.policy.get("orphans", "keep"), info.policy.get("null_units", "keep"))
+                    dict(info.widths), info.policy.get("orphans", "keep"), info.policy.get("null_units", "keep"),
+                    info.partition_by)
     return _run_action(db, table, "insert" if append else "replace", d, data, dict(info.columns), set(info.not_null),
                        capacity=capacity, epsilon=epsilon, delta=delta, drop_raw=False, old=info, forced=[])
 
