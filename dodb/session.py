@@ -317,6 +317,28 @@ class Database:
                              sorted(charge.partitions) if charge is not None and charge.partitions else None,
                              charge.account if charge is not None else None)
 
+    # -- analyst sessions (docs/design.md §Analyst sessions) ---------------------------------
+    def session(self, *, epsilon: float | None = None, delta: float | None = None, name: str | None = None,
+                filter: str | None = None) -> "AnalystSession":
+        """Open an analyst session with a budget fixed now, charged to the dataset once
+        (refused with ``BudgetExceededError`` if it does not fit), or resume one by ``name``."""
+        from .analyst_session import open_or_resume
+
+        with self._lock:
+            if epsilon is not None or delta is not None:
+                self._writable("open an analyst session")
+            return open_or_resume(self, epsilon, delta, name, filter)
+
+    def sessions(self) -> list[dict[str, Any]]:
+        """Every analyst session (open and closed) with its budget, spent and remaining."""
+        return self.ledger.sessions()
+
+    def close_session(self, name: str) -> None:
+        """Close an analyst session (an owner action); its charge to the dataset stands."""
+        with self._lock:
+            self._writable("close an analyst session")
+            self.ledger.close_session(name)
+
     def close(self) -> None:
         """Detach dodb (its SQL functions); close the connection if dodb opened it."""
         with self._lock:

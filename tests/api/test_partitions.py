@@ -13,9 +13,9 @@ from dodb.planner.partitions import partition_key
 NATIONS = range(25)
 
 
-def _db(neighbour: str = "add_remove", epsilon: float = 2.0) -> dodb.Database:
+def _db(neighbour: str = "add_remove", epsilon: float = 2.0, path: str = ":memory:") -> dodb.Database:
     """customer (partitioned by nation) and orders, public capacities: nothing charged at loading."""
-    db = dodb.connect(":memory:", seed=3, neighbour=neighbour)
+    db = dodb.connect(path, seed=3, neighbour=neighbour)
     generate_tpch(db.con, 0.002)
     db.con.execute("DROP TABLE lineitem")
     db.oracle = snapshot(db.con)
