@@ -123,14 +123,21 @@ class _Analysis:
         self.catalog = catalog
         self.owners = Owners(catalog)
         self.memo: dict[int, Dependence] = {}
+        self._private: dict[int, bool] = {}
 
     def of(self, n: Node) -> Dependence:
         if n.node_id not in self.memo:
             self.memo[n.node_id] = self._compute(n)
         return self.memo[n.node_id]
 
+    def private(self, n: Node) -> bool:
+        """Whether a private table is read below ``n`` (not just stability > 0: never trust a 0)."""
+        if n.node_id not in self._private:
+            self._private[n.node_id] = (isinstance(n, Scan) and n.private) or any(self.private(c) for c in n.children)
+        return self._private[n.node_id]
+
     def _compute(self, n: Node) -> Dependence:
-        if n.stability == 0:
+        if not self.private(n):
             return Dependence(frozenset(), True)  # public rows: no unit's data
         if isinstance(n, Scan):
             info = self.catalog.table(n.table)
@@ -159,7 +166,7 @@ class _Analysis:
             return self._join(n, kids[0], kids[1])
         if isinstance(n, CrossOne):
             left, right = kids
-            if n.right.stability == 0:
+            if not self.private(n.right):
                 return left
             return Dependence(_union(left.deps, right.deps), False)
         if isinstance(n, SetOp) and n.op == "union_all":
@@ -170,9 +177,9 @@ class _Analysis:
         return Dependence(None, False)  # an operator this analysis does not know: all partitions
 
     def _join(self, n: Join, left: Dependence, right: Dependence) -> Dependence:
-        if n.right.stability == 0:  # a public side adds no unit's data
+        if not self.private(n.right):  # a public side adds no unit's data
             return left
-        if n.left.stability == 0:
+        if not self.private(n.left):
             return Dependence(right.deps, right.unit_rows and n.how == "inner", right.pcols if n.how == "inner" else {})
         linked = left.unit_rows and right.unit_rows and same_unit(self.owners, n.left, n.right,
                                                                    n.left_keys, n.right_keys)

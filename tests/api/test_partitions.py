@@ -110,6 +110,9 @@ OG = "SELECT o_orderstatus, count(*) FROM orders JOIN customer ON o_custkey = c_
     # released before the partition predicate applies: orders filtered on its own columns first
     (OG.format("c_nationkey = 5 AND o_totalprice > 1000"), None),
     (G.format("c_nationkey = 5 OR c_acctbal > 0"), None),
+    # a value computed over every customer decides which rows of nation 5 pass
+    (G.format("c_nationkey = 5 AND c_acctbal > (SELECT avg(c_acctbal) FROM customer)"), None),
+    (G.format("c_nationkey = 5 AND c_acctbal > (SELECT avg(c_acctbal) FROM customer WHERE c_nationkey = 5)"), {5}),
     (G.format("c_nationkey = 5.5"), None),
     (G.format("c_nationkey % 7 = 5"), None),
     (G.format("c_nationkey + 0 = 5"), {5}),  # the optimizer simplifies it to c_nationkey = 5
