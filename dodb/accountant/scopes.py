@@ -32,6 +32,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
+import numpy as np
+
 from .errors import Budget
 from .filters import PrivacyFilter
 
@@ -116,14 +118,33 @@ def worst_spent(state: ScopedState, neighbour: str) -> Budget:
                   math.fsum([state.global_sums.delta] + [b.delta for b in top]))
 
 
+def frontier(cases: list[dict[str, float]]) -> list[dict[str, float]]:
+    """The cases no other case dominates coordinate-wise (duplicates once).  A filter's
+    headroom falls and its spent rises with every coordinate, so the extremes over all
+    cases are attained on these; it saves the costly headroom of the Rényi filter."""
+    if len(cases) <= 2:
+        return cases
+    keys = sorted({k for c in cases for k in c})
+    m = np.array([[c.get(k, 0.0) for k in keys] for c in cases])
+    m, first = np.unique(m, axis=0, return_index=True)
+    keep = []
+    for i in range(len(m)):
+        geq = np.all(m >= m[i], axis=1)
+        gt = np.any(m > m[i], axis=1)
+        if not np.any(geq & gt):
+            keep.append(cases[first[i]])
+    return keep
+
+
 def worst_headroom(filt: PrivacyFilter, state: ScopedState, neighbour: str) -> Budget:
     """What a next *global* charge may cost: the smallest headroom over all changes."""
-    rooms = [filt.headroom(t) for _, t in state._cases(neighbour, None)]
+    rooms = [filt.headroom(t) for t in frontier([t for _, t in state._cases(neighbour, None)])]
     return min(rooms, key=lambda b: (b.epsilon, b.delta))
 
 
 def worst_filter_spent(filt: PrivacyFilter, state: ScopedState, neighbour: str) -> Budget:
-    return max((filt.spent(t) for _, t in state._cases(neighbour, None)), key=lambda b: (b.epsilon, b.delta))
+    return max((filt.spent(t) for t in frontier([t for _, t in state._cases(neighbour, None)])),
+               key=lambda b: (b.epsilon, b.delta))
 
 
 def partition_status(filt: PrivacyFilter, state: ScopedState, neighbour: str) -> dict[str, dict[str, Budget]]:
@@ -133,6 +154,7 @@ def partition_status(filt: PrivacyFilter, state: ScopedState, neighbour: str) ->
     for p, sums in sorted(state.part_sums.items()):
         spent = Budget(state.global_sums.epsilon + sums.epsilon, state.global_sums.delta + sums.delta)
         scope = frozenset({p})
-        rooms = [filt.headroom(t) for case, t in state._cases(neighbour, scope) if ScopedState._hits(case, scope)]
+        rooms = [filt.headroom(t) for t in frontier([t for case, t in state._cases(neighbour, scope)
+                                                     if ScopedState._hits(case, scope)])]
         out[p] = {"spent": spent, "remaining": min(rooms, key=lambda b: (b.epsilon, b.delta))}
     return out

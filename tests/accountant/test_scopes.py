@@ -137,3 +137,17 @@ def test_many_partitions_use_a_dominating_bound():
     # coarser than exact: a fresh partition is checked against the largest one
     assert admits(filt, st, cost(1.5), frozenset({"new"}), "add_remove") is False
     assert admits(filt, st, cost(0.1), frozenset({"new"}), "replace") is False  # 2 x max + 0.1
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_headroom_over_the_frontier_equals_over_every_case(seed):
+    from dodb.accountant.filters import UnionFilter
+    from dodb.accountant.scopes import frontier, worst_headroom
+
+    rng = random.Random(seed)
+    filt = UnionFilter(5.0, 1e-4)
+    st = state_of(filt, random_history(rng, 12))
+    for neighbour in ("add_remove", "replace"):
+        every = [filt.headroom(t) for _, t in st._cases(neighbour, None)]
+        assert worst_headroom(filt, st, neighbour) == min(every, key=lambda b: (b.epsilon, b.delta))
+        assert len(frontier([t for _, t in st._cases(neighbour, None)])) <= len(every)
