@@ -116,7 +116,8 @@ class ChoiceOfDatabasesAccountant:
 
 
 class DatasetGroup:
-    """``k`` protected datasets (``Database`` handles, ledgers or ``(ε, δ)`` budgets by name)
+    """``k`` protected datasets (``Database`` handles, database file paths, ledgers or
+    ``(ε, δ)`` budgets by name)
     in which one person appears in at most ``c``: the group's guarantee (module doc)."""
 
     def __init__(self, datasets: Mapping[str, Any], c: int, neighbour: str = "add_remove") -> None:
@@ -128,6 +129,14 @@ class DatasetGroup:
 
     @staticmethod
     def _budget(d: Any) -> tuple[float, float]:
+        if isinstance(d, str):  # a database file: read its ledger's budget without writing
+            import dodb
+
+            db = dodb.connect(d, read_only=True)
+            try:
+                return DatasetGroup._budget(db)
+            finally:
+                db.close()
         ledger = getattr(d, "ledger", d)
         info = getattr(ledger, "budget", None)
         if info is not None and hasattr(info, "epsilon"):

@@ -84,3 +84,16 @@ def test_dataset_group_reads_database_budgets():
         dbs[name] = db
     assert DatasetGroup(dbs, c=1).guarantee(1e-6) == pytest.approx(2.0, rel=1e-5)
     assert DatasetGroup(dbs, c=2).guarantee(1e-6) <= 3.0 + 1e-9
+
+
+def test_dataset_group_of_database_files(tmp_path):
+    import dodb
+
+    paths = {}
+    for name, e in (("x", 0.7), ("y", 0.4)):
+        path = str(tmp_path / f"{name}.duckdb")
+        db = dodb.connect(path)
+        db.set_budget(epsilon=e, delta=1e-7)
+        db.close()
+        paths[name] = path
+    assert DatasetGroup(paths, c=1, neighbour="replace").guarantee(1e-6) == pytest.approx(1.1, rel=1e-5)
