@@ -38,7 +38,7 @@ from ..operators.table import from_arrow
 from ..planner.catalog import META_SCHEMA, META_TABLE, SHADOW_SCHEMA, Catalog, TableInfo
 from .canonical import PRIVATE_SCHEMA, pad_and_shuffle, read_slots, real_rows, write_slots
 from .layout import RESERVED_PREFIX, LogicalColumn, check_storable
-from .partitioning import check_partition_column, check_partition_declaration
+from .partitioning import check_partition_column, check_partition_declaration, check_units_keep_partition
 
 __all__ = ["Declaration", "IngestResult", "protect", "load", "unprotect", "ORPHAN_POLICIES"]
 
@@ -414,6 +414,8 @@ def load(db, table: str, rows: Any, *, append: bool, capacity: int | None = None
                     {c: (None if info.degree_sources.get(c) == "dp" else b) for c, b in info.max_degree.items()},
                     dict(info.widths), info.policy.get("orphans", "keep"), info.policy.get("null_units", "keep"),
                     info.partition_by)
+    if not append and info.partition_by is not None and db.ledger.has_charges():
+        check_units_keep_partition(db.con, table, current, data, info.privacy_unit, info.partition_by)
     return _run_action(db, table, "insert" if append else "replace", d, data, dict(info.columns), set(info.not_null),
                        capacity=capacity, epsilon=epsilon, delta=delta, drop_raw=False, old=info, forced=[])
 

@@ -179,3 +179,21 @@ def test_partition_only_on_the_unit_table():
     with pytest.raises(CatalogError, match="defines the unit"):
         db.protect("notes", "n_orderkey", parent=("orders", "o_orderkey"), max_contributions=1,
                    widths={"n_tag": 2}, capacity=1, partition_by="n_tag")
+
+
+def test_replacing_data_cannot_move_a_unit_to_another_partition():
+    db = dodb.connect(":memory:", seed=1)
+    db.con.execute("CREATE TABLE people AS SELECT range AS id, range % 3 AS region FROM range(30)")
+    db.set_budget(epsilon=5.0, delta=1e-6)
+    db.protect("people", "id", max_contributions=1, capacity=40, partition_by="region")
+    db.con.execute("CREATE TABLE moved AS SELECT range AS id, (range + 1) % 3 AS region FROM range(30)")
+    db.con.execute("CREATE TABLE kept AS SELECT range AS id, range % 3 AS region FROM range(35)")
+    db.replace_data("people", "moved", capacity=40)  # nothing charged yet: allowed
+    db.sql("SELECT region, count(*) FROM people WHERE region = 1 GROUP BY 1", epsilon=0.5)
+    n = len(db.history())
+    with pytest.raises(CatalogError, match="move 30 privacy units"):
+        db.replace_data("people", "kept", capacity=40)
+    assert len(db.history()) == n
+    db.con.execute("CREATE TABLE more AS SELECT range + 30 AS id, range % 3 AS region FROM range(5)")
+    db.con.execute("CREATE TABLE same AS SELECT * FROM moved UNION ALL SELECT * FROM more")
+    db.replace_data("people", "same", capacity=40)  # new units, old ones where they were
