@@ -269,6 +269,12 @@ class Ledger(SessionLedger, LedgerRecords):
                                           "AND table_name = 'ledger_scoped_cost'", [self._s])[0][0])
         return self._scoped
 
+    def charged_partitions(self) -> set[str]:
+        """Every partition any charge (dataset or session) was confined to."""
+        return self._transact(lambda cur: {r[0] for r in _run(
+            cur, f"SELECT DISTINCT part FROM {self._s}.ledger_scoped_cost WHERE part <> ''")}
+            if self._has_scoped(cur) else set())
+
     def _read_state(self, cur: duckdb.DuckDBPyConnection, account: str = "") -> ScopedState:
         """One account's charges (module doc of ``scopes.py``): '' is the dataset."""
         st = ScopedState()

@@ -243,12 +243,24 @@ def _looser(old: TableInfo, d: Declaration) -> list[str]:
         nb = d.max_degree.get(c, "absent")
         if nb == "absent" or (nb is not None and nb > b):
             out.append(f"max_degree[{c}] {b} -> {nb}")
-    if d.partition_by != old.partition_by:
+    if old.partition_by is not None and d.partition_by not in (None, old.partition_by):
+        # regrouping units: past charges confined to old partitions would not be counted
+        # together with new ones (declaring or dropping a partition keeps every charge sound)
         out.append(f"partition_by {old.partition_by!r} -> {d.partition_by!r}")
     for c, w in old.widths.items():
         if d.widths.get(c, w) != w:
             out.append(f"width of {c} {w} -> {d.widths.get(c)}")
     return out
+
+
+def _regrouped(db, table: str, d: Declaration) -> list[str]:
+    """Charges confined to partitions of ``table`` by another column than ``d.partition_by``
+    (after a partition column was dropped, or the table unprotected, and another declared)."""
+    if d.partition_by is None:
+        return []
+    other = sorted({p.split("=", 1)[0] for p in db.ledger.charged_partitions()
+                    if p.startswith(f"{table}.") and p.split("=", 1)[0] != f"{table}.{d.partition_by}"})
+    return [f"charges were confined to partitions of {c}, now {table}.{d.partition_by}" for c in other]
 
 
 # -- the actions ---------------------------------------------------------------------------
@@ -383,6 +395,7 @@ def protect(db, table: str, d: Declaration, *, capacity: int | None = None, epsi
     forced: list[str] = []
     if info.private:
         looser = _looser(info, d)
+        looser += [x for x in _regrouped(db, table, d) if x not in looser]
         if looser and db.ledger.has_charges():
             if not force:
                 raise CatalogError(f"re-protecting {table!r} would loosen its declaration after queries were "
@@ -392,6 +405,11 @@ def protect(db, table: str, d: Declaration, *, capacity: int | None = None, epsi
         data = _current_rows(db.con, info)
         columns, not_null = dict(info.columns), set(info.not_null)
     else:
+        regrouped = _regrouped(db, table, d)
+        if regrouped and not force:
+            raise CatalogError(f"protecting {table!r} would regroup its units after charges ({regrouped[0]}); "
+                               f"pass force=True to do it anyway (recorded)")
+        forced = regrouped
         data = _raw_table(db.con, table)
         columns, not_null = dict(info.columns), set(info.not_null)
     _check_declaration(catalog, table, columns, d)

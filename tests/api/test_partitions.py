@@ -197,3 +197,20 @@ def test_replacing_data_cannot_move_a_unit_to_another_partition():
     db.con.execute("CREATE TABLE more AS SELECT range + 30 AS id, range % 3 AS region FROM range(5)")
     db.con.execute("CREATE TABLE same AS SELECT * FROM moved UNION ALL SELECT * FROM more")
     db.replace_data("people", "same", capacity=40)  # new units, old ones where they were
+
+
+def test_changing_the_partition_column_after_charges_needs_force():
+    db = dodb.connect(":memory:", seed=1)
+    db.con.execute("CREATE TABLE people AS SELECT range AS id, range % 3 AS region, range % 2 AS side FROM range(30)")
+    db.set_budget(epsilon=5.0, delta=1e-6)
+    db.protect("people", "id", max_contributions=1, capacity=40)
+    db.sql("SELECT region, count(*) FROM people GROUP BY 1", epsilon=0.5)
+    db.protect("people", "id", max_contributions=1, capacity=40, partition_by="region")  # adding one is sound
+    with pytest.raises(CatalogError, match="partition_by 'region' -> 'side'"):
+        db.protect("people", "id", max_contributions=1, capacity=40, partition_by="side")
+    db.protect("people", "id", max_contributions=1, capacity=40, partition_by="side", force=True)
+    assert db.catalog.table("people").partition_by == "side"
+    db.sql("SELECT region, count(*) FROM people WHERE side = 1 GROUP BY 1", epsilon=0.5)
+    db.protect("people", "id", max_contributions=1, capacity=40)  # dropping it is sound
+    with pytest.raises(CatalogError, match="confined to partitions of people.side"):
+        db.protect("people", "id", max_contributions=1, capacity=40, partition_by="region")
