@@ -187,6 +187,12 @@ def _budget(args) -> int:
                   f"'dodb history', {info['queries']} charges)")
             print(f"left   ε={info['remaining'][0]:.4g} δ={info['remaining'][1]:.3g} (what the next query can get)")
             print(f"default query δ={info['default_delta']:.3g} (sized for {info['horizon']} queries)")
+            parts = info.get("partitions") or {}
+            if parts:  # docs/design.md §Partitions
+                top = info["partition_max_spent"]
+                print(f"partitions: {len(parts)} charged, the most spent ε={top[0]:.4g} δ={top[1]:.3g}")
+                for name, p in sorted(parts.items()):
+                    print(f"  {name}: spent ε={p['spent'][0]:.4g}, left ε={p['remaining'][0]:.4g}")
     finally:
         db.close()
     return 0

@@ -38,6 +38,8 @@ class PrivacyReport:
     spent: tuple[float, float] | None = None
     remaining: tuple[float, float] | None = None
     tables: list[dict[str, Any]] = field(default_factory=list)  # private tables read: capacity and its origin
+    partitions: list[str] | None = None  # partitions charged (None: all; docs/design.md §Partitions)
+    session: str | None = None           # the analyst session whose budget was charged
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -101,6 +103,8 @@ class PrivacyReport:
             lines.append(f"  size of {t['table']}: {t['capacity']} slots ({_origin(t)})")
         lines.append(f"  charged: ε={self.charged_epsilon:.4g}, δ={self.charged_delta:.3g}"
                      + (f" (query #{self.query_id})" if self.query_id else "")
+                     + (f" to partitions {', '.join(self.partitions)}" if self.partitions else "")
+                     + (f" in session {self.session!r}" if self.session else "")
                      + ("; the view is (ε, δ)-differentially oblivious (004 Def 1.2), composed with earlier "
                         "queries by the ledger's adaptive filter (docs/design.md §Accounting)" if self.query_id else ""))
         if self.remaining is not None:

@@ -98,7 +98,8 @@ class Database:
                 max_contributions: int | None = None, keys: Sequence[Sequence[str]] | None = None,
                 max_degree: dict[str, int | None] | None = None, widths: dict[str, int] | None = None,
                 capacity: int | None = None, epsilon: float | None = None, delta: float | None = None,
-                orphans: str = "keep", null_units: str = "keep", force: bool = False) -> ingest.IngestResult:
+                orphans: str = "keep", null_units: str = "keep", partition_by: str | None = None,
+                force: bool = False) -> ingest.IngestResult:
         """Make ``table`` private: verify the declaration, release its capacity, store it canonically.
 
         ``privacy_unit``: the column identifying the unit, or — with ``parent=(table, key)``
@@ -115,10 +116,13 @@ class Database:
         ``'refuse'``.  Re-protecting a private table with a looser declaration after
         charges needs ``force=True`` and is recorded.  The raw table leaves the current
         schema; see docs/design.md §Storage.
+        ``partition_by``: on the table that defines the unit, a column whose value is a public
+        function of the unit (e.g. a customer's nation); queries confined to some partitions
+        are charged to those only (docs/design.md §Partitions).
         """
         d = ingest.Declaration(privacy_unit, tuple(parent) if parent else None, max_contributions,
                                [list(k) for k in (keys or [])], dict(max_degree or {}), dict(widths or {}),
-                               orphans, null_units)
+                               orphans, null_units, partition_by)
         with self._lock:
             self._writable("protect a table")
             return ingest.protect(self, table, d, capacity=capacity, epsilon=epsilon, delta=delta, force=force)
@@ -180,12 +184,17 @@ class Database:
 
     @property
     def budget(self) -> dict[str, Any]:
-        """Budget; spent = the sum of the charges in :meth:`history`; remaining = what the
-        next query can still be charged; the default query δ (docs/design.md §Budget defaults)."""
+        """Budget; spent = the sum of the charges in :meth:`history` that the worst
+        neighbouring change affects (all of them without partitions); remaining = what the
+        next query over all partitions can still be charged; the default query δ
+        (docs/design.md §Budget defaults); ``partitions``: per charged partition, its spent
+        and remaining, and ``partition_max_spent`` the largest (docs/design.md §Partitions)."""
         st = self.ledger.status()
+        parts = {p: {k: tuple(v) for k, v in d.items()} for p, d in st["partitions"].items()}
+        top = max((d["spent"] for d in parts.values()), default=None, key=lambda b: (b[0], b[1]))
         return {"budget": tuple(st["budget"]), "spent": tuple(st["spent"]), "remaining": tuple(st["remaining"]),
                 "filter": st["filter"], "queries": st["totals"].get("queries"), "horizon": st["horizon"],
-                "default_delta": st["default_delta"]}
+                "default_delta": st["default_delta"], "partitions": parts, "partition_max_spent": top}
 
     def history(self, *, owner_actions: bool = False) -> list[dict[str, Any]]:
         """Charged queries and owner releases, oldest first; with ``owner_actions=True`` the
@@ -198,7 +207,8 @@ class Database:
         return self.ledger.default_delta()
 
     def plan(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do",
-             allocation: str = "cost", params: Sequence[Any] | dict[str, Any] | None = None) -> QueryPlan:
+             allocation: str = "cost", params: Sequence[Any] | dict[str, Any] | None = None,
+             account: str | None = None) -> QueryPlan:
         """Plan without running or charging (what :meth:`explain` shows)."""
         if mode not in MODES:
             raise InvalidParameterError(f"unknown mode {mode!r}; choose one of {MODES}")
@@ -207,7 +217,10 @@ class Database:
                 self.catalog.refresh()
             except duckdb.Error as e:
                 raise DodbError(f"cannot read the catalog: {one_line(e)}") from None
-            d = self._default_delta() if delta is None else delta
+            if delta is not None:
+                d = delta
+            else:
+                d = self._default_delta() if account is None else self.ledger.session_info(account)["default_delta"]
             p = plan_query(query, self.catalog, epsilon=epsilon, delta=d, mode=mode,
                            neighbour=self.neighbour, allocation=allocation, params=params)
             p.memory_limit = self.memory_limit
@@ -236,13 +249,16 @@ class Database:
 
     def run(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do",
             allocation: str = "cost", session: str | None = None,
-            params: Sequence[Any] | dict[str, Any] | None = None) -> tuple[PaddedAnswer, PrivacyReport, QueryPlan]:
+            params: Sequence[Any] | dict[str, Any] | None = None,
+            account: str | None = None) -> tuple[PaddedAnswer, PrivacyReport, QueryPlan]:
         """The engine's side of :meth:`sql`: the padded answer (dummies still in it) and the
-        report.  ``session`` names who asked in the ledger (served mode: the analyst's token)."""
+        report.  ``session`` names who asked in the ledger (served mode: the analyst's token);
+        ``account`` an analyst session whose own budget admits the query (:meth:`session`)."""
         with self._lock:
             if self._closed:
                 raise DodbError("this dodb Database is closed")
-            p = self.plan(query, epsilon=epsilon, delta=delta, mode=mode, allocation=allocation, params=params)
+            p = self.plan(query, epsilon=epsilon, delta=delta, mode=mode, allocation=allocation, params=params,
+                          account=account)
             if p.memory_bytes > self.memory_limit:
                 raise MemoryLimitError(
                     f"the plan may need {format_bytes(p.memory_bytes)} (estimated from public sizes), above the "
@@ -256,7 +272,8 @@ class Database:
             if p.events:
                 self._writable("run a query that charges the privacy budget")
                 charge = self.ledger.admit(p.events, sql=p.sql, operators=[e.operator for e in p.events],
-                                           delta=p.delta, neighbour=p.neighbour, session=session)
+                                           delta=p.delta, neighbour=p.neighbour, session=session,
+                                           partitions=p.partitions, account=account)
             try:
                 padded = p.execute(rng=self._rng)
             except BaseException as e:
@@ -290,7 +307,8 @@ class Database:
         comp = charge.report.as_dict() if charge is not None and charge.report is not None else {}
         spent = remaining = None
         try:
-            st = self.ledger.status()
+            st = self.ledger.status() if charge is None or charge.account is None else \
+                self.ledger.session_info(charge.account)
             spent, remaining = tuple(st["spent"]), tuple(st["remaining"])
         except BudgetNotSetError:
             pass
@@ -302,7 +320,31 @@ class Database:
                                "ledger_id": info.capacity_charge})
         return PrivacyReport(p.sql, p.mode, p.epsilon, p.delta, ops, comp, charge.method if charge else None,
                              charge.epsilon if charge else 0.0, charge.delta if charge else 0.0,
-                             charge.query_id if charge else None, spent, remaining, tables)
+                             charge.query_id if charge else None, spent, remaining, tables,
+                             sorted(charge.partitions) if charge is not None and charge.partitions else None,
+                             charge.account if charge is not None else None)
+
+    # -- analyst sessions (docs/design.md §Analyst sessions) ---------------------------------
+    def session(self, *, epsilon: float | None = None, delta: float | None = None, name: str | None = None,
+                filter: str | None = None) -> "AnalystSession":
+        """Open an analyst session with a budget fixed now, charged to the dataset once
+        (refused with ``BudgetExceededError`` if it does not fit), or resume one by ``name``."""
+        from .analyst_session import open_or_resume
+
+        with self._lock:
+            if epsilon is not None or delta is not None:
+                self._writable("open an analyst session")
+            return open_or_resume(self, epsilon, delta, name, filter)
+
+    def sessions(self) -> list[dict[str, Any]]:
+        """Every analyst session (open and closed) with its budget, spent and remaining."""
+        return self.ledger.sessions()
+
+    def close_session(self, name: str) -> None:
+        """Close an analyst session (an owner action); its charge to the dataset stands."""
+        with self._lock:
+            self._writable("close an analyst session")
+            self.ledger.close_session(name)
 
     def close(self) -> None:
         """Detach dodb (its SQL functions); close the connection if dodb opened it."""

@@ -40,6 +40,7 @@ from .filters import (
     UnionFilter,
     make_filter,
 )
+from .choice import ChoiceOfDatabasesAccountant, DatasetGroup
 from .gaussian import GaussianAccountant
 from .ledger import BudgetInfo, Charge, Ledger
 from .optimal import OptimalAccountant
@@ -48,7 +49,7 @@ from .renyi import RenyiAccountant, rdp_to_delta, rdp_to_epsilon
 
 __all__ = [
     "Accountant", "AccountantError", "AdvancedAccountant", "AdvancedFilter", "BasicAccountant",
-    "BasicFilter", "BestAccountant", "Bound", "Budget", "BudgetExceededError", "BudgetInfo",
+    "BasicFilter", "BestAccountant", "Bound", "ChoiceOfDatabasesAccountant", "DatasetGroup", "Budget", "BudgetExceededError", "BudgetInfo",
     "BudgetNotSetError", "Charge", "CompositionReport", "DiscretePLD", "FILTERS", "GaussianAccountant",
     "Ledger", "LedgerError", "METHODS", "NotApplicableError", "OptimalAccountant", "PLDAccountant",
     "PrivacyEvent", "PrivacyFilter", "QueryCharge", "RenyiAccountant", "RenyiFilter", "UnionFilter",

@@ -22,6 +22,11 @@ in-memory database gets an in-memory ledger):
 ``owner_actions`` the owner's history: budget, horizon and neighbour changes,
                  protect / insert / replace / unprotect, analyst tokens (time, old and
                  new value, what was forced).
+``ledger_scoped_cost`` coordinates of charges confined to partitions (``part``) and of
+                 charges made inside an analyst session (``account`` = its name; '' for
+                 the dataset); ``ledger_cost`` keeps the dataset's global charges, so a
+                 ledger written before partitions existed reads the same (``scopes.py``).
+``analyst_sessions`` analyst sessions with a fixed budget (``sessions.py``).
 
 What users see (docs/design.md §Budget defaults): ``spent`` is the sum of the charges
 listed in the history (queries and owner releases), ``remaining`` what the next query
@@ -53,7 +58,7 @@ import time
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import duckdb
 
@@ -63,7 +68,9 @@ from .errors import Budget, BudgetExceededError, BudgetNotSetError, LedgerError,
 from ..errors import InvalidParameterError
 from .events import PrivacyEvent
 from .filters import PrivacyFilter, QueryCharge, UnionFilter, make_filter
+from .sessions import SessionLedger, create_session_table
 from .records import DEFAULT_HORIZON, LedgerRecords, _json, _now, _run, check_horizon
+from .scopes import ScopedState, admits, partition_status, worst_filter_spent, worst_headroom, worst_spent
 
 __all__ = ["Ledger", "Charge", "BudgetInfo", "NEIGHBOURS", "DEFAULT_NEIGHBOUR", "check_neighbour",
            "DEFAULT_HORIZON", "check_horizon"]
@@ -78,18 +85,24 @@ def check_neighbour(neighbour: str) -> None:
         raise InvalidParameterError(f"neighbour must be one of {NEIGHBOURS}, got {neighbour!r}")
 
 
-def _exhausted(filt: PrivacyFilter, totals: dict[str, float], cost: dict[str, float]) -> str:
-    """Which of epsilon or delta a refused query ran out of (delta coordinates end in 'delta')."""
-    fits_eps = filt.admits(totals, {k: v for k, v in cost.items() if not k.endswith("delta")})
-    fits_delta = filt.admits(totals, {k: v for k, v in cost.items() if k.endswith("delta")})
+def _exhausted_scoped(filt: PrivacyFilter, state: ScopedState, cost: dict[str, float],
+                      scope: frozenset[str] | None, neighbour: str) -> str:
+    """Which of epsilon or delta a refused charge ran out of (delta coordinates end in 'delta')."""
+    fits_eps = admits(filt, state, {k: v for k, v in cost.items() if not k.endswith("delta")}, scope, neighbour)
+    fits_delta = admits(filt, state, {k: v for k, v in cost.items() if k.endswith("delta")}, scope, neighbour)
     if fits_eps and not fits_delta:
         return "delta"
     if fits_delta and not fits_eps:
         return "epsilon"
     return "epsilon and delta"
 
+
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CAP = 1e250  # stored coordinates are capped so DuckDB's fsum never meets inf (it would give NaN)
+
+
+def _finite(v: float | None) -> float:
+    return math.inf if v is None or math.isnan(v) or v >= _CAP else float(v)
 _STATUSES = ("charged", "completed", "failed")
 
 
@@ -117,6 +130,8 @@ class Charge:
     report: CompositionReport | None = field(repr=False, default=None)
     ledger: "Ledger | None" = field(repr=False, default=None)
     status: str = "charged"
+    partitions: frozenset[str] | None = None  # None: charged to every partition
+    account: str | None = None                # an analyst session's name, or None (the dataset)
 
     def complete(self) -> None:
         self._mark("completed", None)
@@ -143,7 +158,7 @@ class Charge:
         return False  # never swallow the exception
 
 
-class Ledger(LedgerRecords):
+class Ledger(SessionLedger, LedgerRecords):
     """The privacy ledger of the database behind ``con`` (module doc)."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, *, schema: str = "dodb_meta",
@@ -159,6 +174,7 @@ class Ledger(LedgerRecords):
         self._lock = threading.RLock()
         self._prices: OrderedDict[tuple, tuple] = OrderedDict()
         self.read_only = False
+        self._scoped: bool | None = None
         try:
             self._transact(self._create_tables)
         except duckdb.Error as exc:
@@ -199,6 +215,10 @@ class Ledger(LedgerRecords):
         _run(cur, f"""CREATE TABLE IF NOT EXISTS {s}.ledger_cost (
             query_id BIGINT NOT NULL, coord VARCHAR NOT NULL, value DOUBLE NOT NULL,
             PRIMARY KEY (query_id, coord))""")
+        _run(cur, f"""CREATE TABLE IF NOT EXISTS {s}.ledger_scoped_cost (
+            query_id BIGINT NOT NULL, account VARCHAR NOT NULL, part VARCHAR NOT NULL, coord VARCHAR NOT NULL,
+            value DOUBLE NOT NULL, PRIMARY KEY (query_id, account, part, coord))""")
+        create_session_table(cur, s)
 
     def _transact(self, body, *args: Any) -> Any:
         """Run ``body(cursor, *args)`` in a transaction, retrying on write conflicts."""
@@ -238,14 +258,49 @@ class Ledger(LedgerRecords):
         row = rows[0]
         return BudgetInfo(row[0], row[1], row[2], json.loads(row[3]), row[4])
 
-    def _read_sums(self, cur: duckdb.DuckDBPyConnection) -> Budget:
-        """The plain sums of the charges in the history: what "spent" shows."""
-        e, d = _run(cur, f"SELECT coalesce(fsum(epsilon), 0), coalesce(fsum(delta), 0) FROM {self._s}.ledger")[0]
-        return Budget(float(e), float(d))
-
     def _read_totals(self, cur: duckdb.DuckDBPyConnection) -> dict[str, float]:
         rows = _run(cur, f"SELECT coord, fsum(value) FROM {self._s}.ledger_cost GROUP BY coord")
-        return {k: (math.inf if v is None or math.isnan(v) or v >= _CAP else float(v)) for k, v in rows}
+        return {k: _finite(v) for k, v in rows}
+
+    def _has_scoped(self, cur: duckdb.DuckDBPyConnection) -> bool:
+        """A read-only ledger written before partitions and sessions has no scoped table."""
+        if self._scoped is None:
+            self._scoped = bool(_run(cur, "SELECT count(*) FROM information_schema.tables WHERE table_schema = ? "
+                                          "AND table_name = 'ledger_scoped_cost'", [self._s])[0][0])
+        return self._scoped
+
+    def charged_partitions(self) -> set[str]:
+        """Every partition any charge (dataset or session) was confined to."""
+        return self._transact(lambda cur: {r[0] for r in _run(
+            cur, f"SELECT DISTINCT part FROM {self._s}.ledger_scoped_cost WHERE part <> ''")}
+            if self._has_scoped(cur) else set())
+
+    def _read_state(self, cur: duckdb.DuckDBPyConnection, account: str = "") -> ScopedState:
+        """One account's charges (module doc of ``scopes.py``): '' is the dataset."""
+        st = ScopedState()
+        scoped = self._has_scoped(cur)
+        if account == "":
+            st.global_totals = self._read_totals(cur)
+            skip = f"WHERE query_id NOT IN (SELECT query_id FROM {self._s}.ledger_scoped_cost)" if scoped else ""
+            e, d = _run(cur, f"SELECT coalesce(fsum(epsilon), 0), coalesce(fsum(delta), 0) FROM {self._s}.ledger "
+                             f"{skip}")[0]
+            st.global_sums = Budget(float(e), float(d))
+        if not scoped:
+            return st
+        for part, coord, v in _run(cur, f"SELECT part, coord, fsum(value) FROM {self._s}.ledger_scoped_cost "
+                                        "WHERE account = ? GROUP BY part, coord", [account]):
+            if part == "":
+                st.global_totals[coord] = _finite(v)
+            else:
+                st.parts.setdefault(part, {})[coord] = _finite(v)
+        for part, e, d in _run(cur, f"SELECT s.part, fsum(l.epsilon), fsum(l.delta) FROM {self._s}.ledger l JOIN "
+                                    f"(SELECT DISTINCT query_id, part FROM {self._s}.ledger_scoped_cost "
+                                    "WHERE account = ?) s USING (query_id) GROUP BY s.part", [account]):
+            if part == "":
+                st.global_sums = Budget(float(e), float(d))
+            else:
+                st.part_sums[part] = Budget(float(e), float(d))
+        return st
 
     # -- budget ---------------------------------------------------------------------------
 
@@ -280,8 +335,9 @@ class Ledger(LedgerRecords):
                     f"after {n} queries were charged")
             forced = []
             lowered = old is not None and (filt.epsilon < old.epsilon or filt.delta < old.delta)
-            if lowered and n > 0 and not filt.admits(self._read_totals(cur), {}):
-                spent = self._read_sums(cur)
+            neighbour = self._read_neighbour(cur)
+            if lowered and n > 0 and not admits(filt, self._read_state(cur), {}, None, neighbour):
+                spent = worst_spent(self._read_state(cur), neighbour)
                 why = f"the new budget (ε={filt.epsilon:g}, δ={filt.delta:g}) is below what was already spent {spent}"
                 if not force:
                     raise LedgerError(f"{why}; pass force=True to set it anyway (recorded)")
@@ -342,7 +398,9 @@ class Ledger(LedgerRecords):
 
     def admit(self, query_event: PrivacyEvent | Iterable[PrivacyEvent], *, sql: str | None = None,
               operators: Sequence[Any] | None = None, method: str = "best", delta: float | None = None,
-              session: str | None = None, neighbour: str | None = None, kind: str = "query") -> Charge:
+              session: str | None = None, neighbour: str | None = None, kind: str = "query",
+              partitions: frozenset[str] | None = None, account: str | None = None,
+              after: Callable[[duckdb.DuckDBPyConnection, int], None] | None = None) -> Charge:
         """Check the filter and charge the query, atomically, before it runs.
 
         The query's own cost is its tightest fixed-sequence bound with ``method``
@@ -351,10 +409,18 @@ class Ledger(LedgerRecords):
         if the filter would be exceeded; any error before the commit charges nothing.
         ``neighbour``: the relation the query was planned for; it must be the dataset's.
         ``kind``: 'query' (an analyst's query) or 'owner' (a release made when the owner
-        loaded data: capacities and degree bounds, :mod:`dodb.storage.ingest`).
+        loaded data: capacities and degree bounds, :mod:`dodb.storage.ingest`) or
+        'session' (an analyst session's fixed budget, ``sessions.py``).
+        ``partitions``: the partitions the query's releases depend on (``None``: all;
+        ``planner/partitions.py``); admitted by the loss bound of ``scopes.py``.
+        ``account``: an open analyst session whose own filter admits the query instead
+        of the dataset's (its budget was charged to the dataset when it opened).
+        ``after(cur, query_id)`` runs in the same transaction once the charge is written.
         """
-        if kind not in ("query", "owner"):
-            raise ValueError(f"kind must be 'query' or 'owner', got {kind!r}")
+        if kind not in ("query", "owner", "session"):
+            raise ValueError(f"kind must be 'query', 'owner' or 'session', got {kind!r}")
+        if partitions is not None and (not partitions or not all(isinstance(p, str) and p for p in partitions)):
+            raise ValueError("partitions must be None (all) or a non-empty set of partition names")
         event, report, chosen, charge_in = self._price(query_event, method, delta)
         ops = [str(o) if not isinstance(o, (dict, list, str, int, float)) else o for o in (operators or [])]
 
@@ -371,33 +437,55 @@ class Ledger(LedgerRecords):
             if current != neighbour:
                 raise LedgerError(f"the query was planned for {neighbour!r} neighbours but the dataset's "
                                   f"relation is now {current!r}: plan it again")
-            filt = info.make_filter()
-            cost, totals = filt.cost(charge_in), self._read_totals(cur)
-            if not filt.admits(totals, cost):
-                raise BudgetExceededError(Budget(chosen.epsilon, chosen.delta), self._read_sums(cur),
-                                          filt.headroom(totals), info.filter, _exhausted(filt, totals, cost))
+            relation = stored or DEFAULT_NEIGHBOUR
+            filt = info.make_filter() if account is None else self._session_filter(cur, account)
+            cost, state = filt.cost(charge_in), self._read_state(cur, account or "")
+            if not admits(filt, state, cost, partitions, relation):
+                room = worst_headroom(filt, state, relation)
+                spent = worst_spent(state, relation)
+                name = info.filter if account is None else f"session {account!r}"
+                raise BudgetExceededError(Budget(chosen.epsilon, chosen.delta), spent, room, name,
+                                          _exhausted_scoped(filt, state, cost, partitions,
+                                                            relation))
             _run(
                 cur, f"INSERT INTO {self._s}.ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'charged', NULL, NULL, ?)",
-                [qid, _now(), session or self.session, sql, _json(ops), chosen.method, chosen.epsilon,
+                [qid, _now(), session or account or self.session, sql, _json(ops), chosen.method, chosen.epsilon,
                  chosen.delta, info.filter, _json(report.as_dict()), _json(event.describe()), kind])
             coords = sorted(cost.items())  # one statement (executemany runs one per row)
-            _run(cur, f"INSERT INTO {self._s}.ledger_cost SELECT ?, unnest(?::VARCHAR[]), unnest(?::DOUBLE[])",
-                 [qid, [k for k, _ in coords], [min(float(v), _CAP) for _, v in coords]])
-            return Charge(qid, chosen.epsilon, chosen.delta, chosen.method, info.filter, report, self)
+            keys, values = [k for k, _ in coords], [min(float(v), _CAP) for _, v in coords]
+            if partitions is None and account is None:
+                _run(cur, f"INSERT INTO {self._s}.ledger_cost SELECT ?, unnest(?::VARCHAR[]), unnest(?::DOUBLE[])",
+                     [qid, keys, values])
+            else:
+                if not self._has_scoped(cur):
+                    raise LedgerError("this ledger has no table for scoped charges; open the database read-write once")
+                for part in sorted(partitions) if partitions is not None else [""]:
+                    _run(cur, f"INSERT INTO {self._s}.ledger_scoped_cost SELECT ?, ?, ?, unnest(?::VARCHAR[]), "
+                              "unnest(?::DOUBLE[])", [qid, account or "", part, keys, values])
+            if after is not None:
+                after(cur, qid)
+            return Charge(qid, chosen.epsilon, chosen.delta, chosen.method, info.filter, report, self,
+                          partitions=partitions, account=account)
 
         return self._transact(body)
 
     def preview(self, query_event: PrivacyEvent | Iterable[PrivacyEvent], *, method: str = "best",
-                delta: float | None = None) -> dict[str, Any]:
+                delta: float | None = None, partitions: frozenset[str] | None = None,
+                account: str | None = None) -> dict[str, Any]:
         """What ``admit`` would do, without charging: the composition report, whether
         the filter admits the query now, and the budget spent / remaining (for EXPLAIN)."""
         _, report, chosen, charge_in = self._price(query_event, method, delta)
 
         def body(cur: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-            info, filt, cost, totals = self._check(cur, charge_in)
+            info, filt, cost, _ = self._check(cur, charge_in)
+            if account is not None:
+                filt = self._session_filter(cur, account)
+                cost = filt.cost(charge_in)
+            state, nb = self._read_state(cur, account or ""), self._read_neighbour(cur)
             return {"report": report, "requested": Budget(chosen.epsilon, chosen.delta),
-                    "admissible": filt.admits(totals, cost), "filter": info.filter,
-                    "spent": self._read_sums(cur), "remaining": filt.headroom(totals)}
+                    "admissible": admits(filt, state, cost, partitions, nb), "filter": info.filter,
+                    "spent": worst_spent(state, nb), "remaining": worst_headroom(filt, state, nb),
+                    "partitions": partitions}
 
         return self._transact(body)
 
@@ -464,10 +552,13 @@ class Ledger(LedgerRecords):
                 raise BudgetNotSetError("no privacy budget set for this dataset")
             filt = info.make_filter()
             totals = self._read_totals(cur)
+            state, nb = self._read_state(cur), self._read_neighbour(cur)
             out: dict[str, Any] = {"budget": Budget(info.epsilon, info.delta), "filter": info.filter,
-                                   "spent": self._read_sums(cur), "remaining": filt.headroom(totals),
-                                   "filter_spent": filt.spent(totals), "horizon": self._read_horizon(cur),
-                                   "default_delta": filt.query_delta_cap / self._read_horizon(cur)}
+                                   "spent": worst_spent(state, nb), "remaining": worst_headroom(filt, state, nb),
+                                   "filter_spent": worst_filter_spent(filt, state, nb),
+                                   "horizon": self._read_horizon(cur),
+                                   "default_delta": filt.query_delta_cap / self._read_horizon(cur),
+                                   "partitions": partition_status(filt, state, nb)}
             if isinstance(filt, UnionFilter):
                 out["parts"] = {name: {"spent": f.spent(filt._sub(totals, name)),
                                        "open": name in filt.admitting_parts(totals, {})}

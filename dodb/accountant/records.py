@@ -169,7 +169,8 @@ class LedgerRecords:
 
     def timeline(self) -> list[dict[str, Any]]:
         """Charged queries (and owner releases) and owner actions, oldest first."""
-        out = [{"at": r["charged_at"], "type": "owner release" if r.get("kind") == "owner" else "query",
+        kinds = {"owner": "owner release", "session": "session opened"}
+        out = [{"at": r["charged_at"], "type": kinds.get(r.get("kind"), "query"),
                 "id": r["query_id"], "what": r["sql"], "epsilon": r["epsilon"], "delta": r["delta"],
                 "status": r["status"], "session": r["session"]} for r in self.history()]
         out += [{"at": a["acted_at"], "type": "owner action", "id": a["action_id"],

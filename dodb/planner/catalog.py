@@ -62,6 +62,7 @@ class TableInfo:
     checksums: dict[str, int] = field(default_factory=dict)
     version: int = 0                          # bumped by every data change
     policy: dict[str, Any] = field(default_factory=dict)      # orphans / null units handling
+    partition_by: str | None = None           # column whose value is the unit's partition (unit table only)
 
     def degree(self, column: str) -> int | None:
         """Public bound on rows per value of ``column`` (1 for a declared key)."""
@@ -215,4 +216,5 @@ def _private_info(name: str, spec: dict[str, Any]) -> TableInfo:
         capacity=int(spec["capacity"]), capacity_source=spec.get("capacity_source"),
         capacity_charge=spec.get("capacity_charge"),
         checksums={k: int(v) for k, v in spec.get("checksums", {}).items()},
-        version=int(spec.get("version", 0)), policy=dict(spec.get("policy", {})))
+        version=int(spec.get("version", 0)), policy=dict(spec.get("policy", {})),
+        partition_by=spec.get("partition_by"))

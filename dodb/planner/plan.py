@@ -37,6 +37,7 @@ from .alignment import mark_alignment
 from .marking import mark_only_filters
 from .memory import estimate_peak_bytes, format_bytes
 from .prune import prune_columns
+from .partitions import describe_partitions, query_partitions
 
 __all__ = ["QueryPlan", "plan_query", "ALLOCATIONS"]
 
@@ -125,6 +126,7 @@ class QueryPlan:
     types: list[str] | None = None  # DuckDB's result types (the answer is cast to them)
     memory_bytes: int = 0  # public estimate of the peak memory (planner/memory.py)
     memory_limit: int | None = None  # the session's limit, set by Database.plan
+    partitions: frozenset[str] | None = None  # what the releases depend on (planner/partitions.py); None: all
 
     # -- privacy -------------------------------------------------------------------------
     def composition(self):
@@ -181,6 +183,7 @@ class QueryPlan:
                 "neighbour": self.neighbour, "plan": node_dict(self.root, set()),
                 "composition": comp.as_dict() if comp else {},
                 "chosen": comp.best.method if comp else None,
+                "partitions": sorted(self.partitions) if self.partitions is not None else None,
                 "memory": {"estimated_peak_bytes": self.memory_bytes, "limit_bytes": self.memory_limit},
                 "padding": [vars(o) for o in padding_overhead(self.event_nodes)]}
 
@@ -210,6 +213,8 @@ class QueryPlan:
         lines.append(comp.explain() if comp else self._no_release_line())
         if self.mode == "do":
             lines.append(padding_line(self.event_nodes))
+        if comp and any(t.partition_by for t in self.catalog.tables.values() if t.private):
+            lines.append(f"charged to: {describe_partitions(self.partitions)} (docs/design.md §Partitions)")
         lines.append(self._memory_line())
         return "\n".join(lines)
 
@@ -331,5 +336,6 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
                      alloc, events, event_nodes, catalog,
                      types=[t for _, t in schema] if len(schema) == len(built.names) else None)
     plan.memory_bytes = estimate_peak_bytes(built.root)
+    plan.partitions = query_partitions(built.root, catalog) if events else None
     dry_run(plan)  # every data-independent failure happens here, before admission
     return plan

@@ -38,6 +38,7 @@ from ..operators.table import from_arrow
 from ..planner.catalog import META_SCHEMA, META_TABLE, SHADOW_SCHEMA, Catalog, TableInfo
 from .canonical import PRIVATE_SCHEMA, pad_and_shuffle, read_slots, real_rows, write_slots
 from .layout import RESERVED_PREFIX, LogicalColumn, check_storable
+from .partitioning import check_partition_column, check_partition_declaration, check_units_keep_partition
 
 __all__ = ["Declaration", "IngestResult", "protect", "load", "unprotect", "ORPHAN_POLICIES"]
 
@@ -57,6 +58,7 @@ class Declaration:
     widths: dict[str, int] = field(default_factory=dict)
     orphans: str = "keep"        # child rows whose parent key names no parent row
     null_units: str = "keep"     # rows whose unit key is NULL (each is a unit of its own)
+    partition_by: str | None = None  # a public function of the unit (docs/design.md §Partitions)
 
 
 @dataclass
@@ -199,6 +201,8 @@ def _verify(cur, table: str, d: Declaration, data: pa.Table, parent_keys: pa.Arr
     for k in d.keys:
         if _max_per_value(cur, k, skip_null=False) > 1:
             raise CatalogError(f"{table!r}: declared key {k} is not unique")
+    if d.partition_by is not None:
+        check_partition_column(cur, _VIEW, table, d.privacy_unit, d.partition_by)
     dp_max = {}
     for c, bound in d.max_degree.items():
         got = _max_per_value(cur, [c])
@@ -243,6 +247,8 @@ def _check_declaration(catalog: Catalog, table: str, columns: dict[str, str], d:
     if missing:
         raise CatalogError(f"{table!r}: declare a public byte width for the string columns {missing} "
                            f"(widths={{...}}); private strings are stored at a fixed width")
+    if d.partition_by is not None:
+        check_partition_declaration(table, columns, d.privacy_unit, d.parent, d.partition_by)
     for policy, value in (("orphans", d.orphans), ("null_units", d.null_units)):
         if value not in ORPHAN_POLICIES:
             raise CatalogError(f"{policy} must be one of {ORPHAN_POLICIES}")
@@ -270,10 +276,24 @@ def _looser(old: TableInfo, d: Declaration) -> list[str]:
         nb = d.max_degree.get(c, "absent")
         if nb == "absent" or (nb is not None and nb > b):
             out.append(f"max_degree[{c}] {b} -> {nb}")
+    if old.partition_by is not None and d.partition_by not in (None, old.partition_by):
+        # regrouping units: past charges confined to old partitions would not be counted
+        # together with new ones (declaring or dropping a partition keeps every charge sound)
+        out.append(f"partition_by {old.partition_by!r} -> {d.partition_by!r}")
     for c, w in old.widths.items():
         if d.widths.get(c, w) != w:
             out.append(f"width of {c} {w} -> {d.widths.get(c)}")
     return out
+
+
+def _regrouped(db, table: str, d: Declaration) -> list[str]:
+    """Charges confined to partitions of ``table`` by another column than ``d.partition_by``
+    (after a partition column was dropped, or the table unprotected, and another declared)."""
+    if d.partition_by is None:
+        return []
+    other = sorted({p.split("=", 1)[0] for p in db.ledger.charged_partitions()
+                    if p.startswith(f"{table}.") and p.split("=", 1)[0] != f"{table}.{d.partition_by}"})
+    return [f"charges were confined to partitions of {c}, now {table}.{d.partition_by}" for c in other]
 
 
 # -- the actions ---------------------------------------------------------------------------
@@ -344,6 +364,7 @@ def _run_action(db, table: str, action: str, d: Declaration, data: pa.Table, col
         "capacity_charge": charge.query_id if charge is not None else None,
         "releases": releases, "version": (old.version + 1) if old is not None else 1,
         "policy": {"orphans": d.orphans, "null_units": d.null_units},
+        "partition_by": d.partition_by,
     }
     w = con.cursor()
     try:
@@ -382,7 +403,8 @@ def _run_action(db, table: str, action: str, d: Declaration, data: pa.Table, col
 
 
 def _public_spec_dict(spec: dict) -> dict:
-    keep = ("privacy_unit", "parent", "max_contributions", "keys", "max_degree", "capacity", "capacity_source", "policy")
+    keep = ("privacy_unit", "parent", "max_contributions", "keys", "max_degree", "capacity", "capacity_source", "policy",
+            "partition_by")
     return {k: spec.get(k) for k in keep} | {"widths": {c["name"]: c["width"] for c in spec["columns"] if c["width"]}}
 
 
@@ -392,7 +414,7 @@ def _public_spec(info: TableInfo | None) -> dict | None:
     return {"privacy_unit": info.privacy_unit, "parent": list(info.parent) if info.parent else None,
             "max_contributions": info.max_contributions, "keys": info.keys, "max_degree": info.max_degree,
             "capacity": info.capacity, "capacity_source": info.capacity_source, "policy": info.policy,
-            "widths": info.widths}
+            "widths": info.widths, "partition_by": info.partition_by}
 
 
 def protect(db, table: str, d: Declaration, *, capacity: int | None = None, epsilon: float | None = None,
@@ -406,6 +428,7 @@ def protect(db, table: str, d: Declaration, *, capacity: int | None = None, epsi
     forced: list[str] = []
     if info.private:
         looser = _looser(info, d)
+        looser += [x for x in _regrouped(db, table, d) if x not in looser]
         if looser and db.ledger.has_charges():
             if not force:
                 raise CatalogError(f"re-protecting {table!r} would loosen its declaration after queries were "
@@ -415,6 +438,11 @@ def protect(db, table: str, d: Declaration, *, capacity: int | None = None, epsi
         data = _current_rows(db.con, info)
         columns, not_null = dict(info.columns), set(info.not_null)
     else:
+        regrouped = _regrouped(db, table, d)
+        if regrouped and not force:
+            raise CatalogError(f"protecting {table!r} would regroup its units after charges ({regrouped[0]}); "
+                               f"pass force=True to do it anyway (recorded)")
+        forced = regrouped
         data = _raw_table(db.con, table)
         columns, not_null = dict(info.columns), set(info.not_null)
     _check_declaration(catalog, table, columns, d)
@@ -435,9 +463,12 @@ def load(db, table: str, rows: Any, *, append: bool, capacity: int | None = None
     data = pa.concat_tables([current, new]) if append else new
     d = Declaration(info.privacy_unit, info.parent, info.max_contributions, [list(k) for k in info.keys],
                     {c: (None if info.degree_sources.get(c) == "dp" else b) for c, b in info.max_degree.items()},
-                    dict(info.widths), info.policy.get("orphans", "keep"), info.policy.get("null_units", "keep"))
+                    dict(info.widths), info.policy.get("orphans", "keep"), info.policy.get("null_units", "keep"),
+                    info.partition_by)
     if not append:
         _check_children(db, table, data)
+    if not append and info.partition_by is not None and db.ledger.has_charges():
+        check_units_keep_partition(db.con, table, current, data, info.privacy_unit, info.partition_by)
     return _run_action(db, table, "insert" if append else "replace", d, data, dict(info.columns), set(info.not_null),
                        capacity=capacity, epsilon=epsilon, delta=delta, drop_raw=False, old=info, forced=[])
 

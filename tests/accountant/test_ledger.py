@@ -40,7 +40,8 @@ def test_tables_live_in_the_dataset_database(con):
     Ledger(con)
     names = {r[0] for r in con.execute(
         "SELECT table_name FROM information_schema.tables WHERE table_schema = 'dodb_meta'").fetchall()}
-    assert names == {"budget", "ledger", "ledger_cost", "settings", "owner_actions"}
+    assert names == {"budget", "ledger", "ledger_cost", "settings", "owner_actions", "ledger_scoped_cost",
+                     "analyst_sessions"}
 
 
 @pytest.mark.parametrize("eps,delta,msg", [
