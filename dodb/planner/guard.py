@@ -41,7 +41,10 @@ def _classes(*names: str) -> tuple[type, ...]:
 _STRUCTURE = _classes(
     "Select", "Union", "Intersect", "Except", "Subquery", "From", "Join", "Where", "Group", "Having",
     "Order", "Ordered", "Limit", "Offset", "With", "CTE", "Table", "TableAlias", "Exists", "Any", "All",
-    "Distinct", "Star", "Count", "Sum", "Avg", "Min", "Max", "LimitOptions")
+    "Distinct", "Star", "Count", "Sum", "Avg", "Min", "Max", "LimitOptions",
+    # window functions (planner/windows.py refuses what it cannot run)
+    "Window", "WindowSpec", "Qualify", "RowNumber", "Rank", "DenseRank", "Ntile", "Lag", "Lead", "FirstValue",
+    "LastValue", "RespectNulls", "IgnoreNulls")
 # Scalar expressions: deterministic, no side effects, no access to anything but their arguments.
 _SCALAR = _classes(
     "Column", "Identifier", "Alias", "Literal", "Boolean", "Null", "Paren", "Neg", "Not", "And", "Or",
@@ -72,7 +75,7 @@ _CAST_TYPES = {t for t in (getattr(exp.DataType.Type, n, None) for n in (
 # arguments each structural node may carry (anything else is a DuckDB extension dodb does not plan)
 _ARGS = {
     exp.Select: {"expressions", "from", "from_", "joins", "where", "group", "having", "order", "limit",
-                 "offset", "distinct", "with", "with_"},
+                 "offset", "distinct", "with", "with_", "qualify"},
     exp.Join: {"this", "on", "side", "kind"},
     **{op: {"this", "expression", "distinct", "with", "with_", "order", "limit", "offset"}
        for op in (exp.Union, exp.Intersect, exp.Except)},
