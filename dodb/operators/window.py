@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from ..errors import UnsupportedQueryError
 from ..oblivious.scan import segmented_lex_scan, segmented_scan
 from .aggregate import _int128_parts, _int128_to_float, _words_differ
 from .context import ExecContext, OpResult
@@ -341,7 +342,7 @@ def _compute(c: _Ctx, t: PaddedTable, f: WindowFunc) -> Column:
     if f.func in ("lag", "lead"):
         default = t.column(f.default) if f.default is not None else None
         if default is not None and str(default.type) != str(col.type):
-            raise TypeError(f"{f.func.upper()} default of type {default.type} for a value of type {col.type}")
+            raise UnsupportedQueryError(f"{f.func.upper()} default of type {default.type} for a value of type {col.type}")
         return _lag(c, col, default, f.offset if f.func == "lag" else -f.offset)
     if f.func in ("first_value", "last_value"):
         return _value_at(c, col, f.frame, f.func == "first_value")
@@ -373,6 +374,48 @@ def _spec_pass(t: PaddedTable, spec: WindowSpec, ctx: ExecContext) -> PaddedTabl
                        dict(t.meta))
 
 
+def _sql_type(t: pa.DataType) -> str:
+    if pa.types.is_decimal(t):
+        return f"DECIMAL({t.precision},{t.scale})"
+    names = {pa.int8(): "TINYINT", pa.int16(): "SMALLINT", pa.int32(): "INTEGER", pa.int64(): "BIGINT",
+             pa.uint8(): "UTINYINT", pa.uint16(): "USMALLINT", pa.uint32(): "UINTEGER", pa.uint64(): "UBIGINT",
+             pa.float64(): "DOUBLE", pa.string(): "VARCHAR", pa.date32(): "DATE", pa.bool_(): "BOOLEAN"}
+    if t not in names:
+        raise UnsupportedQueryError(f"LAG/LEAD default for a value of type {t}")
+    return names[t]
+
+
+def _cast_defaults(t: PaddedTable, specs: list[WindowSpec], ctx: ExecContext):
+    """LAG/LEAD defaults cast to the value's type, as DuckDB binds them (the expression
+    evaluator, row-wise over every slot); a NULL default is no default."""
+    from dataclasses import replace
+
+    from sqlglot import exp
+
+    from .project import project
+
+    exprs, out = {}, []
+    for spec in specs:
+        funcs = []
+        for f in spec.funcs:
+            if f.default is not None:
+                dt, vt = t.column(f.default).type, t.column(f.column).type
+                if pa.types.is_null(dt):
+                    f = replace(f, default=None)
+                elif str(dt) != str(vt) and not (pa.types.is_string(dt) and pa.types.is_string(vt)):
+                    name = f"__wdefault{len(exprs)}"
+                    exprs[name] = exp.cast(exp.column(f.default, quoted=True), exp.DataType.build(_sql_type(vt)))
+                    f = replace(f, default=name)
+            funcs.append(f)
+        out.append(WindowSpec(spec.partition, spec.order, tuple(funcs)))
+    if exprs:
+        sources = sorted({c.name for e in exprs.values() for c in e.find_all(exp.Column)})
+        cast = project(t.select(sources), exprs, ctx=ctx).table
+        t = PaddedTable(t.names + list(exprs), t.columns + [cast.column(n) for n in exprs], t.is_real,
+                        t.stability, dict(t.meta), t.aligned)
+    return t, out
+
+
 def window(table: PaddedTable, specs: list[WindowSpec], *, restore: bool = False, stability: int | None = None,
            mode: str = "do", ctx: ExecContext | None = None) -> OpResult:
     """Add every window function of ``specs`` as a column; the padded size is unchanged.
@@ -387,6 +430,7 @@ def window(table: PaddedTable, specs: list[WindowSpec], *, restore: bool = False
     pos_name = "__window_pos"
     pos = Column(pa.uint64(), np.arange(n, dtype=np.uint64), np.ones(n, dtype=bool))
     t = PaddedTable(table.names + [pos_name], table.columns + [pos], table.is_real, table.stability, dict(table.meta))
+    t, specs = _cast_defaults(t, specs, ctx)
     for spec in specs:
         t = _spec_pass(t, spec, ctx)
     if restore:
