@@ -278,7 +278,8 @@ def _check_node(node: exp.Expression, user_functions: set[str]) -> None:
             _refuse(f"{cls.__name__.upper()} with {extra[0].upper().replace('_', ' ')}: {_snippet(node)}", node)
     if isinstance(node, exp.Anonymous) and node.name.lower() not in _FUNCTIONS:
         _refuse(f"function {node.name}() (not on dodb's list of supported functions)", node)
-    if isinstance(node, exp.Var) and node.arg_key != "unit" and not isinstance(node.parent, exp.Extract):
+    if isinstance(node, exp.Var) and node.arg_key != "unit" \
+            and not isinstance(node.parent, (exp.Extract, exp.WindowSpec)):
         if isinstance(node.parent, exp.Ordered) and node.name.upper() == "ALL":
             _refuse("ORDER BY ALL (list the columns to order by)", node)
         _refuse(f"keyword {node.name} in this position", node)
