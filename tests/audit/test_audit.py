@@ -241,3 +241,32 @@ def test_planted_duckdb_evaluation_of_private_rows_is_caught(tpch_db, monkeypatc
     report = audit(tpch_db, [tpch_query(13)], pairs=2, seed=1)
     text = "\n".join(report.lines())
     assert report.identical < 2 and "duckdb" in text and "__dodb_batch" in text, text
+
+
+WINDOW_QUERIES = [
+    "SELECT id, ward, rank() OVER (PARTITION BY ward ORDER BY age DESC) AS r FROM patients",
+    "SELECT * FROM (SELECT id, ward, row_number() OVER (PARTITION BY ward ORDER BY age, id) AS rn FROM patients) t "
+    "WHERE rn <= 2",
+    "SELECT ward, count(*) AS n, sum(count(*)) OVER (ORDER BY ward) AS cum FROM patients GROUP BY ward "
+    "QUALIFY rank() OVER (ORDER BY count(*) DESC) <= 3",
+    "SELECT pid, lag(amount, 1, 0) OVER (PARTITION BY pid ORDER BY amount) AS prev, "
+    "sum(amount) OVER (ORDER BY pid, amount ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS s FROM visits",
+]
+
+
+def test_window_queries_have_identical_views_on_coupled_neighbours(db):
+    report = audit(db, WINDOW_QUERIES, pairs=2, seed=1)
+    assert report.ok, "\n".join(report.lines())
+
+
+def test_planted_undercharged_window_is_caught(db, monkeypatch):
+    """A window charged with its input's stability: one unit's removal renumbers every later
+    row, so a filter on the row numbers moves by far more than charged."""
+    from dodb.planner import windows
+
+    sql = "SELECT id FROM (SELECT id, row_number() OVER (ORDER BY id) AS rn FROM patients) t WHERE rn = id + 1"
+    monkeypatch.setattr(windows, "_stability", lambda builder, child, specs, order_free: child.stability)
+    report = audit(db, [sql], pairs=2, seed=1)
+    assert report.identical < 2 and "charged sensitivity" in "\n".join(report.lines()), "\n".join(report.lines())
+    monkeypatch.undo()
+    assert audit(db, [sql], pairs=2, seed=1).ok
