@@ -342,7 +342,8 @@ def _compute(c: _Ctx, t: PaddedTable, f: WindowFunc) -> Column:
     if f.func in ("lag", "lead"):
         default = t.column(f.default) if f.default is not None else None
         if default is not None and str(default.type) != str(col.type):
-            raise UnsupportedQueryError(f"{f.func.upper()} default of type {default.type} for a value of type {col.type}")
+            raise UnsupportedQueryError(f"{f.func.upper()} default of type {default.type} for a value of type "
+                                        f"{col.type}")
         return _lag(c, col, default, f.offset if f.func == "lag" else -f.offset)
     if f.func in ("first_value", "last_value"):
         return _value_at(c, col, f.frame, f.func == "first_value")
@@ -357,7 +358,7 @@ def _spec_pass(t: PaddedTable, spec: WindowSpec, ctx: ExecContext) -> PaddedTabl
     nf = [False] * len(part) + [k.nulls_first for k in spec.order]
     dummy = KeyField((~t.is_real).astype(np.uint64), 1)
     enc = encode_keys(part + order, desc, leading=[dummy], n=n, nulls_first=nf)
-    _, arrays = ctx.kernels.sort(enc, t.arrays())  # dummies after every real row
+    _, arrays = ctx.kernels.sort(enc, t.arrays())  # lint: public the oblivious network; dummies last
     t = t.with_arrays(arrays)
     lead = [KeyField((~t.is_real).astype(np.uint64), 1)]
     pkey = encode_keys([t.column(p) for p in spec.partition], leading=lead, n=n)
@@ -404,12 +405,13 @@ def _cast_defaults(t: PaddedTable, specs: list[WindowSpec], ctx: ExecContext):
                     f = replace(f, default=None)
                 elif str(dt) != str(vt) and not (pa.types.is_string(dt) and pa.types.is_string(vt)):
                     name = f"__wdefault{len(exprs)}"
-                    exprs[name] = exp.cast(exp.column(f.default, quoted=True), exp.DataType.build(_sql_type(vt)))
+                    cast = exp.cast(exp.column(f.default, quoted=True), exp.DataType.build(_sql_type(vt)))
+                    exprs[name] = cast  # lint: public names of expressions
                     f = replace(f, default=name)
             funcs.append(f)
         out.append(WindowSpec(spec.partition, spec.order, tuple(funcs)))
     if exprs:
-        sources = sorted({c.name for e in exprs.values() for c in e.find_all(exp.Column)})
+        sources = sorted({c.name for e in exprs.values() for c in e.find_all(exp.Column)})  # lint: public names
         cast = project(t.select(sources), exprs, ctx=ctx).table
         t = PaddedTable(t.names + list(exprs), t.columns + [cast.column(n) for n in exprs], t.is_real,
                         t.stability, dict(t.meta), t.aligned)
@@ -435,7 +437,7 @@ def window(table: PaddedTable, specs: list[WindowSpec], *, restore: bool = False
         t = _spec_pass(t, spec, ctx)
     if restore:
         enc = encode_keys([t.column(pos_name)], n=n)
-        _, arrays = ctx.kernels.sort(enc, t.arrays())
+        _, arrays = ctx.kernels.sort(enc, t.arrays())  # lint: public the oblivious network, on slots
         t = t.with_arrays(arrays)
     keep = [nm for nm in t.names if nm != pos_name]
     out = t.select(keep)
