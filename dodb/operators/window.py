@@ -51,6 +51,7 @@ VALUE = ("lag", "lead", "first_value", "last_value")
 AGGREGATE = ("count_star", "count", "sum", "avg", "min", "max")
 WINDOW_FUNCS = RANKING + VALUE + AGGREGATE
 _M32 = np.uint64(0xFFFFFFFF)
+_POS = "__window_pos"  # each row's input position, carried through every pass
 _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
@@ -353,9 +354,12 @@ def _compute(c: _Ctx, t: PaddedTable, f: WindowFunc) -> Column:
 def _spec_pass(t: PaddedTable, spec: WindowSpec, ctx: ExecContext) -> PaddedTable:
     n = t.padded_size
     part = [t.column(p) for p in spec.partition]
-    order = [t.column(k.column) for k in spec.order]
-    desc = [False] * len(part) + [k.descending for k in spec.order]
-    nf = [False] * len(part) + [k.nulls_first for k in spec.order]
+    # ties in the ORDER BY go by input slot (the last key): the same order for every row a
+    # neighbour leaves untouched (planner/windows.py, stability)
+    keys = list(spec.order) + [SortKey(_POS)]
+    order = [t.column(k.column) for k in keys]
+    desc = [False] * len(part) + [k.descending for k in keys]
+    nf = [False] * len(part) + [k.nulls_first for k in keys]
     dummy = KeyField((~t.is_real).astype(np.uint64), 1)
     enc = encode_keys(part + order, desc, leading=[dummy], n=n, nulls_first=nf)
     _, arrays = ctx.kernels.sort(enc, t.arrays())  # lint: public the oblivious network; dummies last
@@ -429,8 +433,10 @@ def window(table: PaddedTable, specs: list[WindowSpec], *, restore: bool = False
     ctx = ctx or ExecContext(mode=mode)
     leaks_before = len(ctx.leaks)
     n = table.padded_size
-    pos_name = "__window_pos"
-    pos = Column(pa.uint64(), np.arange(n, dtype=np.uint64), np.ones(n, dtype=bool))
+    pos_name = _POS
+    wide = n >= 1 << 32  # public: the key grows by the position's bits
+    pos = Column(pa.uint64() if wide else pa.uint32(), np.arange(n, dtype=np.uint64 if wide else np.uint32),
+                 np.ones(n, dtype=bool))
     t = PaddedTable(table.names + [pos_name], table.columns + [pos], table.is_real, table.stability, dict(table.meta))
     t, specs = _cast_defaults(t, specs, ctx)
     for spec in specs:

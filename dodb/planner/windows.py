@@ -11,12 +11,14 @@ depends on the other rows of its partition, so one unit can change every row of 
 partitions it touches.  A unit changes at most ``s`` rows of the input (its stability),
 each in at most two partitions (before and after), so at most ``2s`` partitions are
 touched; with a public bound ``d`` on rows per PARTITION BY value the output changes in
-at most ``2·s·d`` rows, and never in more than the input's padded size.  That bound
-needs the value to depend only on the *multiset* of the partition's rows; functions
-whose value on ties depends on the rows' input order (ROW_NUMBER, NTILE, LAG/LEAD,
-FIRST/LAST_VALUE, ROWS frames, floating-point sums) — and windows without PARTITION BY or
-without a degree bound — get the padded size.  Later releases are charged with it
-(docs/neighbours.md §Sensitivity of each release).
+at most ``2·s·d`` rows per pass, and never in more than the input's padded size.  That
+needs each value to depend only on its partition's rows: ties in the ORDER BY are broken
+by input position, which on an input in canonical slots (a private scan under
+projections) is the same for every row the coupled neighbour leaves untouched.  On any
+other input, functions whose value on ties depends on that order (ROW_NUMBER, NTILE,
+LAG/LEAD, FIRST/LAST_VALUE, ROWS frames, floating-point sums) get the padded size, as
+do windows without PARTITION BY or without a degree bound.  Later releases are charged
+with it (docs/neighbours.md §Sensitivity of each release).
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from sqlglot import exp
 from ..errors import UnsupportedQueryError
 from ..operators.sort_limit import SortKey
 from ..operators.window import Frame, WHOLE, WindowFunc, WindowSpec
-from .logical import Node, Unary, upper_rows
+from .logical import Node, Scan, Unary, upper_rows
 from .rules.reject_unsupported import position_of
 
 __all__ = ["Window", "WindowCalls", "extract_windows", "plan_windows", "MAX_FRAME_ROWS"]
@@ -263,12 +265,20 @@ def plan_windows(builder, node: Node, calls: WindowCalls) -> Node:
                   unique=list(child.unique), one_row=child.one_row)
 
 
+def _in_slots(node: Node) -> bool:
+    """Whether ``node``'s rows are surely in their canonical slots (a private scan under
+    projections and windows only: planner/alignment.py marks these aligned)."""
+    while isinstance(node, Window) or node.kind == "Project":
+        node = node.children[0]
+    return isinstance(node, Scan) and node.private
+
+
 def _stability(builder, child: Node, specs: list[WindowSpec], order_free: bool) -> int:
     """Rows of the output one unit can change (module doc): ``min(n, Σ 2·s·d)`` or ``n``."""
     s, n = child.stability, upper_rows(child)
     if s == 0:
         return 0
-    if not order_free:
+    if not order_free and not _in_slots(child):
         return n
     total = 0
     for spec in specs:

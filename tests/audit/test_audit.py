@@ -13,6 +13,7 @@ import dodb
 from dodb.audit import AuditError, audit
 from dodb.operators.context import ExecContext
 from dodb.planner import execute as execute_mod
+from dodb.planner.logical import upper_rows, walk
 
 QUERIES = [
     "SELECT count(*) FROM patients",
@@ -270,3 +271,23 @@ def test_planted_undercharged_window_is_caught(db, monkeypatch):
     assert report.identical < 2 and "charged sensitivity" in "\n".join(report.lines()), "\n".join(report.lines())
     monkeypatch.undo()
     assert audit(db, [sql], pairs=2, seed=1).ok
+
+
+@pytest.mark.parametrize("neighbour", ["add_remove", "replace"])
+def test_top_k_per_partition_is_charged_for_the_touched_partitions_only(neighbour):
+    """On rows in their slots with a declared bound on rows per ward, a top-k per ward is
+    charged 2·s·d, below the padded size, and the values still move within that charge."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE patients (id INTEGER PRIMARY KEY, ward INTEGER NOT NULL, age INTEGER)")
+    con.execute("INSERT INTO patients SELECT range, range % 8, CASE WHEN range % 9 = 0 THEN NULL "
+                "ELSE 20 + (range * 7) % 50 END FROM range(64)")
+    db = dodb.attach(con, seed=3, neighbour=neighbour)
+    db.set_budget(epsilon=1e6, delta=0.5)
+    db.protect("patients", "id", max_contributions=1, keys=[["id"]], max_degree={"ward": 8}, delta=0.005)
+    sql = ("SELECT id, ward, rn FROM (SELECT id, ward, row_number() OVER (PARTITION BY ward ORDER BY age DESC) AS rn "
+           "FROM patients) t WHERE rn <= 2")
+    plan = db.plan(sql, epsilon=1.0)
+    window = next(n for n in walk(plan.root) if n.kind == "Window")
+    assert window.stability == 2 * 1 * 8 < upper_rows(window)
+    report = audit(db, [sql, sql.replace("row_number()", "rank()")], pairs=3, seed=2)
+    assert report.ok, "\n".join(report.lines())
