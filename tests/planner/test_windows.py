@@ -83,6 +83,12 @@ QUERIES = [
     "SELECT region, cust, sum(qty) AS q FROM sales GROUP BY region, cust "
     "QUALIFY rank() OVER (PARTITION BY region ORDER BY sum(qty) DESC) = 1",
     "SELECT DISTINCT region, count(*) OVER (PARTITION BY region) AS n FROM sales",
+    "SELECT region, qty, sum(amount) AS s, sum(amount) * 100 / sum(sum(amount)) OVER (PARTITION BY region) AS pct "
+    "FROM sales GROUP BY region, qty",
+    "SELECT a.id, b.id AS bid, row_number() OVER (PARTITION BY a.region ORDER BY b.id, a.id) AS rn FROM sales a "
+    "JOIN sales b ON a.qty = b.cust WHERE a.id < 12",
+    "SELECT id, sum(CASE WHEN qty > 2 THEN amount ELSE 0 END) OVER (PARTITION BY upper(region) ORDER BY id "
+    "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cum FROM sales",
     "SELECT id, qty FROM sales ORDER BY row_number() OVER (ORDER BY qty DESC, id) LIMIT 5",
     # joins with public data, public-only windows, empty tables
     "SELECT s.id, r.zone, rank() OVER (PARTITION BY r.zone ORDER BY s.amount) AS r FROM sales s "
