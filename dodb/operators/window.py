@@ -46,8 +46,8 @@ from .table import Column, PaddedTable, unify_columns
 
 __all__ = ["Frame", "WindowFunc", "WindowSpec", "window", "WINDOW_FUNCS", "RANKING"]
 
-RANKING = ("row_number", "rank", "dense_rank", "ntile")
-VALUE = ("lag", "lead", "first_value", "last_value")
+RANKING = ("row_number", "rank", "dense_rank", "ntile", "percent_rank", "cume_dist")
+VALUE = ("lag", "lead", "first_value", "last_value", "nth_value")
 AGGREGATE = ("count_star", "count", "sum", "avg", "min", "max")
 WINDOW_FUNCS = RANKING + VALUE + AGGREGATE
 _M32 = np.uint64(0xFFFFFFFF)
@@ -79,7 +79,7 @@ WHOLE = Frame("range", None, None)
 class WindowFunc:
     """One window function: ``func`` over ``column`` into output ``name``.
 
-    ``offset``: LAG/LEAD offset or NTILE's bucket count; ``default``: LAG/LEAD default
+    ``offset``: LAG/LEAD offset, NTH_VALUE's position or NTILE's bucket count; ``default``: LAG/LEAD default
     column (``None`` = NULL); ``frame``: the frame of value and aggregate functions.
     """
 
@@ -95,8 +95,8 @@ class WindowFunc:
             raise ValueError(f"unsupported window function {self.func!r}")
         if self.func in VALUE + AGGREGATE and self.func != "count_star" and self.column is None:
             raise ValueError(f"{self.func} needs a column")
-        if self.func == "ntile" and self.offset < 1:
-            raise ValueError("NTILE needs a positive bucket count")
+        if self.func in ("ntile", "nth_value") and self.offset < 1:
+            raise ValueError(f"{self.func.upper()} needs a positive count")
 
 
 @dataclass(frozen=True)
@@ -256,6 +256,24 @@ def _value_at(c: _Ctx, col: Column, frame: Frame, at_start: bool) -> Column:
     return Column(res.type, res.values, res.valid & (lo <= hi), res.lengths)
 
 
+def _nth_value(c: _Ctx, col: Column, frame: Frame, k: int) -> Column:
+    """``col`` at the frame's ``k``-th row (1-based), NULL when the frame is shorter.
+
+    The frame's first row is a fixed offset from the current row, or a partition / peer
+    start: read the column shifted by ``k - 1`` there (a shift, then a propagation)."""
+    lo, hi = c.bounds(frame)
+    arrays = [_shift(a, k - 1, 0) for a in col.arrays()]
+    if frame.start is None:
+        out = c.first(arrays, c.pstart)
+    elif frame.kind == "range":
+        out = c.first(arrays, c.peer)
+    else:  # ROWS: the frame starts at max(i + start, p0)
+        edge = c.first(arrays, c.pstart)
+        out = [_sel(c.idx + frame.start >= c.p0, _shift(a, frame.start, 0), e) for a, e in zip(arrays, edge)]
+    res = col.with_arrays(out)
+    return Column(res.type, res.values, res.valid & (lo + (k - 1) <= hi), res.lengths)
+
+
 def _lag(c: _Ctx, col: Column, default: Column | None, k: int) -> Column:
     """LAG with offset ``k`` (LEAD is ``-k``): the row ``k`` before in the partition, else the default."""
     src = c.idx - k
@@ -339,6 +357,12 @@ def _compute(c: _Ctx, t: PaddedTable, f: WindowFunc) -> Column:
                       np.ones(c.n, dtype=bool))
     if f.func == "ntile":
         return Column(pa.int64(), _ntile(c, f.offset), np.ones(c.n, dtype=bool))
+    if f.func == "percent_rank":  # (rank - 1) / (rows - 1), 0 in a one-row partition
+        rank = c.first([c.rn], c.peer)[0]
+        return Column(pa.float64(), (rank - 1) / np.maximum(c.cnt - 1, 1), np.ones(c.n, dtype=bool))
+    if f.func == "cume_dist":  # rows up to the last peer / rows
+        _, q1 = c.bounds(Frame("range", None, 0))
+        return Column(pa.float64(), (q1 - c.p0 + 1) / c.cnt, np.ones(c.n, dtype=bool))
     col = t.column(f.column) if f.column is not None else None
     if f.func in ("lag", "lead"):
         default = t.column(f.default) if f.default is not None else None
@@ -348,6 +372,8 @@ def _compute(c: _Ctx, t: PaddedTable, f: WindowFunc) -> Column:
         return _lag(c, col, default, f.offset if f.func == "lag" else -f.offset)
     if f.func in ("first_value", "last_value"):
         return _value_at(c, col, f.frame, f.func == "first_value")
+    if f.func == "nth_value":
+        return _nth_value(c, col, f.frame, f.offset)
     return _aggregate(c, f, col, t.is_real)
 
 

@@ -44,7 +44,7 @@ _STRUCTURE = _classes(
     "Distinct", "Star", "Count", "Sum", "Avg", "Min", "Max", "LimitOptions",
     # window functions (planner/windows.py refuses what it cannot run)
     "Window", "WindowSpec", "Qualify", "RowNumber", "Rank", "DenseRank", "Ntile", "Lag", "Lead", "FirstValue",
-    "LastValue", "RespectNulls", "IgnoreNulls")
+    "LastValue", "NthValue", "PercentRank", "CumeDist", "RespectNulls", "IgnoreNulls")
 # Scalar expressions: deterministic, no side effects, no access to anything but their arguments.
 _SCALAR = _classes(
     "Column", "Identifier", "Alias", "Literal", "Boolean", "Null", "Paren", "Neg", "Not", "And", "Or",

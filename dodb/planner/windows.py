@@ -17,7 +17,7 @@ needs each value to depend only on its partition's rows: ties in the ORDER BY ar
 by input position, which on an input in canonical slots (a private scan under
 projections) is the same for every row the coupled neighbour leaves untouched.  On any
 other input, functions whose value on ties depends on that order (ROW_NUMBER, NTILE,
-LAG/LEAD, FIRST/LAST_VALUE, ROWS frames, floating-point sums) get the padded size, as
+LAG/LEAD, FIRST/LAST/NTH_VALUE, ROWS frames, floating-point sums) get the padded size, as
 do windows without PARTITION BY or without a degree bound.  Later releases are charged
 with it (docs/neighbours.md §Sensitivity of each release).
 """
@@ -36,7 +36,8 @@ from .rules.reject_unsupported import position_of
 __all__ = ["Window", "WindowCalls", "extract_windows", "plan_windows", "MAX_FRAME_ROWS"]
 
 MAX_FRAME_ROWS = 256  # a bounded ROWS frame costs one pass per row of the frame
-_SIMPLE = {exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank"}
+_SIMPLE = {exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank",
+           exp.PercentRank: "percent_rank", exp.CumeDist: "cume_dist"}
 _AGGS = {exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
 _EXACT = ("INT", "TINYINT", "SMALLINT", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINT", "UBIGINT",
           "DECIMAL", "BOOLEAN", "INT128", "UINT128")
@@ -106,7 +107,7 @@ def _inputs(w: exp.Window) -> list[exp.Expression]:
     out = []
     if isinstance(f, (exp.Lag, exp.Lead)):
         out += [f.this] + ([f.args["default"]] if f.args.get("default") is not None else [])
-    elif isinstance(f, (exp.FirstValue, exp.LastValue)) or type(f) in _AGGS:
+    elif isinstance(f, (exp.FirstValue, exp.LastValue, exp.NthValue)) or type(f) in _AGGS:
         out.append(f.this)
     elif isinstance(f, exp.Count) and f.this is not None and not isinstance(f.this, exp.Star):
         out.append(f.this)
@@ -214,6 +215,13 @@ def _function(w: exp.Window, name: str, cols: dict[str, str]) -> tuple[WindowFun
         default = f.args.get("default")
         return WindowFunc(func, col(f.this), name, offset=k,
                           default=col(default) if default is not None else None), True
+    if isinstance(f, exp.NthValue):
+        if f.args.get("from_first") is False:
+            raise UnsupportedQueryError(f"NTH_VALUE … FROM LAST in {w.sql(dialect='duckdb')[:60]}", position_of(w))
+        k = _int_arg(f.args.get("offset"), "NTH_VALUE's position", 1, w)
+        if k < 1:
+            raise UnsupportedQueryError("NTH_VALUE's position must be positive", position_of(w))
+        return WindowFunc("nth_value", col(f.this), name, offset=k, frame=_frame(w, ordered)), True
     if isinstance(f, (exp.FirstValue, exp.LastValue)):
         func = "first_value" if isinstance(f, exp.FirstValue) else "last_value"
         return WindowFunc(func, col(f.this), name, frame=_frame(w, ordered)), True

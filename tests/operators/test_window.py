@@ -37,8 +37,10 @@ def _frame_sql(f: Frame) -> str:
 
 
 def _call_sql(f: WindowFunc) -> str:
-    if f.func in ("row_number", "rank", "dense_rank"):
+    if f.func in ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist"):
         return f"{f.func}()"
+    if f.func == "nth_value":
+        return f"nth_value(v, {f.offset})"
     if f.func == "ntile":
         return f"ntile({f.offset})"
     if f.func in ("lag", "lead"):
@@ -55,7 +57,7 @@ def _over(spec: WindowSpec, f: WindowFunc) -> str:
     if spec.order:
         parts.append("ORDER BY " + ", ".join(f"{k.column} {'DESC' if k.descending else 'ASC'} "
                                              f"NULLS {'FIRST' if k.nulls_first else 'LAST'}" for k in spec.order))
-    if f.func not in ("row_number", "rank", "dense_rank", "ntile", "lag", "lead"):
+    if f.func not in ("row_number", "rank", "dense_rank", "ntile", "lag", "lead", "percent_rank", "cume_dist"):
         parts.append(_frame_sql(f.frame))
     return " ".join(parts)
 
@@ -77,6 +79,7 @@ def window_case(draw):
     numeric = kinds[2] != "str"
     # ties: functions whose value depends on the order of peers get `id` as a last key
     exact = [WindowFunc("rank", None, "rk"), WindowFunc("dense_rank", None, "dr"),
+             WindowFunc("percent_rank", None, "pr"), WindowFunc("cume_dist", None, "cd"),
              WindowFunc("count_star", None, "cs", frame=draw(st.sampled_from(RANGE_FRAMES))),
              WindowFunc("min", "v", "mn", frame=draw(st.sampled_from(RANGE_FRAMES))),
              WindowFunc("max", "v", "mx", frame=draw(st.sampled_from(RANGE_FRAMES))),
@@ -89,6 +92,8 @@ def window_case(draw):
                WindowFunc("lead", "v", "ld", offset=draw(st.integers(1, 3))),
                WindowFunc("first_value", "v", "fv", frame=draw(st.sampled_from(ROWS_FRAMES + RANGE_FRAMES))),
                WindowFunc("last_value", "v", "lv", frame=draw(st.sampled_from(ROWS_FRAMES + RANGE_FRAMES))),
+               WindowFunc("nth_value", "v", "nv", offset=draw(st.integers(1, 3)),
+                          frame=draw(st.sampled_from(ROWS_FRAMES + RANGE_FRAMES))),
                WindowFunc("count", "v", "rc", frame=draw(st.sampled_from(ROWS_FRAMES))),
                WindowFunc(draw(st.sampled_from(["min", "max"])), "v", "rm", frame=draw(st.sampled_from(ROWS_FRAMES)))]
     if numeric:

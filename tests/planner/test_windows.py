@@ -47,6 +47,8 @@ QUERIES = [
     "SELECT id, rank() OVER (ORDER BY qty) AS r, dense_rank() OVER (ORDER BY qty DESC NULLS FIRST) AS d FROM sales",
     "SELECT id, rank() OVER (PARTITION BY region, cust ORDER BY day) AS r FROM sales",
     "SELECT id, ntile(4) OVER (PARTITION BY cust % 3 ORDER BY id) AS n FROM sales",
+    "SELECT id, percent_rank() OVER (PARTITION BY region ORDER BY qty) AS p, cume_dist() OVER (ORDER BY amount DESC) "
+    "AS c FROM sales",
     "SELECT id, row_number() OVER () > 0 AS ok FROM sales",
     # value functions
     "SELECT id, lag(amount) OVER (PARTITION BY region ORDER BY id) AS prev, lead(region, 2, 'none') OVER (ORDER BY id) "
@@ -55,6 +57,8 @@ QUERIES = [
     "SELECT id, first_value(region) OVER (PARTITION BY cust ORDER BY id) AS f, "
     "last_value(qty) OVER (PARTITION BY cust ORDER BY id ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS l "
     "FROM sales",
+    "SELECT id, nth_value(region, 2) OVER (PARTITION BY cust ORDER BY id) AS n2, nth_value(qty, 3) OVER (ORDER BY id "
+    "ROWS BETWEEN 1 PRECEDING AND 3 FOLLOWING) AS n3 FROM sales",
     "SELECT id, last_value(id) OVER (PARTITION BY region ORDER BY qty, id RANGE BETWEEN UNBOUNDED PRECEDING "
     "AND UNBOUNDED FOLLOWING) AS l, first_value(qty) OVER (PARTITION BY cust ORDER BY qty DESC) AS f FROM sales",
     # running and framed aggregates
@@ -105,10 +109,12 @@ def test_answers_equal_duckdb(db, sql):
     assert_same_rows(got, db.oracle.sql(sql).to_arrow_table(), ordered="ORDER BY" in sql.split(")")[-1])
 
 
-_FUNCS = ["row_number()", "rank()", "dense_rank()", "ntile(3)", "lag(qty)", "lead(amount, 2, -1)",
+_FUNCS = ["row_number()", "rank()", "dense_rank()", "ntile(3)", "lag(qty)", "lead(amount, 2, -1)", "percent_rank()",
+          "cume_dist()", "nth_value(region, 2)",
           "first_value(region)", "last_value(score)", "sum(qty)", "avg(amount)", "count(*)", "count(region)",
           "min(day)", "max(region)", "sum(score)"]
-_ORDER_FREE = {"rank()", "dense_rank()", "count(*)", "count(region)", "min(day)", "max(region)"}
+_ORDER_FREE = {"rank()", "dense_rank()", "count(*)", "count(region)", "min(day)", "max(region)", "percent_rank()",
+               "cume_dist()"}
 _FRAMES = ["", "ROWS BETWEEN 1 PRECEDING AND 2 FOLLOWING", "ROWS UNBOUNDED PRECEDING",
            "ROWS BETWEEN 2 FOLLOWING AND UNBOUNDED FOLLOWING", "RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING",
            "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING", "RANGE BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING"]
@@ -123,7 +129,8 @@ def window_query(draw):
         order = f"{order}, id" if order else "id"  # a total order: DuckDB's answer is deterministic
     if func.startswith(("sum(qty)", "avg")) and not order:
         order = "id"
-    frame = draw(st.sampled_from(_FRAMES)) if func.startswith(("first", "last", "sum", "avg", "count", "min", "max")) \
+    frame = draw(st.sampled_from(_FRAMES)) if func.startswith(("first", "last", "nth", "sum", "avg", "count", "min",
+                                                                "max")) \
         else ""
     if frame.startswith("ROWS") and "id" not in order:
         order = f"{order}, id" if order else "id"
@@ -150,8 +157,10 @@ def test_generated_window_queries_equal_duckdb(db, sql):
     ("SELECT sum(qty) OVER (ORDER BY id RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM sales", "RANGE frame"),
     ("SELECT sum(qty) OVER (ORDER BY id GROUPS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM sales", "GROUPS frame"),
     ("SELECT first_value(qty IGNORE NULLS) OVER (ORDER BY id) FROM sales", "IGNORE NULLS"),
-    ("SELECT nth_value(qty, 2) OVER (ORDER BY id) FROM sales", "NTH_VALUE"),
-    ("SELECT percent_rank() OVER (ORDER BY id) FROM sales", "PERCENT_RANK"),
+    ("SELECT nth_value(qty, id) OVER (ORDER BY id) FROM sales", "NTH_VALUE's position"),
+    ("SELECT median(qty) OVER (ORDER BY id) FROM sales", "MEDIAN"),
+    ("SELECT sum(qty) OVER (ORDER BY day RANGE BETWEEN INTERVAL 2 DAYS PRECEDING AND CURRENT ROW) FROM sales",
+     "RANGE frame"),
     ("SELECT ntile(qty) OVER (ORDER BY id) FROM sales", "NTILE"),
     ("SELECT lag(qty, id) OVER (ORDER BY id) FROM sales", "LAG's offset"),
     ("SELECT count(DISTINCT qty) OVER (PARTITION BY region) FROM sales", "COUNT(DISTINCT"),
