@@ -88,7 +88,8 @@ def window_case(draw):
         exact += [WindowFunc("sum", "v", "sm", frame=draw(st.sampled_from(RANGE_FRAMES))),
                   WindowFunc("avg", "v", "av", frame=draw(st.sampled_from(RANGE_FRAMES)))]
     ordered = [WindowFunc("row_number", None, "rn"), WindowFunc("ntile", None, "nt", offset=draw(st.integers(1, 5))),
-               WindowFunc("lag", "v", "lg", offset=draw(st.integers(0, 3)), default="v2" if draw(st.booleans()) else None),
+               WindowFunc("lag", "v", "lg", offset=draw(st.integers(0, 3)),
+                          default="v2" if draw(st.booleans()) else None),
                WindowFunc("lead", "v", "ld", offset=draw(st.integers(1, 3))),
                WindowFunc("first_value", "v", "fv", frame=draw(st.sampled_from(ROWS_FRAMES + RANGE_FRAMES))),
                WindowFunc("last_value", "v", "lv", frame=draw(st.sampled_from(ROWS_FRAMES + RANGE_FRAMES))),
