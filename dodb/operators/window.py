@@ -89,6 +89,7 @@ class WindowFunc:
     offset: int = 1
     default: str | None = None
     frame: Frame = WHOLE
+    ignore_nulls: bool = False  # FIRST_VALUE / LAST_VALUE: the first / last non-NULL value of the frame
 
     def __post_init__(self) -> None:
         if self.func not in WINDOW_FUNCS:
@@ -256,6 +257,17 @@ def _value_at(c: _Ctx, col: Column, frame: Frame, at_start: bool) -> Column:
     return Column(res.type, res.values, res.valid & (lo <= hi), res.lengths)
 
 
+def _non_null_at(c: _Ctx, col: Column, frame: Frame, first: bool) -> Column:
+    """FIRST/LAST_VALUE … IGNORE NULLS: the frame's least (greatest) position holding a
+    value, found as a lexicographic min (max) of ``(NULL flag, position)`` over the frame."""
+    flag = (~col.valid if first else col.valid).astype(np.uint64)
+    words, _ = pack_fields([KeyField(flag, 1), KeyField(c.idx.astype(np.uint64), 64)], c.n)
+    best = _frame_state(c, _State("min" if first else "max", words, col.arrays()), frame)
+    some = _frame_state(c, _State("add", [col.valid.astype(np.int64)]), frame).words[0] > 0
+    out = col.with_arrays(best.payload)
+    return Column(out.type, out.values, some, out.lengths)
+
+
 def _nth_value(c: _Ctx, col: Column, frame: Frame, k: int) -> Column:
     """``col`` at the frame's ``k``-th row (1-based), NULL when the frame is shorter.
 
@@ -370,6 +382,8 @@ def _compute(c: _Ctx, t: PaddedTable, f: WindowFunc) -> Column:
             raise UnsupportedQueryError(f"{f.func.upper()} default of type {default.type} for a value of type "
                                         f"{col.type}")
         return _lag(c, col, default, f.offset if f.func == "lag" else -f.offset)
+    if f.func in ("first_value", "last_value") and f.ignore_nulls:
+        return _non_null_at(c, col, f.frame, f.func == "first_value")
     if f.func in ("first_value", "last_value"):
         return _value_at(c, col, f.frame, f.func == "first_value")
     if f.func == "nth_value":

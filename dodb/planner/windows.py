@@ -97,7 +97,7 @@ class WindowCalls:
 
 def _func_of(w: exp.Window) -> exp.Expression:
     f = w.this
-    if isinstance(f, exp.RespectNulls):
+    if isinstance(f, (exp.RespectNulls, exp.IgnoreNulls)):
         f = f.this
     return f
 
@@ -191,10 +191,10 @@ def _function(w: exp.Window, name: str, cols: dict[str, str]) -> tuple[WindowFun
     if w.args.get("alias") is not None:
         raise UnsupportedQueryError(f"named window {w.sql(dialect='duckdb')[:60]} (write the OVER clause out)",
                                     position_of(w))
-    f = w.this
-    if isinstance(f, exp.IgnoreNulls):
-        raise UnsupportedQueryError(f"IGNORE NULLS in {w.sql(dialect='duckdb')[:60]}", position_of(w))
+    ignore_nulls = isinstance(w.this, exp.IgnoreNulls)
     f = _func_of(w)
+    if ignore_nulls and not isinstance(f, (exp.FirstValue, exp.LastValue)):
+        raise UnsupportedQueryError(f"IGNORE NULLS in {w.sql(dialect='duckdb')[:60]}", position_of(w))
     order = w.args.get("order")
     ordered = order is not None and bool(order.expressions)
     col = (lambda e: cols[e.sql(dialect="duckdb")])  # noqa: E731 - the pre-projection's column of an input
@@ -224,7 +224,7 @@ def _function(w: exp.Window, name: str, cols: dict[str, str]) -> tuple[WindowFun
         return WindowFunc("nth_value", col(f.this), name, offset=k, frame=_frame(w, ordered)), True
     if isinstance(f, (exp.FirstValue, exp.LastValue)):
         func = "first_value" if isinstance(f, exp.FirstValue) else "last_value"
-        return WindowFunc(func, col(f.this), name, frame=_frame(w, ordered)), True
+        return WindowFunc(func, col(f.this), name, frame=_frame(w, ordered), ignore_nulls=ignore_nulls), True
     if isinstance(f, (exp.Count, *_AGGS)):
         arg = f.this
         if isinstance(arg, exp.Distinct):

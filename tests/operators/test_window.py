@@ -47,6 +47,8 @@ def _call_sql(f: WindowFunc) -> str:
         return f"{f.func}(v, {f.offset}{', v2' if f.default else ''})"
     if f.func == "count_star":
         return "count(*)"
+    if f.ignore_nulls:
+        return f"{f.func}(v IGNORE NULLS)"
     return f"{f.func}(v)"
 
 
@@ -93,6 +95,10 @@ def window_case(draw):
                WindowFunc("lead", "v", "ld", offset=draw(st.integers(1, 3))),
                WindowFunc("first_value", "v", "fv", frame=draw(st.sampled_from(ROWS_FRAMES + RANGE_FRAMES))),
                WindowFunc("last_value", "v", "lv", frame=draw(st.sampled_from(ROWS_FRAMES + RANGE_FRAMES))),
+               WindowFunc("first_value", "v", "fi", frame=draw(st.sampled_from(ROWS_FRAMES + RANGE_FRAMES)),
+                          ignore_nulls=True),
+               WindowFunc("last_value", "v", "li", frame=draw(st.sampled_from(ROWS_FRAMES + RANGE_FRAMES)),
+                          ignore_nulls=True),
                WindowFunc("nth_value", "v", "nv", offset=draw(st.integers(1, 3)),
                           frame=draw(st.sampled_from(ROWS_FRAMES + RANGE_FRAMES))),
                WindowFunc("count", "v", "rc", frame=draw(st.sampled_from(ROWS_FRAMES))),

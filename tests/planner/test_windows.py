@@ -59,6 +59,8 @@ QUERIES = [
     "FROM sales",
     "SELECT id, nth_value(region, 2) OVER (PARTITION BY cust ORDER BY id) AS n2, nth_value(qty, 3) OVER (ORDER BY id "
     "ROWS BETWEEN 1 PRECEDING AND 3 FOLLOWING) AS n3 FROM sales",
+    "SELECT id, first_value(qty IGNORE NULLS) OVER (PARTITION BY region ORDER BY id) AS f, last_value(amount "
+    "IGNORE NULLS) OVER (ORDER BY id ROWS BETWEEN 3 PRECEDING AND 1 PRECEDING) AS l FROM sales",
     "SELECT id, last_value(id) OVER (PARTITION BY region ORDER BY qty, id RANGE BETWEEN UNBOUNDED PRECEDING "
     "AND UNBOUNDED FOLLOWING) AS l, first_value(qty) OVER (PARTITION BY cust ORDER BY qty DESC) AS f FROM sales",
     # running and framed aggregates
@@ -157,7 +159,7 @@ def test_generated_window_queries_equal_duckdb(db, sql):
 @pytest.mark.parametrize("sql,construct", [
     ("SELECT sum(qty) OVER (ORDER BY id RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM sales", "RANGE frame"),
     ("SELECT sum(qty) OVER (ORDER BY id GROUPS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM sales", "GROUPS frame"),
-    ("SELECT first_value(qty IGNORE NULLS) OVER (ORDER BY id) FROM sales", "IGNORE NULLS"),
+    ("SELECT lag(qty IGNORE NULLS) OVER (ORDER BY id) FROM sales", "IGNORE NULLS"),
     ("SELECT nth_value(qty, id) OVER (ORDER BY id) FROM sales", "NTH_VALUE's position"),
     ("SELECT median(qty) OVER (ORDER BY id) FROM sales", "MEDIAN"),
     ("SELECT sum(qty) OVER (ORDER BY day RANGE BETWEEN INTERVAL 2 DAYS PRECEDING AND CURRENT ROW) FROM sales",
