@@ -16,6 +16,7 @@ from .agg_calls import agg_call
 from .logical import Aggregate, Distinct, Filter, Project
 from .rules.reject_unsupported import position_of
 from .widths import string_width
+from .windows import extract_windows, plan_windows
 
 __all__ = ["plan_aggregation"]
 
@@ -58,8 +59,15 @@ def plan_aggregation(builder, sel: exp.Select, rel):
         return builder._expr(t, rel)
 
     order_exprs = [order_expr(o) for o in order_items]
+    # window calls become placeholder columns of a Window node (planner/windows.py)
+    qualify = builder._expr(sel.args["qualify"].this, rel) if sel.args.get("qualify") else None
+    flat, calls = extract_windows([p for _, p in outputs] + order_exprs + [qualify])
+    outputs = [(n, e) for (n, _), e in zip(outputs, flat)]
+    order_exprs, qualify = flat[len(outputs):-1], flat[-1]
+    extra = calls.inputs() + ([qualify] if qualify is not None else [])
     has_agg = bool(group_exprs) or any(
-        e.find(exp.AggFunc) for e in [p for _, p in outputs] + order_exprs + ([having] if having is not None else []))
+        e.find(exp.AggFunc) for e in [p for _, p in outputs] + order_exprs + ([having] if having is not None else [])
+        + extra)
 
     if has_agg:
         pre: dict[str, exp.Expression] = {}
@@ -72,7 +80,7 @@ def plan_aggregation(builder, sel: exp.Select, rel):
             repl[g.sql(dialect="duckdb")] = _col(name)
         aggs: list[Agg] = []
         seen: dict[str, str] = {}
-        for e in [p for _, p in outputs] + order_exprs + ([having] if having is not None else []):
+        for e in [p for _, p in outputs] + order_exprs + ([having] if having is not None else []) + extra:
             for a in e.find_all(exp.AggFunc):
                 key = a.sql(dialect="duckdb")
                 if key in seen:
@@ -101,6 +109,12 @@ def plan_aggregation(builder, sel: exp.Select, rel):
                           unique=list(node.unique), degrees=dict(node.degrees), one_row=node.one_row)
         outputs = [(n, _replace(p, repl)) for n, p in outputs]
         order_exprs = [e if e.name.startswith("@out:") else _replace(e, repl) for e in order_exprs]
+        calls.map_inputs(lambda e: _replace(e, repl))
+        qualify = _replace(qualify, repl) if qualify is not None else None
+    node = plan_windows(builder, node, calls)
+    if qualify is not None:  # QUALIFY: a filter on the window's output (before DISTINCT, ORDER BY, LIMIT)
+        node = Filter(node, qualify, columns=list(node.columns), stability=node.stability,
+                      unique=list(node.unique), degrees=dict(node.degrees), one_row=node.one_row)
 
     # final projection (+ hidden ORDER BY columns)
     proj: dict[str, exp.Expression] = {}

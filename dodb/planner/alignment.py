@@ -35,7 +35,7 @@ def mark_alignment(root: Node, neighbour: str) -> Node:
             n.binned = n.child.aligned and not n.mark_only
             n.release_scale = scale if n.binned else 1
             n.aligned = n.mark_only and n.child.aligned
-        elif isinstance(n, Project) or n.kind == "AddRowId":
+        elif isinstance(n, Project) or n.kind in ("AddRowId", "Window"):  # a window sorts its rows back
             n.aligned = n.children[0].aligned
         elif isinstance(n, CrossOne):
             n.aligned = n.left.aligned

@@ -25,11 +25,13 @@ from ..operators import (
     predicate_mask, project, set_operation,
 )
 from ..operators.lookup import lookup_join
+from ..operators.window import window
 from ..operators.table import Column, column_from_arrow
 from .build import AddRowId
 from .catalog import Catalog
 from .guard import pushable
 from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, leaks
+from .windows import Window
 from ..storage.canonical import read_slots
 from .widths import string_width
 
@@ -126,6 +128,8 @@ class Executor:
         if isinstance(node, SetOp):
             left, right = _unify_types(inputs[0], inputs[1], ctx)
             return set_operation(node.op, left, right, epsilon=eps, delta=delta, ctx=ctx).table
+        if isinstance(node, Window):
+            return window(inputs[0], node.specs, restore=node.aligned, stability=node.stability, ctx=ctx).table
         if isinstance(node, AddRowId):
             t = inputs[0]
             n = t.padded_size

@@ -46,7 +46,10 @@ _STRUCTURE = _classes(
     "Rollup", "Cube", "GroupingSets", "Grouping", "Filter", "WithinGroup",
     # aggregates of docs/design.md §Aggregates (planner/agg_calls.py checks their arguments)
     "Median", "Stddev", "StddevSamp", "StddevPop", "Variance", "VariancePop", "Corr", "CovarPop", "CovarSamp",
-    "ArgMin", "ArgMax", "PercentileCont", "PercentileDisc", "Quantile")
+    "ArgMin", "ArgMax", "PercentileCont", "PercentileDisc", "Quantile",
+    # window functions (planner/windows.py refuses what it cannot run)
+    "Window", "WindowSpec", "Qualify", "RowNumber", "Rank", "DenseRank", "Ntile", "Lag", "Lead", "FirstValue",
+    "LastValue", "NthValue", "PercentRank", "CumeDist", "RespectNulls", "IgnoreNulls")
 # Scalar expressions: deterministic, no side effects, no access to anything but their arguments.
 _SCALAR = _classes(
     "Column", "Identifier", "Alias", "Literal", "Boolean", "Null", "Paren", "Neg", "Not", "And", "Or",
@@ -77,7 +80,7 @@ _CAST_TYPES = {t for t in (getattr(exp.DataType.Type, n, None) for n in (
 # arguments each structural node may carry (anything else is a DuckDB extension dodb does not plan)
 _ARGS = {
     exp.Select: {"expressions", "from", "from_", "joins", "where", "group", "having", "order", "limit",
-                 "offset", "distinct", "with", "with_"},
+                 "offset", "distinct", "with", "with_", "qualify"},
     exp.Join: {"this", "on", "side", "kind"},
     **{op: {"this", "expression", "distinct", "with", "with_", "order", "limit", "offset"}
        for op in (exp.Union, exp.Intersect, exp.Except)},
@@ -280,7 +283,8 @@ def _check_node(node: exp.Expression, user_functions: set[str]) -> None:
             _refuse(f"{cls.__name__.upper()} with {extra[0].upper().replace('_', ' ')}: {_snippet(node)}", node)
     if isinstance(node, exp.Anonymous) and node.name.lower() not in _FUNCTIONS:
         _refuse(f"function {node.name}() (not on dodb's list of supported functions)", node)
-    if isinstance(node, exp.Var) and node.arg_key != "unit" and not isinstance(node.parent, exp.Extract):
+    if isinstance(node, exp.Var) and node.arg_key != "unit" \
+            and not isinstance(node.parent, (exp.Extract, exp.WindowSpec)):
         if isinstance(node.parent, exp.Ordered) and node.name.upper() == "ALL":
             _refuse("ORDER BY ALL (list the columns to order by)", node)
         _refuse(f"keyword {node.name} in this position", node)

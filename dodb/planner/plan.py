@@ -55,6 +55,7 @@ def _downstream_cost(root: Node) -> dict[int, float]:
         size = max(2, upper_rows(n))
         lg = math.log2(size)
         return {"Aggregate": lg * lg / 2, "Join": lg * lg, "Sort": lg * lg / 2, "Distinct": lg * lg / 2,
+                "Window": lg * lg,  # a sort per PARTITION BY / ORDER BY, and one back to the slots
                 "SetOp": lg * lg / 2, "Filter": math.log2(max(2, min(size, 1024)))}.get(n.kind, 1.0)
 
     memo: dict[int, float] = {}

@@ -62,6 +62,8 @@ def prune_columns(root: Node) -> Node:
             child_need = [set(c.columns) for c in node.children]
         elif isinstance(node, AddRowId):
             child_need = [(want - {node.name}) or {node.child.columns[0]}]
+        elif hasattr(node, "needed_from_child"):  # planner/windows.py
+            child_need = [node.needed_from_child(want)]
         elif isinstance(node, Join):
             lcols, rcols = set(node.left.columns), set(node.right.columns)
             lneed = (want & lcols) | set(node.left_keys)
@@ -88,4 +90,7 @@ def prune_columns(root: Node) -> Node:
         elif isinstance(node, AddRowId):
             node.child = _select(node.child, need[node.child.node_id])
             node.columns = node.child.columns + [node.name]
+        elif hasattr(node, "needed_from_child"):  # a window sorts its input: carry only what is needed
+            node.child = _select(node.child, need[node.child.node_id])
+            node.columns = node.child.columns + node.outputs
     return root

@@ -1,5 +1,6 @@
 -- Queries for `dodb audit --queries-file` (one query per line): the 22 TPC-H queries,
--- then ad-hoc queries with CASE, LIKE, DISTINCT, NOT IN, joins, ORDER BY ... LIMIT and set operations.
+-- then ad-hoc queries with CASE, LIKE, DISTINCT, NOT IN, joins, ORDER BY ... LIMIT and set operations,
+-- then window functions and QUALIFY.
 -- Regenerate the TPC-H lines with dodb.datasets.tpch_query(n).
 SELECT l_returnflag, l_linestatus, sum(l_quantity) AS sum_qty, sum(l_extendedprice) AS sum_base_price, sum(l_extendedprice * (1 - l_discount)) AS sum_disc_price, sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)) AS sum_charge, avg(l_quantity) AS avg_qty, avg(l_extendedprice) AS avg_price, avg(l_discount) AS avg_disc, count(*) AS count_order FROM lineitem WHERE l_shipdate <= CAST('1998-09-02' AS date) GROUP BY l_returnflag, l_linestatus ORDER BY l_returnflag, l_linestatus;
 SELECT s_acctbal, s_name, n_name, p_partkey, p_mfgr, s_address, s_phone, s_comment FROM part, supplier, partsupp, nation, region WHERE p_partkey = ps_partkey AND s_suppkey = ps_suppkey AND p_size = 15 AND p_type LIKE '%BRASS' AND s_nationkey = n_nationkey AND n_regionkey = r_regionkey AND r_name = 'EUROPE' AND ps_supplycost = ( SELECT min(ps_supplycost) FROM partsupp, supplier, nation, region WHERE p_partkey = ps_partkey AND s_suppkey = ps_suppkey AND s_nationkey = n_nationkey AND n_regionkey = r_regionkey AND r_name = 'EUROPE') ORDER BY s_acctbal DESC, n_name, s_name, p_partkey LIMIT 100;
@@ -42,3 +43,9 @@ SELECT c_mktsegment, count(*) FILTER (WHERE c_acctbal > 0), avg(c_acctbal) FILTE
 SELECT o_orderpriority, median(o_totalprice), quantile_disc(o_orderdate, 0.25), quantile_cont(o_totalprice, 0.9) FROM orders GROUP BY o_orderpriority
 SELECT c_mktsegment, stddev_samp(c_acctbal), var_pop(c_acctbal), corr(c_acctbal, c_nationkey), arg_max(c_name, c_acctbal) FROM customer GROUP BY c_mktsegment
 SELECT o_orderstatus, count(DISTINCT o_custkey), median(o_totalprice), stddev_pop(o_totalprice) FROM orders GROUP BY GROUPING SETS ((o_orderstatus), ())
+SELECT c_custkey, c_nationkey, rank() OVER (PARTITION BY c_nationkey ORDER BY c_acctbal DESC) AS r FROM customer
+SELECT * FROM (SELECT o_custkey, o_orderkey, row_number() OVER (PARTITION BY o_custkey ORDER BY o_totalprice DESC, o_orderkey) AS rn FROM orders) t WHERE rn <= 2
+SELECT c_custkey, c_mktsegment FROM customer QUALIFY dense_rank() OVER (PARTITION BY c_mktsegment ORDER BY c_acctbal) <= 3
+SELECT o_orderkey, sum(o_totalprice) OVER (ORDER BY o_orderdate, o_orderkey ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s, lag(o_orderstatus, 1, '-') OVER (ORDER BY o_orderkey) AS prev FROM orders
+SELECT c_nationkey, count(*) AS n, rank() OVER (ORDER BY count(*) DESC) AS r FROM customer GROUP BY c_nationkey
+SELECT l_orderkey, ntile(4) OVER (PARTITION BY l_orderkey ORDER BY l_linenumber) AS q, first_value(l_quantity) OVER (PARTITION BY l_orderkey ORDER BY l_linenumber) AS f, count(*) OVER (PARTITION BY l_orderkey) AS c FROM lineitem WHERE l_quantity > 10

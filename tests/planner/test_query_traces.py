@@ -51,3 +51,20 @@ def test_oblivious_traces_equal_across_databases():
         traces.append(p.trace)
         d.close()
     assert traces[0] == traces[1]
+
+
+WINDOW_SQL = [
+    "SELECT * FROM (SELECT o_custkey, o_orderkey, row_number() OVER (PARTITION BY o_custkey ORDER BY o_totalprice "
+    "DESC, o_orderkey) AS rn FROM orders) t WHERE rn <= 2",
+    "SELECT c_nationkey, count(*) AS n FROM customer GROUP BY c_nationkey QUALIFY rank() OVER (ORDER BY count(*) DESC) "
+    "<= 5",
+]
+
+
+@pytest.mark.parametrize("mode", ["do", "oblivious"])
+@pytest.mark.parametrize("sql", WINDOW_SQL)
+def test_window_query_trace_is_simulatable(db, sql, mode):
+    p = db.plan(sql, epsilon=1.0, delta=1e-6, mode=mode)
+    p.execute(rng=new_rng(1))
+    assert any(e.kind == "window:scan" for e in p.trace.events)
+    assert simulate_plan(p, _leaked(p.trace)) == p.trace

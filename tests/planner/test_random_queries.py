@@ -126,7 +126,7 @@ def small_db():
 BY_DESIGN = {
     "SELECT a.k FROM t1 a RIGHT JOIN t2 b ON a.k = b.k": "RIGHT OUTER JOIN",
     "SELECT a.k FROM t1 a FULL JOIN t2 b ON a.k = b.k": "FULL OUTER JOIN",
-    "SELECT a.k, row_number() OVER (ORDER BY a.k) FROM t1 a": "window function",
+    "SELECT a.k, sum(a.k) OVER (ORDER BY a.k RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t1 a": "RANGE frame",
     "SELECT a.k, b.k FROM t1 a, t2 b": "cross join",
     "SELECT a.k, b.k FROM t1 a JOIN t2 b ON a.k < b.k": "cross join",
     "SELECT CAST((a.f * 2) AS VARCHAR) FROM t1 a": "CAST of DOUBLE to VARCHAR",

@@ -2,10 +2,10 @@
 
 Example:
     >>> import sqlglot
-    >>> reject_unsupported(sqlglot.parse_one("SELECT rank() OVER (ORDER BY x) FROM t"))
+    >>> reject_unsupported(sqlglot.parse_one("SELECT * FROM t TABLESAMPLE 10%", read="duckdb"))
     Traceback (most recent call last):
     ...
-    dodb.errors.UnsupportedQueryError: unsupported SQL: window function RANK() OVER (ORDER BY x NULLS FIRST) (at line 1, col 11)
+    dodb.errors.UnsupportedQueryError: unsupported SQL: TABLESAMPLE TABLESAMPLE SYSTEM (10 PERCENT) (at line 1, col 30)
 """
 from __future__ import annotations
 
@@ -17,14 +17,12 @@ __all__ = ["reject_unsupported", "position_of"]
 
 _STATEMENTS = (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Subquery)
 _BANNED = {
-    exp.Window: "window function",
     exp.Lateral: "LATERAL",
     exp.Unnest: "UNNEST",
     exp.Pivot: "PIVOT",
     # a group's concatenation has no public width bound (docs/design.md §Aggregates)
     exp.ArrayAgg: "list/array_agg (a group's list has no public size bound):",
     exp.GroupConcat: "string_agg (a group's concatenation has no public width bound):",
-    exp.Qualify: "QUALIFY",
     exp.TableSample: "TABLESAMPLE",
 }
 _AGGS_OK = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Median, exp.Stddev, exp.StddevSamp, exp.StddevPop,
@@ -42,6 +40,13 @@ def position_of(node: exp.Expression) -> str | None:
         if "line" in m:
             return f"line {m['line']}, col {m.get('col', '?')}"
     return None
+
+
+def _unwrap_nulls(node: exp.Expression | None) -> exp.Expression | None:
+    """The node above ``RESPECT NULLS`` / ``IGNORE NULLS`` wrappers."""
+    while isinstance(node, (exp.RespectNulls, exp.IgnoreNulls)):
+        node = node.parent
+    return node
 
 
 def _fail(what: str, node: exp.Expression) -> None:
@@ -63,7 +68,8 @@ def reject_unsupported(expression: exp.Expression) -> exp.Expression:
         for cls, what in _BANNED.items():
             if isinstance(node, cls):
                 _fail(what, node)
-        if isinstance(node, exp.AggFunc) and not isinstance(node, _AGGS_OK):
+        if isinstance(node, exp.AggFunc) and not isinstance(node, _AGGS_OK) \
+                and not isinstance(_unwrap_nulls(node.parent), exp.Window):  # planner/windows.py checks those
             _fail("aggregate", node)
         if isinstance(node, exp.Join):
             side, kind = (node.args.get("side") or "").upper(), (node.args.get("kind") or "").upper()
