@@ -37,7 +37,7 @@ def test_readme_tour(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "privacy report" in out and "charged" in out
     for line in _blocks("console")[0].strip().splitlines():
-        cmd = shlex.split(line.lstrip("$ "))
+        cmd = shlex.split(line.lstrip("$ "), comments=True)
         assert cmd[0] == "dodb"
         r = _dodb(*cmd[1:], cwd=tmp_path)
         assert r.returncode == 0, r.stderr

@@ -5,7 +5,7 @@ Example:
     >>> reject_unsupported(sqlglot.parse_one("SELECT * FROM t TABLESAMPLE 10%", read="duckdb"))
     Traceback (most recent call last):
     ...
-    dodb.errors.UnsupportedQueryError: unsupported SQL: TABLESAMPLE TABLESAMPLE SYSTEM (10 PERCENT) (at line 1, col 30)
+    dodb.errors.UnsupportedQueryError: unsupported SQL: TABLESAMPLE SYSTEM (10 PERCENT) (at line 1, col 30)
 """
 from __future__ import annotations
 
