@@ -130,6 +130,7 @@ BY_DESIGN = {
     "SELECT a.k, b.k FROM t1 a, t2 b": "cross join",
     "SELECT a.k, b.k FROM t1 a JOIN t2 b ON a.k < b.k": "cross join",
     "SELECT CAST((a.f * 2) AS VARCHAR) FROM t1 a": "CAST of DOUBLE to VARCHAR",
+    "SELECT reverse(a.s) FROM t1 a": "REVERSE",
 }
 
 
