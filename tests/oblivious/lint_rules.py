@@ -236,18 +236,23 @@ def module_containers(src: str) -> set[str]:
     return _bound_to_displays(ast.parse(src).body)
 
 
+def _assignment(node: ast.AST) -> tuple[list[ast.expr], ast.expr | None]:
+    """(targets, assigned value) of a binding statement; no targets for any other node."""
+    if isinstance(node, ast.Assign):
+        return node.targets, node.value
+    if isinstance(node, ast.AnnAssign) and node.value is not None:
+        return [node.target], node.value
+    if isinstance(node, (ast.For, ast.comprehension, ast.AugAssign)):
+        return [node.target], None
+    return [], None
+
+
 def _bound_to_displays(body: list[ast.stmt]) -> set[str]:
     good: set[str] = set()
     bad: set[str] = set()
     for stmt in body:
         for node in ast.walk(stmt) if not isinstance(stmt, (ast.FunctionDef, ast.ClassDef)) else []:
-            targets, value = [], None
-            if isinstance(node, ast.Assign):
-                targets, value = node.targets, node.value
-            elif isinstance(node, ast.AnnAssign) and node.value is not None:
-                targets, value = [node.target], node.value
-            elif isinstance(node, (ast.For, ast.comprehension, ast.AugAssign)):
-                targets = [node.target]
+            targets, value = _assignment(node)
             for t in targets:
                 if isinstance(t, ast.Name):
                     (good if isinstance(value, _DISPLAYS) else bad).add(t.id)
@@ -260,14 +265,8 @@ def _local_containers(fn: ast.AST) -> set[str]:
     good: set[str] = set()
     bad: set[str] = set()
     for node in ast.walk(fn):
-        targets, value = [], None
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets, value = [node.target], node.value
-        elif isinstance(node, (ast.For, ast.comprehension, ast.AugAssign)):
-            targets = [node.target]
-        elif isinstance(node, ast.arg):
+        targets, value = _assignment(node)
+        if isinstance(node, ast.arg):
             bad.add(node.arg)
         for t in targets:
             for n in _bound_names(t):
