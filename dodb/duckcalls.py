@@ -22,8 +22,9 @@ _scratch = threading.local()
 
 
 def scratch() -> duckdb.DuckDBPyConnection:
-    """This thread's empty in-memory DuckDB, for questions about types and casts of data that
-    is public or already the analyst's (opening a database costs ~15 ms; this is made once).
+    """This thread's empty in-memory DuckDB, for questions about types, casts of data that is
+    public or already the analyst's, and public batches (opening a database costs ~15 ms;
+    this is made once).  It never sees user tables.
 
     It never holds user tables: callers register Arrow data only for one statement
     (:func:`scratch_registered`).
@@ -31,6 +32,7 @@ def scratch() -> duckdb.DuckDBPyConnection:
     con = getattr(_scratch, "con", None)
     if con is None:
         con = _scratch.con = duckdb.connect()
+        con.execute("SET preserve_insertion_order = true")  # projections keep their batch's row order
     return con
 
 

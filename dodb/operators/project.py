@@ -12,10 +12,8 @@ ever pasted into SQL text.
 """
 from __future__ import annotations
 
-import threading
 from typing import Mapping, Sequence
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import sqlglot
@@ -28,19 +26,6 @@ from .table import Column, PaddedTable, column_from_arrow
 __all__ = ["evaluate", "project", "predicate_mask", "BATCH_NAME"]
 
 BATCH_NAME = "__dodb_batch"
-_local = threading.local()
-
-
-def _connection() -> duckdb.DuckDBPyConnection:
-    # One private in-memory connection per thread: expressions never see user tables.
-    con = getattr(_local, "con", None)
-    if con is None:
-        con = duckdb.connect()
-        con.execute("SET preserve_insertion_order = true")
-        _local.con = con
-    return con
-
-
 def _as_arrow(table: PaddedTable, needed: Sequence[str] | None) -> pa.Table:
     names = list(table.names) if needed is None else [n for n in table.names if n in set(needed)]
     arrays = []
@@ -67,7 +52,7 @@ def evaluate(table: PaddedTable, exprs: Mapping[str, exp.Expression | str]) -> p
     select = exp.select(*[e.copy().as_(name, quoted=True) for name, e in parsed.items()]).from_(
         exp.to_identifier(BATCH_NAME, quoted=True))
     sql = select.sql(dialect="duckdb")
-    con = _connection()
+    con = duckcalls.scratch()
     duckcalls.register(con, BATCH_NAME, batch)
     try:
         out = duckcalls.fetch_arrow(con, sql)

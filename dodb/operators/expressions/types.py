@@ -12,9 +12,10 @@ import threading
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-import duckdb
 import pyarrow as pa
 from sqlglot import exp
+
+from ...duckcalls import scratch_registered
 
 __all__ = ["SqlType", "parse_type", "bind_types", "INT_BITS", "arrow_type"]
 
@@ -80,18 +81,9 @@ def arrow_type(t: SqlType) -> pa.DataType:
             "date": pa.date32(), "ts": pa.timestamp("us"), "null": pa.null()}[t.kind]
 
 
-_local = threading.local()
 _cache: dict[tuple, list[SqlType]] = {}
 _lock = threading.Lock()
 EMPTY = "__dodb_empty"
-
-
-def _connection() -> duckdb.DuckDBPyConnection:
-    con = getattr(_local, "con", None)
-    if con is None:
-        con = duckdb.connect()
-        _local.con = con
-    return con
 
 
 def bind_types(schema: Mapping[str, pa.DataType], sqls: Sequence[str]) -> list[SqlType]:
@@ -108,13 +100,8 @@ def bind_types(schema: Mapping[str, pa.DataType], sqls: Sequence[str]) -> list[S
         pa.table({"__dodb_none": pa.array([], type=pa.int8())})
     select = ", ".join(f"{s} AS {exp.to_identifier(f'e{i}', quoted=True).sql(dialect='duckdb')}"
                        for i, s in enumerate(sqls))
-    con = _connection()
-    con.register(EMPTY, empty)
-    try:
-        rel = con.sql(f"SELECT {select} FROM {EMPTY}")
-        types = [parse_type(str(t)) for t in rel.types]
-    finally:
-        con.unregister(EMPTY)
+    with scratch_registered(**{EMPTY: empty}) as con:
+        types = [parse_type(str(t)) for t in con.sql(f"SELECT {select} FROM {EMPTY}").types]
     with _lock:
         if len(_cache) > 4096:
             _cache.clear()
