@@ -30,7 +30,7 @@ from numba import njit
 from numba import uint64 as _ix
 
 from .compiled import _OPTS
-from .orp_kernels import DUMMY, EXTRA, LABEL, bucket_sort_stage, merge_split_level
+from .orp_kernels import bucket_sort_stage, merge_split_level
 from .rng import RandomSource, new_rng
 from .rows import from_word_block, word_block
 from .sort import bitonic_network_stages, next_pow2, oblivious_sort
@@ -130,17 +130,19 @@ def orp_permute(rows: np.ndarray, n: int, rng: RandomSource, Z: int, trace: Trac
     h = Z // 2 if B > 1 else Z
     N, W = B * Z, _ROW_HEAD + rows.shape[0]
     X = np.zeros((W, N), dtype=np.uint64)
-    X[DUMMY] = 1
+    dummy_w, label_w, extra_w = X[:_ROW_HEAD]  # views of the DUMMY, LABEL and EXTRA words
+    dummy_w[:] = 1
     # fixed placement: real row e goes to bucket e // h, slot e % h
     head = np.zeros((W - _ROW_HEAD + 1, B * h), dtype=np.uint64)
     head[0] = 1
     head[0, :n] = 0
     head[1:, :n] = rows
-    X[DUMMY].reshape(B, Z)[:, :h] = head[0].reshape(B, h)
+    dummy_w.reshape(B, Z)[:, :h] = head[0].reshape(B, h)
+    body = X[_ROW_HEAD:]
     for w in range(1, head.shape[0]):
-        X[_ROW_HEAD + w - 1].reshape(B, Z)[:, :h] = head[w].reshape(B, h)
+        body[w - 1].reshape(B, Z)[:, :h] = head[w].reshape(B, h)
     labels = _random_words(rng, 2 * N)
-    X[LABEL], X[EXTRA] = labels[:N], labels[N:]
+    label_w[:], extra_w[:] = labels[:N], labels[N:]
     levels = B.bit_length() - 1
     trace.record("orp:buckets", buf, n, B, Z)
     if levels:
@@ -163,9 +165,10 @@ def orp_permute(rows: np.ndarray, n: int, rng: RandomSource, Z: int, trace: Trac
     for k, j in bitonic_network_stages(Z):
         bucket_sort_stage(X.reshape(-1), W, N, k, j, msk)
     # every bucket now holds its reals first, in label order; copying them out reveals the loads
-    loads = (Z - X[DUMMY].reshape(B, Z).sum(axis=1, dtype=np.int64)).tolist()
+    dummy_w = X[:_ROW_HEAD][0]
+    loads = (Z - dummy_w.reshape(B, Z).sum(axis=1, dtype=np.int64)).tolist()
     trace.record("orp:loads", buf, *loads)
-    real = X[DUMMY] == 0
+    real = dummy_w == 0
     return X[_ROW_HEAD:, real], loads  # lint: public the loads are a function of the labels only
 
 
@@ -263,11 +266,9 @@ def orp_sort(
         raise ValueError(f"bucket size must be a power of two >= 2, not {Z}")
     pay_words, widths = word_block(list(payload), n)
     nk = len(keys)
-    rows = np.empty((nk + 1 + pay_words.shape[0], n), dtype=np.uint64)
-    for w, k in enumerate(keys):
-        rows[w] = ~k if descending else k
-    rows[nk] = np.arange(n, dtype=np.uint64)  # the tag: original position, so ties keep input order
-    rows[nk + 1:] = pay_words
+    # key words, the tag (original position: ties keep input order, every tuple distinct), payload
+    tag = np.arange(n, dtype=np.uint64)
+    rows = np.stack([~k if descending else k for k in keys] + [tag] + list(pay_words))
     buf = trace.alloc(n, rows.shape[0], "orp")
     permuted, _ = orp_permute(rows, n, rng, Z, trace, buf)
     if permuted is None:  # lint: public overflow is a function of the labels and n only
