@@ -1,4 +1,4 @@
-"""``python -m benchmarks {kernels,operators,tpch,all,report}`` — see ``benchmarks/__init__.py``."""
+"""``python -m benchmarks {kernels,operators,tpch,orp,all,report}`` — see ``benchmarks/__init__.py``."""
 from __future__ import annotations
 
 import argparse
@@ -46,7 +46,7 @@ def run_all(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import allocation, kernels, operators, planning, tpch
+    from . import allocation, kernels, operators, orp, planning, tpch
 
     p = argparse.ArgumentParser(prog="python -m benchmarks", description="dodb benchmark harness")
     sub = p.add_subparsers(dest="command", required=True)
@@ -54,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
                              ("operators", operators, "operators in do / oblivious / plain modes and DuckDB"),
                              ("tpch", tpch, "TPC-H end to end against DuckDB"),
                              ("allocation", allocation, "budget split: even vs cost-aware at equal total ε"),
-                             ("planning", planning, "planning + accounting time per TPC-H query")):
+                             ("planning", planning, "planning + accounting time per TPC-H query"),
+                             ("orp", orp, "ORP + comparison sort vs the bitonic network")):
         sp = sub.add_parser(name, help=help_, description=(mod.__doc__ or "").strip().split("\n\n")[0])
         mod.add_arguments(sp)
         sp.set_defaults(func=mod.run)

@@ -7,7 +7,7 @@ docs/design.md §Sorting by random permutation.  :func:`orp_sort` returns exactl
    dummies go into ``B = 2^b`` buckets of capacity ``Z`` (``Z/2`` reals each), every slot
    gets two uniform words from the CSPRNG, ``b`` levels of MergeSplit route rows by one
    label bit each, and a bitonic network sorts every bucket by ``(dummy, label, extra)``
-   (:mod:`.orp_kernels`).  Its access pattern depends on ``(n, Z)`` only.  The rows end up
+   (:mod:`.orp_kernels`; the second word is drawn after the levels).  Its access pattern depends on ``(n, Z)`` only.  The rows end up
    in the order of their 128 random bits: a uniform permutation of the input.
 2. **dummy removal**: each bucket's reals are at its front; copying them out reveals the
    bucket loads, a function of the labels alone (never of the data).
@@ -41,7 +41,7 @@ __all__ = ["orp_sort", "orp_permute", "overflow_probability", "tie_probability",
 
 DELTA_TARGET = 2.0 ** -64  # default bound on δ_orp per sort (overflow plus label ties): negligible next to a query's δ
 MIN_BUCKET = 16
-_ROW_HEAD = 3  # DUMMY, LABEL, EXTRA
+_ROW_HEAD = 2  # DUMMY, LABEL (orp_kernels)
 
 
 # --------------------------------------------------------------------------- failure bounds
@@ -128,12 +128,12 @@ def orp_permute(rows: np.ndarray, n: int, rng: RandomSource, Z: int, trace: Trac
     if B == 1:
         Z = max(2, next_pow2(n))  # one bucket holds everything: no level, no overflow
     h = Z // 2 if B > 1 else Z
-    N, W = B * Z, _ROW_HEAD + rows.shape[0]
+    N, W = B * Z, _ROW_HEAD + rows.shape[0] + 1  # DUMMY, LABEL, the rows' words, the extra word
     X = np.zeros((W, N), dtype=np.uint64)
-    dummy_w, label_w, extra_w = X[:_ROW_HEAD]  # views of the DUMMY, LABEL and EXTRA words
+    dummy_w, label_w = X[:_ROW_HEAD]  # views of the DUMMY and LABEL words
     dummy_w[:] = 1
     # fixed placement: real row e goes to bucket e // h, slot e % h
-    head = np.zeros((W - _ROW_HEAD + 1, B * h), dtype=np.uint64)
+    head = np.zeros((rows.shape[0] + 1, B * h), dtype=np.uint64)
     head[0] = 1
     head[0, :n] = 0
     head[1:, :n] = rows
@@ -141,8 +141,7 @@ def orp_permute(rows: np.ndarray, n: int, rng: RandomSource, Z: int, trace: Trac
     body = X[_ROW_HEAD:]
     for w in range(1, head.shape[0]):
         body[w - 1].reshape(B, Z)[:, :h] = head[w].reshape(B, h)
-    labels = _random_words(rng, 2 * N)
-    label_w[:], extra_w[:] = labels[:N], labels[N:]
+    label_w[:] = _random_words(rng, N)
     levels = B.bit_length() - 1
     trace.record("orp:buckets", buf, n, B, Z)
     if levels:
@@ -153,23 +152,24 @@ def orp_permute(rows: np.ndarray, n: int, rng: RandomSource, Z: int, trace: Trac
         over = np.zeros(1, dtype=np.uint64)
         for level in range(levels):
             trace.record("orp:level", buf, N, Z, level)
-            merge_split_level(X.reshape(-1), Y.reshape(-1), W, N, Z, level, M.bit_length() - 1, T, live, dist, msk,
-                              over)
+            merge_split_level(X.reshape(-1), Y.reshape(-1), W - 1, N, Z, level, M.bit_length() - 1, T, live, dist,
+                              msk, over)
             X, Y = Y, X
         overflowed = bool(over[0])  # lint: public a function of the labels and n only (§Sorting by random permutation)
         trace.record("orp:overflow", buf, int(overflowed))
         if overflowed:  # lint: public see above
             return None, []
+    X[-1] = _random_words(rng, N)  # the extra word, drawn now: the levels need not carry it
     msk = np.empty(N // 2, dtype=np.uint64)
     trace.record("orp:bucket_sort", buf, N, Z)
     for k, j in bitonic_network_stages(Z):
-        bucket_sort_stage(X.reshape(-1), W, N, k, j, msk)
+        bucket_sort_stage(X.reshape(-1), W, N, k, j, W - 1, msk)
     # every bucket now holds its reals first, in label order; copying them out reveals the loads
     dummy_w = X[:_ROW_HEAD][0]
     loads = (Z - dummy_w.reshape(B, Z).sum(axis=1, dtype=np.int64)).tolist()
     trace.record("orp:loads", buf, *loads)
     real = dummy_w == 0
-    return X[_ROW_HEAD:, real], loads  # lint: public the loads are a function of the labels only
+    return X[_ROW_HEAD:W - 1, real], loads  # lint: public the loads are a function of the labels only
 
 
 # --------------------------------------------------------------------------- the comparison sort

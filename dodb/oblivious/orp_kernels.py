@@ -4,11 +4,12 @@ The bucket ORP of Asharov, Chan, Nayak, Pass, Ren and Shi ("Bucket Oblivious Sor
 Extremely Simple Oblivious Sort", SOSA 2020), see docs/design.md §Sorting by random
 permutation.  Rows live in one word-major block ``X`` of ``W`` words per row, word ``w``
 of row ``i`` at ``X[w * N + i]`` (as in :mod:`.compiled`), ``N = B * Z`` rows in ``B``
-buckets of capacity ``Z``.  The first three words of a row are fixed:
+buckets of capacity ``Z``.  Three words of a row have fixed roles:
 
 * ``DUMMY`` (word 0): 0 for a real row, 1 for a dummy;
 * ``LABEL`` (word 1): a uniform 64-bit word; bit ``i`` routes the row at level ``i``;
-* ``EXTRA`` (word 2): a second uniform word (with ``LABEL`` it orders a final bucket).
+* the *extra* word (the last one, ``ex``): a second uniform word that, with ``LABEL``,
+  orders a final bucket.  It is drawn after the levels, so the levels do not move it.
 
 Both kernels follow :mod:`.compiled`'s rules (checked by ``tests/oblivious``): scalar
 arguments are public sizes, every loop bound and index is a function of sizes and loop
@@ -22,10 +23,9 @@ from numba import uint64 as _ix
 
 from .compiled import _OPTS
 
-__all__ = ["merge_split_level", "bucket_sort_stage", "DUMMY", "LABEL", "EXTRA", "SORT_WORDS"]
+__all__ = ["merge_split_level", "bucket_sort_stage", "DUMMY", "LABEL"]
 
-DUMMY, LABEL, EXTRA = 0, 1, 2
-SORT_WORDS = 3  # a final bucket is sorted by (DUMMY, LABEL, EXTRA): reals first, in label order
+DUMMY, LABEL = 0, 1
 
 
 @njit(**_OPTS)
@@ -62,6 +62,8 @@ def _compact_front(T, live, dist, W, M, rounds, msk):
 @njit(**_OPTS)
 def merge_split_level(X, Y, W, N, Z, level, rounds, T, live, dist, msk, over):
     """One level of the bucket ORP: MergeSplit every bucket pair ``(j, j + 2^level)``.
+
+    Moves words ``0 .. W-1`` of each row (the caller passes ``W`` without the extra word).
 
     For each pair (``j`` with bit ``level`` clear) the ``2Z`` rows of both buckets are
     copied to the scratch block ``T`` (``2Z`` rows, ``rounds = log2(2Z)``) twice: once to
@@ -109,11 +111,11 @@ def merge_split_level(X, Y, W, N, Z, level, rounds, T, live, dist, msk, over):
 
 
 @njit(**_OPTS)
-def bucket_sort_stage(X, W, N, k, j, msk):
+def bucket_sort_stage(X, W, N, k, j, ex, msk):
     """Stage ``(k, j)`` of the flip-form bitonic network on every aligned group of ``k`` rows.
 
     Applied for ``k = 2 .. Z`` it sorts each bucket of ``Z`` rows ascending by the key
-    words ``(DUMMY, LABEL, EXTRA)`` (``k <= Z`` keeps every comparator inside a bucket).
+    words ``(DUMMY, LABEL, ex)`` (``k <= Z`` keeps every comparator inside a bucket).
     Pass 1 computes each comparator's mask (lexicographic ``a > b`` over the key words,
     all words read); pass 2 xor-swaps every word of both rows under it.  ``j == k // 2``
     is the flip stage (row ``t`` against its mirror); the branch is on that public flag.
@@ -130,8 +132,10 @@ def bucket_sort_stage(X, W, N, k, j, msk):
             b = base + j + t
             if flip:
                 b = base + k - 1 - t
-            m = np.uint64(0)
-            for w in range(SORT_WORDS - 1, -1, -1):
+            x = X[_ix(ex * N + a)]
+            y = X[_ix(ex * N + b)]
+            m = np.uint64(0) - np.uint64(x > y)
+            for w in range(LABEL, DUMMY - 1, -1):
                 x = X[_ix(w * N + a)]
                 y = X[_ix(w * N + b)]
                 m = (np.uint64(0) - np.uint64(x > y)) | ((np.uint64(0) - np.uint64(x == y)) & m)

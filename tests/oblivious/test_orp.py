@@ -205,7 +205,7 @@ def _simulated_trace(n: int, Z: int, seed: int) -> list[tuple[str, tuple]]:
     if B == 1:
         Z = max(2, 1 << max(0, n - 1).bit_length())
     h, N = (Z // 2 if B > 1 else Z), B * Z
-    labels = _random_words(new_rng(seed), 2 * N)[:N]
+    labels = _random_words(new_rng(seed), N)
     slot = (np.arange(n) // h) * Z + np.arange(n) % h  # real row e starts at bucket e // h, slot e % h
     lab = labels[slot]
     out = [("orp:buckets", (n, B, Z))]
