@@ -5,10 +5,11 @@ docs/design.md §Sorting by random permutation.  :func:`orp_sort` returns exactl
 
 1. **bucket ORP** (Asharov, Chan, Nayak, Pass, Ren, Shi, SOSA 2020): the ``n`` rows and
    dummies go into ``B = 2^b`` buckets of capacity ``Z`` (``Z/2`` reals each), every slot
-   gets two uniform words from the CSPRNG, ``b`` levels of MergeSplit route rows by one
-   label bit each, and a bitonic network sorts every bucket by ``(dummy, label, extra)``
-   (:mod:`.orp_kernels`; the second word is drawn after the levels).  Its access pattern depends on ``(n, Z)`` only.  The rows end up
-   in the order of their 128 random bits: a uniform permutation of the input.
+   gets a uniform label word from the CSPRNG, ``b`` levels of MergeSplit route rows by
+   one label bit each, every slot gets a second uniform word, and a bitonic network sorts
+   every bucket by ``(dummy, label, second word)`` (:mod:`.orp_kernels`).  Its access
+   pattern depends on ``(n, Z)`` only.  The rows end up in the order of their 128 random
+   bits: a uniform permutation of the input (unless two rows draw the same bits).
 2. **dummy removal**: each bucket's reals are at its front; copying them out reveals the
    bucket loads, a function of the labels alone (never of the data).
 3. **comparison sort** (:func:`_merge_sort_order`) of the rows by ``(key words, original
@@ -16,8 +17,9 @@ docs/design.md §Sorting by random permutation.  :func:`orp_sort` returns exactl
    is a function of the comparison outcomes, i.e. of the rank order of the permuted rows,
    which is uniform and independent of the data.
 
-On a bucket overflow (probability at most :func:`overflow_probability`, which goes into
-the δ of the query, see the design section) the rows are sorted by the bitonic network
+On a bucket overflow (probability at most :func:`overflow_probability`; with label ties,
+:func:`orp_delta`, which a query using this path must add to its δ -- not wired: no
+operator calls it, see the design section) the rows are sorted by the bitonic network
 instead; whether that happens is a function of the labels and ``n`` only.
 """
 from __future__ import annotations
@@ -283,7 +285,11 @@ def orp_sort(
 
 def sort_with(method: str, keys: Sequence[np.ndarray], payload: Sequence[np.ndarray] = (), **kw
               ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """``method="network"`` (:func:`.sort.oblivious_sort`) or ``"orp"`` (:func:`orp_sort`), same result."""
+    """``method="network"`` (:func:`.sort.oblivious_sort`) or ``"orp"`` (:func:`orp_sort`), same result.
+
+    For benchmarks and tests.  Operators must not pass ``"orp"`` until the planner charges
+    :func:`orp_delta` per sort (docs/design.md §Sorting by random permutation).
+    """
     if method == "network":
         return oblivious_sort(keys, payload, **kw)
     if method == "orp":

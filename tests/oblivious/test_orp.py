@@ -242,10 +242,14 @@ def test_coupled_neighbours_have_the_same_orp_trace():
     a = g.integers(0, 10, n).astype(U64)
     b = a.copy()
     b[17] = 2**64 - 1  # one row changed
+    from dodb.audit.view import CountingSource
+
     ta, tb = Trace(), Trace()
-    orp_sort([a], [a], rng=new_rng(5), trace=ta)
-    orp_sort([b], [b], rng=new_rng(5), trace=tb)
+    ra, rb = CountingSource(new_rng(5)), CountingSource(new_rng(5))
+    orp_sort([a], [a], rng=ra, trace=ta)
+    orp_sort([b], [b], rng=rb, trace=tb)
     assert ta == tb and any(e.kind == "orp:loads" for e in ta.events)
+    assert ra.requests == rb.requests and len(ra.requests) == 2  # the label and the second word, sized by N
 
 
 # --------------------------------------------------------------------------- the comparison phase
