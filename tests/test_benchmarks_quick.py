@@ -97,3 +97,13 @@ def test_planning_tiny(tmp_path):
     assert all(r["cold_wall_ms"] > 0 and r["warm_wall_ms"] > 0 for r in data["rows"])
     assert any(r["releases"] > 0 and r["acct_warm_wall_ms"] > 0 for r in data["rows"])
     assert "Under 50 ms" in (tmp_path / "planning_sf0.002.md").read_text()
+
+
+def test_orp_tiny(tmp_path):
+    _run("orp", "--min-log2", "10", "--max-log2", "11", "--repeats", "1", "--warmup", "1", "--out", str(tmp_path))
+    data = json.loads((tmp_path / "orp.json").read_text())
+    assert [r["n"] for r in data["rows"]] == [1024, 2048]
+    for r in data["rows"]:
+        assert r["network_seconds"] > 0 and r["orp_seconds"] > 0 and r["delta_orp"] <= 2.0 ** -64
+        assert r["orp_row_passes"] > r["network_row_passes"] > 0
+    assert "orp / network" in (tmp_path / "orp.md").read_text()
