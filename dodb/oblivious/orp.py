@@ -231,6 +231,8 @@ def comparison_order(words: list[np.ndarray], record: np.ndarray | None = None) 
     n = int(words[0].shape[0])
     K = np.ascontiguousarray(np.stack(words)).reshape(-1)
     rec = np.empty(max(1, comparison_steps(n)), dtype=np.uint8) if record is None else record
+    if rec.dtype != np.uint8 or rec.ndim != 1 or rec.shape[0] < comparison_steps(n):
+        raise ValueError(f"record must be a uint8 array of at least {comparison_steps(n)} bytes")
     return _merge_sort_order(K, len(words), n, rec).astype(np.int64)
 
 

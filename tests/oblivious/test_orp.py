@@ -98,6 +98,8 @@ def test_bad_arguments():
         orp_sort([np.zeros(3, U64)], [np.zeros(2)])
     with pytest.raises(ValueError, match="power of two"):
         orp_sort([np.zeros(3, U64)], bucket_size=12)
+    with pytest.raises(ValueError, match="at least 6 bytes"):  # 3 rows: 2 merge passes of 3 steps
+        orp_sort([np.zeros(3, U64)], record=np.zeros(5, np.uint8))
 
 
 # --------------------------------------------------------------------------- the permutation
