@@ -38,10 +38,12 @@ from .rows import from_word_block, word_block
 from .sort import bitonic_network_stages, next_pow2, oblivious_sort
 from .trace import Trace
 
-__all__ = ["orp_sort", "orp_permute", "overflow_probability", "tie_probability", "orp_delta",
-           "choose_bucket_size", "buckets_for", "sort_with", "DELTA_TARGET", "MIN_BUCKET"]
+__all__ = ["orp_sort", "orp_permute", "comparison_order", "comparison_steps", "overflow_probability",
+           "tie_probability", "orp_delta", "choose_bucket_size", "buckets_for", "sort_with", "DELTA_TARGET",
+           "MIN_BUCKET"]
 
-DELTA_TARGET = 2.0 ** -64  # default bound on δ_orp per sort (overflow plus label ties): negligible next to a query's δ
+# default bound on δ_orp per sort (overflow plus label ties): negligible next to a query's δ
+DELTA_TARGET = 2.0 ** -64
 MIN_BUCKET = 16
 _ROW_HEAD = 2  # DUMMY, LABEL (orp_kernels)
 
@@ -200,7 +202,7 @@ def _merge_sort_order(K, nk, n, rec):
             i = lo
             j = mid
             for t in range(lo, hi):
-                ic = min(i, mid - 1)  # lint: public indices follow the recorded outcomes (§Sorting by random permutation)
+                ic = min(i, mid - 1)  # lint: public indices follow the recorded outcomes (docstring)
                 jc = min(j, hi - 1)  # lint: public as above
                 lt = np.uint64(0)
                 for w in range(nk - 1, -1, -1):
