@@ -328,6 +328,43 @@ def test_end_to_end_comparison_pattern_is_independent_of_the_data():
     assert not _same_distribution(_sampled_patterns(a, 300, 1, bypass=True), _sampled_patterns(b, 300, 2, bypass=True))
 
 
+def _switch_counts(keys: np.ndarray, runs: int, seed: int, bypass: bool = False) -> list[int]:
+    """Per run of ``orp_sort`` (n = 64, Z = 16: 8 buckets, 3 levels): how often consecutive merge
+    steps switch between the two runs -- one scalar of the comparison pattern (the count of
+    right-hand takes is always n/2 per pass); overflowed runs are skipped."""
+    n = keys.shape[0]
+    rng = new_rng(seed)
+    out = []
+    for _ in range(runs):
+        rec = np.zeros(comparison_steps(n), dtype=np.uint8)
+        if bypass:
+            comparison_order([keys, np.arange(n, dtype=U64)], rec)
+        else:
+            t = Trace()
+            orp_sort([keys], rng=rng, bucket_size=16, trace=t, record=rec)
+            if any(e.kind == "orp:fallback" for e in t.events):
+                continue
+        out.append(int(np.count_nonzero(rec[1:] != rec[:-1])))
+    return out
+
+
+def test_comparison_pattern_over_several_levels_is_independent_of_the_data():
+    sorted_keys = np.arange(64, dtype=U64)
+    few_values = (np.arange(64) % 3).astype(U64)[::-1].copy()
+    a, b = _switch_counts(sorted_keys, 600, 1), _switch_counts(few_values, 600, 2)
+    assert len(a) > 500 and len(b) > 500 and len(set(a)) > 5
+    assert stats.ks_2samp(a, b).pvalue > 1e-4
+    # planted: without the ORP the two inputs give two fixed, different patterns
+    assert _switch_counts(sorted_keys, 1, 0, bypass=True) != _switch_counts(few_values, 1, 0, bypass=True)
+
+
+def test_planted_leak_no_bucket_sort_is_caught_over_several_levels(monkeypatch):
+    """Without the final bucket sort the rows keep their routed (input-derived) order."""
+    monkeypatch.setattr("dodb.oblivious.orp.bucket_sort_stage", lambda *a: None)
+    with pytest.raises(AssertionError):
+        test_comparison_pattern_over_several_levels_is_independent_of_the_data()
+
+
 # --------------------------------------------------------------------------- lints
 
 
