@@ -107,3 +107,17 @@ def test_orp_tiny(tmp_path):
         assert r["network_seconds"] > 0 and r["orp_seconds"] > 0 and r["delta_orp"] <= 2.0 ** -64
         assert r["orp_row_passes"] > r["network_row_passes"] > 0
     assert "orp / network" in (tmp_path / "orp.md").read_text()
+
+
+def test_tpcds_report_compares_answers_like_the_oracle():
+    """benchmarks/tpcds.py: floats to 1e-6 relative, tie order told apart, a wrong row caught."""
+    from decimal import Decimal
+
+    from benchmarks.tpcds import _query_numbers, compare
+
+    assert _query_numbers("1-3,7") == [1, 2, 3, 7]
+    assert compare([(1, 0.1 + 0.2)], [(1, 0.3)]) == "equal"
+    assert compare([(1, Decimal("2.50"))], [(1, 2.5)]) == "equal"
+    assert compare([(2, "b"), (1, "a")], [(1, "a"), (2, "b")]).startswith("equal (order")
+    assert compare([(1, 0.3001)], [(1, 0.3)]) == "WRONG"
+    assert compare([(1, None)], [(1, 0)]) == "WRONG"
