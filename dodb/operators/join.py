@@ -20,7 +20,9 @@ so its exact maximum degree is public too.  A private side whose degree is neede
 neither declared nor public makes the join's stability unbounded: the operator refuses
 with :class:`UnboundedStabilityError` rather than under-noise.
 
-``oblivious`` mode pads to the public worst case ``min(n_L * deg_R, n_R * deg_L)``;
+``oblivious`` mode pads to the public worst case ``min(n_L * deg_R, n_R * deg_L)``; when one
+side is unique (a PK–FK join) it uses :mod:`dodb.operators.pkfk` instead of expansion, so
+the fully oblivious baseline runs the best oblivious algorithm for the join it sees;
 semi/anti joins become filters of the left side (:mod:`dodb.operators.filter`); a left
 outer join is the inner join plus the anti join's rows with NULLs on the right.
 """
@@ -32,6 +34,7 @@ import pyarrow as pa
 from .context import ExecContext, OpResult, UnboundedStabilityError
 from .filter import filter_table
 from .keys import EncodedKey, KeyField, column_fields, encode_keys, pack_fields
+from .pkfk import pk_fk_join
 from .table import Column, PaddedTable, concat_tables, unify_columns
 
 __all__ = ["join", "JOIN_TYPES", "OBLIVIOUS_JOIN_LIMIT", "same_unit_stability"]
@@ -181,6 +184,16 @@ def join(
         if how == "left":
             s_out = s_l * max(deg_r or 0, 1) + 2 * s_r * (deg_l or 0)
 
+    if ctx.mode == "oblivious" and how in ("inner", "left"):
+        pk_is_right = deg_r is not None and deg_r <= 1
+        if pk_is_right or (how == "inner" and deg_l is not None and deg_l <= 1):
+            if same_unit:
+                s_out, _ = same_unit_stability(how, s_l, s_r, deg_l, deg_r)
+            ctx.op_name(f"{how}_join")  # same operator numbering as the general path
+            out = _pk_fk(ctx, left, right, left_keys, right_keys, how, pk_is_right, deg_l, deg_r,
+                         left_degree, right_degree, s_out)
+            return OpResult(out, ctx.leaks[leaks_before:], ctx.trace)
+
     lt = _sorted_side(ctx, left, left_keys)
     rt = _sorted_side(ctx, right, right_keys)
     lcols, rcols = _key_columns(lt, rt, left_keys, right_keys)
@@ -209,6 +222,18 @@ def join(
         padded = PaddedTable(inner.names, unmatched.columns + null_right, unmatched.is_real)
         inner = concat_tables([inner, padded], stability=s_out)
     return OpResult(inner.with_stability(s_out), ctx.leaks[leaks_before:], ctx.trace)
+
+
+def _pk_fk(ctx, left, right, left_keys, right_keys, how, pk_is_right, deg_l, deg_r, left_degree, right_degree,
+           s_out) -> PaddedTable:
+    """The fully oblivious baseline's PK–FK join (no expansion; :mod:`dodb.operators.pkfk`)."""
+    nl, nr = left.padded_size, right.padded_size
+    worst = min(nl * (deg_r if deg_r is not None else nr), nr * (deg_l if deg_l is not None else nl))
+    lcols, rcols = _key_columns(left, right, left_keys, right_keys)
+    l_ok, r_ok = _eligible(left, lcols), _eligible(right, rcols)
+    return pk_fk_join(ctx, left, right, lcols, rcols, l_ok, r_ok, pk_is_right=pk_is_right,
+                      fk_bound=left_degree if pk_is_right else right_degree, worst=worst, how=how,
+                      stability=s_out)
 
 
 def same_unit_stability(how: str, s_l: int, s_r: int, deg_l: int | None, deg_r: int | None) -> tuple[int, int]:
