@@ -67,8 +67,8 @@ def pk_fk_join(ctx: ExecContext, left: PaddedTable, right: PaddedTable, lcols: l
     pk_matrix, pk_layout = pack_rows([np.concatenate([a, _zeros_like(a, nf)]) for a in pk_arrays]) \
         if n else (np.zeros((0, 1), np.uint64), None)
     fk_payload = [np.concatenate([_zeros_like(a, npk), a]) for a in fk_arrays + [fk.is_real]]
-    _, (ok_s, side_s, pk_s, *rest) = kern.sort(EncodedKey(words, bits), [ok, side, pk_matrix] + fk_payload +
-                                                run_words)
+    payload = [ok, side, pk_matrix] + fk_payload + run_words
+    _, (ok_s, side_s, pk_s, *rest) = kern.sort(EncodedKey(words, bits), payload)  # lint: public the network
     fk_s, run_s = rest[:len(fk_payload)], rest[len(fk_payload):]
     starts = np.zeros(n, dtype=bool)
     if n:
