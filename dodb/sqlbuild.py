@@ -42,6 +42,8 @@ def count_rows(name: str | exp.Table, schema: str | None = None) -> str:
 
 def content_fingerprint(name: exp.Table, cols: Sequence[str]) -> str:
     """``SELECT count(*), sum(hash(cols…)), bit_xor(hash(cols…)) FROM t``: changes with any row."""
+    if not cols:
+        raise ValueError("a content fingerprint needs at least one column")
     h = exp.Anonymous(this="hash", expressions=[column(c) for c in cols])
     return render(exp.select(_count_star(), exp.Sum(this=h), exp.Anonymous(this="bit_xor", expressions=[h.copy()]))
                   .from_(name))

@@ -24,7 +24,7 @@ from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project,
 from .exprs import conjuncts
 from .guard import pushable
 from .ownership import Owners, same_unit
-from .public_cache import MAX_CACHED_ROWS, scanned_tables, structural_key
+from .public_cache import MAX_CACHED_ROWS, content_fingerprints, scanned_tables, structural_key
 from .rules.reject_unsupported import position_of
 from .widths import string_width
 
@@ -94,8 +94,11 @@ def side_key(node: Node) -> tuple[frozenset[str], tuple[str, ...]]:
 
 class PlanBuilder:
     def __init__(self, catalog: Catalog, neighbour: str = "add_remove",
-                 lookup_costs: dict[tuple, float] | None = None):
+                 lookup_costs: dict[tuple, float] | None = None, tables: frozenset[str] = frozenset()):
         self.catalog = catalog
+        # the public base tables the query reads: their content fingerprints are read together
+        self.public_tables = sorted(t for t in tables if t in catalog.tables and not catalog.tables[t].private
+                                    and catalog.tables[t].kind == "table")
         self.neighbour = neighbour
         # per-pass lookup cost of public sides after column pruning (see plan.lookup_hints)
         self.lookup_costs = lookup_costs or {}
@@ -107,6 +110,8 @@ class PlanBuilder:
         self._public_results: dict[int, object] = {}
         self._contents: dict[str, tuple] = {}
         self._select_columns: dict[int, tuple] = {}
+        self._shapes: dict[int, tuple] = {}  # structural keys of this plan's nodes (public_cache.py)
+        self._public_keys: dict[int, tuple | None] = {}
         self.owners = Owners(catalog)
 
     # -- public facts ------------------------------------------------------------------
@@ -114,29 +119,27 @@ class PlanBuilder:
         return 2 * s if self.neighbour == "replace" else s
 
     def _content(self, table: str) -> tuple:
-        """A public table's content fingerprint, read once per plan (planner/public_cache.py)."""
+        """A public table's content fingerprint (planner/public_cache.py), read once per plan:
+        at the first request, those of every public table the query reads, in one statement."""
         if table not in self._contents:
-            cur = self.catalog.cursor()
-            try:
-                row = cur.execute(sqlbuild.content_fingerprint(self.catalog.relation(table),
-                                                               list(self.catalog.table(table).columns))).fetchall()[0]
-            finally:
-                cur.close()
-            self._contents[table] = tuple(int(v) if v is not None else None for v in row)
+            wanted = {table} | {t for t in self.public_tables if t not in self._contents}
+            self._contents.update(content_fingerprints(self.catalog, wanted))
         return self._contents[table]
+
+    def share_public_reads(self, other: "PlanBuilder") -> None:
+        """Re-planning the same query in the same plan: reuse what ``other`` read of public data."""
+        self._contents = other._contents
+        self._public_degree_cache = {k: v for k, v in other._public_degree_cache.items() if isinstance(k[0], str)}
 
     def _public_degree(self, table: str, cols: tuple[str, ...]) -> int:
         key = (table, cols)
         if key not in self._public_degree_cache:
-            def compute() -> int:
-                cur = self.catalog.cursor()
-                try:
-                    sql = sqlbuild.max_rows_per_value(self.catalog.relation(table), list(cols))
-                    return int(cur.execute(sql).fetchall()[0][0])
-                finally:
-                    cur.close()
-            self._public_degree_cache[key] = self.catalog.public_facts.get_or_compute(
-                ("degree", table, cols, self.catalog.fingerprint, self._content(table)), compute)
+            cur = self.catalog.cursor()
+            try:
+                rows = cur.execute(sqlbuild.max_rows_per_value(self.catalog.relation(table), list(cols))).fetchall()
+            finally:
+                cur.close()
+            self._public_degree_cache[key] = int(rows[0][0])
         return self._public_degree_cache[key]
 
     def _row_count(self, table: str) -> int:
@@ -146,6 +149,16 @@ class PlanBuilder:
             self._rows_cache[table] = int(info.capacity) if info.private else self._content(table)[0]
         return self._rows_cache[table]
 
+    def _public_key(self, node: Node) -> tuple | None:
+        """What a public sub-plan's result depends on: its structure, the catalog, the contents
+        of the public tables it scans (planner/public_cache.py); ``None``: do not cache."""
+        if node.node_id not in self._public_keys:
+            shape = structural_key(node, self._shapes)
+            self._public_keys[node.node_id] = None if shape is None else (
+                "result", shape, self.catalog.fingerprint,
+                tuple((t, self._content(t)) for t in scanned_tables(node)))
+        return self._public_keys[node.node_id]
+
     def _run_public(self, node: Node):
         """Run a public sub-plan at plan time (no privacy cost), or reuse the result of an
         identical sub-plan over unchanged public tables (planner/public_cache.py)."""
@@ -153,12 +166,8 @@ class PlanBuilder:
             from ..operators import ExecContext
             from .execute import Executor
 
-            shape = structural_key(node)
-            key = None if shape is None else (
-                "result", shape, self.catalog.fingerprint,
-                tuple((t, self._content(t)) for t in scanned_tables(node)))
             t = self.catalog.public_facts.get_or_compute(
-                key, lambda: Executor(self.catalog, ExecContext(mode="plain"), {}).run(node),
+                self._public_key(node), lambda: Executor(self.catalog, ExecContext(mode="plain"), {}).run(node),
                 keep=lambda r: r.padded_size <= MAX_CACHED_ROWS)
             # each plan gets its own arrays: nothing a plan does can reach the cached copy
             self._public_results[node.node_id] = t.with_arrays([a.copy() for a in t.arrays()], aligned=t.aligned)
@@ -180,12 +189,15 @@ class PlanBuilder:
         """Exact key multiplicity of a public sub-plan, computed by running it (no privacy cost)."""
         key = (node.node_id, tuple(cols))
         if key not in self._public_degree_cache:
-            t = self._run_public(node).to_arrow().select(cols)
-            if t.num_rows == 0:
-                self._public_degree_cache[key] = 0
-            else:
+            def compute() -> int:
+                t = self._run_public(node).to_arrow().select(cols)
+                if t.num_rows == 0:
+                    return 0
                 g = t.group_by(cols).aggregate([([], "count_all")])
-                self._public_degree_cache[key] = int(g.column("count_all").to_numpy().max())
+                return int(g.column("count_all").to_numpy().max())
+            result = self._public_key(node)
+            self._public_degree_cache[key] = self.catalog.public_facts.get_or_compute(
+                None if result is None else ("degree", result, tuple(cols)), compute)
         return self._public_degree_cache[key]
 
     def _public_table(self, node: Node):

@@ -293,8 +293,9 @@ def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode
         raise PlanningError(f"dodb cannot plan this query: {type(e).__name__}: {one_line(e)}") from e
 
 
-def _front_end(sql: str, catalog: Catalog, params) -> tuple[exp.Expression, list[tuple[str, str]], exp.Expression]:
-    """Parse, guard, bind and optimise: ``(parsed, DuckDB's result schema, optimised AST)``.
+def _front_end(sql: str, catalog: Catalog, params) -> tuple[exp.Expression, list[tuple[str, str]], exp.Expression,
+                                                             frozenset[str]]:
+    """Parse, guard, bind and optimise: ``(parsed, DuckDB's result schema, optimised AST, base tables)``.
 
     Reads only the query text, ``params`` and the catalog (docs/design.md §Planning caches);
     callers must not modify the returned trees (they copy before building).
@@ -305,23 +306,25 @@ def _front_end(sql: str, catalog: Catalog, params) -> tuple[exp.Expression, list
     guarded = guard(parsed, catalog)
     schema = result_schema(guarded, catalog)  # DuckDB names and types the query as written
     guarded.ast = rewrite_grouping(guarded.ast)  # grouping sets, FILTER, GROUP BY ALL (§Grouping)
-    return parsed, schema, optimize(guarded.ast.copy(), catalog)
+    return parsed, schema, optimize(guarded.ast.copy(), catalog), frozenset(guarded.tables)
 
 
 def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, neighbour: str,
           allocation: str, params=None) -> QueryPlan:
     if params is None:  # a pure function of the text and the catalog: kept per catalog fingerprint
-        parsed, schema, optimized = catalog.schema_cache.get_or_compute(
+        parsed, schema, optimized, tables = catalog.schema_cache.get_or_compute(
             ("front end", sql, catalog.fingerprint), lambda: _front_end(sql, catalog, None))
     else:
-        parsed, schema, optimized = _front_end(sql, catalog, params)
+        parsed, schema, optimized, tables = _front_end(sql, catalog, params)
     names = [n for n, _ in schema]
-    builder = PlanBuilder(catalog, neighbour)
+    builder = PlanBuilder(catalog, neighbour, tables=tables)
     built = builder.build(optimized.copy())
     prune_columns(built.root)
     hints = lookup_hints(built.root, builder)
     if hints:  # a public side is cheaper to look up once its unused columns are pruned: plan again
-        built = PlanBuilder(catalog, neighbour, lookup_costs=hints).build(optimized.copy())
+        again = PlanBuilder(catalog, neighbour, lookup_costs=hints, tables=tables)
+        again.share_public_reads(builder)
+        built = again.build(optimized.copy())
         prune_columns(built.root)
     mark_only_filters(built.root)
     mark_alignment(built.root, neighbour)

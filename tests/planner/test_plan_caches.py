@@ -96,3 +96,20 @@ def test_admission_reads_the_ledger_for_every_cached_plan():
     with pytest.raises(dodb.BudgetExceededError):
         db.sql(sql, epsilon=1.0)
     db.close()
+
+
+def test_structural_keys_tell_plans_apart():
+    from sqlglot import exp, parse_one
+
+    from dodb.planner.logical import Filter, Scan
+    from dodb.planner.public_cache import structural_key
+
+    def filtered(pred: str, **scan):
+        return Filter(Scan(table="p", alias="p", source_columns=["pk"], **scan), parse_one(pred, read="duckdb"))
+
+    base = structural_key(filtered("p.pk = 1"))
+    assert base == structural_key(filtered("p.pk = 1"))  # node ids differ, structure does not
+    for other in ["p.pk = '1'", "p.pk = 2", "p.pk > 1", "CAST(p.pk AS INT) = 1", "CAST(p.pk AS BIGINT) = 1"]:
+        assert structural_key(filtered(other)) != base, other
+    assert structural_key(filtered("p.pk = 1", predicate=exp.true())) != base
+    assert structural_key(filtered("p.pk = 1", private=True)) != base
