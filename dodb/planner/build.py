@@ -24,7 +24,7 @@ from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project,
 from .exprs import conjuncts
 from .guard import pushable
 from .ownership import Owners, same_unit
-from .public_cache import MAX_CACHED_ROWS, content_fingerprints, scanned_tables, structural_key
+from .public_cache import content_fingerprints, scanned_tables, structural_key
 from .rules.reject_unsupported import position_of
 from .widths import string_width
 
@@ -168,7 +168,7 @@ class PlanBuilder:
 
             t = self.catalog.public_facts.get_or_compute(
                 self._public_key(node), lambda: Executor(self.catalog, ExecContext(mode="plain"), {}).run(node),
-                keep=lambda r: r.padded_size <= MAX_CACHED_ROWS)
+                weight=lambda r: r.padded_size)
             # each plan gets its own arrays: nothing a plan does can reach the cached copy
             self._public_results[node.node_id] = t.with_arrays([a.copy() for a in t.arrays()], aligned=t.aligned)
         return self._public_results[node.node_id]

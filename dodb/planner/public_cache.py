@@ -34,10 +34,10 @@ from sqlglot import exp
 from .. import sqlbuild
 from .logical import Node, Scan, walk
 
-__all__ = ["PublicFacts", "structural_key", "scanned_tables", "content_fingerprints", "MAX_CACHED_ROWS"]
+__all__ = ["PublicFacts", "structural_key", "scanned_tables", "content_fingerprints"]
 
-MAX_CACHED_ROWS = 1 << 18  # larger public results are recomputed (memory over speed)
 MAX_ENTRIES = 256
+MAX_TOTAL_ROWS = 1 << 20  # rows of cached public results per database (memory over speed)
 
 
 class _Uncacheable(Exception):
@@ -130,27 +130,37 @@ def content_fingerprints(catalog, tables: set[str]) -> dict[str, tuple]:
 
 
 class PublicFacts:
-    """A bounded LRU of public facts; keys must carry every fingerprint they depend on."""
+    """A bounded LRU of facts; keys must carry every fingerprint they depend on.
 
-    def __init__(self) -> None:
-        self._entries: OrderedDict[tuple, Any] = OrderedDict()
+    At most ``max_entries`` entries and, counting each entry's ``weight`` (rows of a cached
+    table), at most ``max_weight`` in total: large public results cannot pile up in memory.
+    """
+
+    def __init__(self, max_entries: int = MAX_ENTRIES, max_weight: int = MAX_TOTAL_ROWS) -> None:
+        self._entries: OrderedDict[tuple, tuple[Any, int]] = OrderedDict()
+        self.max_entries, self.max_weight = max_entries, max_weight
+        self._weight = 0
         self.hits = self.misses = 0
 
-    def get_or_compute(self, key: tuple | None, compute: Callable[[], Any], *, keep: Callable[[Any], bool] =
-                       lambda _: True) -> Any:
+    def get_or_compute(self, key: tuple | None, compute: Callable[[], Any], *,
+                       weight: Callable[[Any], int] = lambda _: 0) -> Any:
         if key is None:
             return compute()
         if key in self._entries:
             self._entries.move_to_end(key)
             self.hits += 1
-            return self._entries[key]
+            return self._entries[key][0]
         self.misses += 1
         value = compute()
-        if keep(value):
-            self._entries[key] = value
-            while len(self._entries) > MAX_ENTRIES:
-                self._entries.popitem(last=False)
+        w = weight(value)
+        if w <= self.max_weight:
+            self._entries[key] = (value, w)
+            self._weight += w
+            while len(self._entries) > self.max_entries or self._weight > self.max_weight:
+                _, (_, old) = self._entries.popitem(last=False)
+                self._weight -= old
         return value
 
     def clear(self) -> None:
         self._entries.clear()
+        self._weight = 0

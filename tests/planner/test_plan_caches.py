@@ -113,3 +113,19 @@ def test_structural_keys_tell_plans_apart():
         assert structural_key(filtered(other)) != base, other
     assert structural_key(filtered("p.pk = 1", predicate=exp.true())) != base
     assert structural_key(filtered("p.pk = 1", private=True)) != base
+
+
+def test_the_public_cache_is_bounded_in_rows_and_entries():
+    from dodb.planner.public_cache import PublicFacts
+
+    facts = PublicFacts(max_entries=3, max_weight=100)
+    for i in range(5):
+        facts.get_or_compute(("k", i), lambda i=i: i, weight=lambda _: 40)
+    assert facts._weight <= 100 and len(facts._entries) == 2  # 40-row entries: two fit
+    assert facts.get_or_compute(("k", 4), lambda: "recomputed") == 4  # the newest stayed
+    assert facts.get_or_compute(("k", 0), lambda: "recomputed") == "recomputed"  # the oldest went
+    assert facts.get_or_compute(("big",), lambda: "x", weight=lambda _: 101) == "x"
+    assert ("big",) not in facts._entries  # over the budget on its own: never kept
+    for i in range(10):
+        facts.get_or_compute(("small", i), lambda: 0)
+    assert len(facts._entries) == 3
