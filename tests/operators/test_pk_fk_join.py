@@ -1,7 +1,8 @@
-"""The fully oblivious baseline's PK–FK join (dodb/operators/pkfk.py; docs/design.md §Fair oblivious baselines).
+"""The fully oblivious baseline's PK–FK joins (docs/design.md §Fair oblivious baselines).
 
 Answers equal DuckDB's; declared bounds are enforced exactly as the general algorithm
-enforces them; the trace has no expansion and its output is the FK side's size.
+enforces them; an inner PK–FK join pads to the FK side and skips the re-sort, a left join
+onto a unique right side (dodb/operators/pkfk.py) has exactly the left side's slots.
 """
 from __future__ import annotations
 
@@ -30,8 +31,12 @@ def pk_fk_inputs(draw):
     return fk, pk
 
 
-def _kinds(trace) -> set[str]:
-    return {e.kind for e in trace.events}
+def _kinds(trace) -> list[str]:
+    return [e.kind for e in trace.events]
+
+
+def _sorts(trace) -> int:
+    return sum(k == "alloc:sort" for k in _kinds(trace))
 
 
 @pytest.mark.parametrize("how", ["inner", "left"])
@@ -50,15 +55,29 @@ def test_pk_fk_join_matches_duckdb(how, inp, pk_right, public_pk, data):
                    left_degree=None if public_pk else 1)
         want = duck(f"SELECT * FROM l {JOIN_SQL[how]} r ON pk = fk", l=pk, r=fk)
     assert_same_rows(res.table.to_arrow(), want)
-    uses_pk_fk = pk_right or how == "inner"
-    assert ("join:pk_fk" in _kinds(ctx.trace)) == uses_pk_fk
-    if uses_pk_fk:
-        assert not any(k.startswith("expand") or k == "join:expand" for k in _kinds(ctx.trace))
-        # the worst case of a PK–FK join is the FK side (or the smaller n_PK * deg_FK);
-        # an empty public PK side has exact degree 0
-        deg_pk = 1 if not public_pk or pk.num_rows else 0
-        assert res.table.padded_size == (fkp.padded_size if how == "left"
-                                         else min(fkp.padded_size * deg_pk, pkp.padded_size * 40))
+    # the worst case of a PK–FK join is the FK side (or the smaller n_PK * deg_FK); an empty
+    # public PK side has exact degree 0
+    deg_pk = 1 if not public_pk or pk.num_rows else 0
+    inner_worst = min(fkp.padded_size * deg_pk, pkp.padded_size * 40)
+    if how == "left" and pk_right:  # exactly the left rows, without expansion
+        assert "join:pk_fk_left" in _kinds(ctx.trace) and "join:expand" not in _kinds(ctx.trace)
+        assert res.table.padded_size == fkp.padded_size
+    else:
+        assert "join:pk_fk_left" not in _kinds(ctx.trace)
+        inner = res.table.padded_size if how == "inner" else res.table.padded_size - pkp.padded_size
+        assert inner == inner_worst
+
+
+@given(inp=pk_fk_inputs(), data=st.data())
+def test_a_unique_side_skips_the_re_sort(inp, data):
+    fk, pk = inp
+    _, fkp = data.draw(padded(st.just(fk), stability=1))
+    _, pkp = data.draw(padded(st.just(pk), stability=1))
+    unique, general = ExecContext(mode="oblivious"), ExecContext(mode="oblivious")
+    a = join(fkp, pkp, ["fk"], ["pk"], ctx=unique, left_degree=40, right_degree=1)
+    b = join(fkp, pkp, ["fk"], ["pk"], ctx=general, left_degree=40, right_degree=2)
+    assert_same_rows(a.table.to_arrow(), b.table.to_arrow())  # a bound of 2 holds too
+    assert _sorts(unique.trace) == _sorts(general.trace) - 1
 
 
 @given(l=tables(kinds=["int", "int"], names={0: "lk", 1: "lv"}, max_rows=30),
@@ -81,3 +100,8 @@ def test_pk_fk_output_is_capped_by_a_small_pk_side():
                ctx=ExecContext(mode="oblivious"), left_degree=3, right_degree=1)
     assert res.table.padded_size == 6  # n_PK * deg_FK = 2 * 3 < n_FK = 8
     assert sorted(res.table.to_arrow().column("v").to_pylist()) == ["a", "a", "b", "b", "b"]
+    left = join(from_arrow(fk, stability=1), from_arrow(pk, stability=1), ["k"], ["k2"], how="left",
+                ctx=ExecContext(mode="oblivious"), left_degree=3, right_degree=1)
+    assert left.table.padded_size == 8  # every left row once
+    assert sorted(left.table.to_arrow().column("v").to_pylist(), key=lambda v: (v is None, v or "")) == [
+        "a", "a", "b", "b", "b", None, None, None]
