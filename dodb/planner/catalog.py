@@ -21,6 +21,7 @@ private rows); user macros are listed so that the planner can refuse them.
 """
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,8 @@ from ..errors import CatalogError
 from ..storage.canonical import PRIVATE_SCHEMA
 from ..storage.layout import LogicalColumn
 from .public_cache import PublicFacts
+
+_versions = itertools.count()  # catalog fingerprints: unique across Catalog objects of a process
 
 __all__ = ["TableInfo", "Catalog", "META_SCHEMA", "SHADOW_SCHEMA", "PRIVATE_SCHEMA", "META_TABLE"]
 
@@ -90,7 +93,8 @@ class Catalog:
         self.database, self.schema = "memory", "main"  # where public tables live (read in _load)
         # Facts that are pure functions of the catalog as read by the last refresh (e.g. the
         # dry run's zero-row scans): emptied whenever a refresh reads a different catalog.
-        self.fingerprint: int | None = None
+        self.fingerprint: int | None = None  # a version number of everything the last refresh read
+        self._state: tuple | None = None
         self.schema_cache = PublicFacts()
         # facts of public data, keyed by content fingerprints (planner/public_cache.py)
         self.public_facts = PublicFacts()
@@ -134,11 +138,12 @@ class Catalog:
             for name, spec in specs:
                 tables[name] = _private_info(name, json.loads(spec))
         self.tables = tables
-        fingerprint = hash((self.database, self.schema, tuple(rows), tuple(sorted(views.items())),
-                            tuple(sorted(self.macros)), tuple(specs)))
-        if fingerprint != self.fingerprint:
+        state = (self.database, self.schema, tuple(rows), tuple(sorted(views.items())), tuple(sorted(self.macros)),
+                 tuple(specs))
+        if state != self._state:  # compared exactly: a new version number for any difference
+            self._state = state
             self.schema_cache.clear()
-            self.fingerprint = fingerprint
+            self.fingerprint = next(_versions)
 
     @staticmethod
     def _has_meta(cur) -> bool:
