@@ -9,7 +9,7 @@ from typing import Sequence
 
 from sqlglot import exp
 
-__all__ = ["table", "column", "create_schema", "count_rows", "max_rows_per_value", "max_length", "count_where_null",
+__all__ = ["table", "column", "create_schema", "count_rows", "content_fingerprint", "max_rows_per_value", "max_length", "count_where_null",
            "count_orphans", "render"]
 
 
@@ -38,6 +38,15 @@ def _count_star() -> exp.Expression:
 
 def count_rows(name: str | exp.Table, schema: str | None = None) -> str:
     return render(exp.select(_count_star()).from_(name if isinstance(name, exp.Table) else table(name, schema)))
+
+
+def content_fingerprint(name: exp.Table, cols: Sequence[str]) -> str:
+    """``SELECT count(*), sum(hash(cols…)), bit_xor(hash(cols…)) FROM t``: changes with any row."""
+    if not cols:
+        raise ValueError("a content fingerprint needs at least one column")
+    h = exp.Anonymous(this="hash", expressions=[column(c) for c in cols])
+    return render(exp.select(_count_star(), exp.Sum(this=h), exp.Anonymous(this="bit_xor", expressions=[h.copy()]))
+                  .from_(name))
 
 
 def max_rows_per_value(name: str | exp.Table, cols: Sequence[str], schema: str | None = None) -> str:

@@ -20,7 +20,11 @@ so its exact maximum degree is public too.  A private side whose degree is neede
 neither declared nor public makes the join's stability unbounded: the operator refuses
 with :class:`UnboundedStabilityError` rather than under-noise.
 
-``oblivious`` mode pads to the public worst case ``min(n_L * deg_R, n_R * deg_L)``;
+``oblivious`` mode pads to the public worst case ``min(n_L * deg_R, n_R * deg_L)`` — for a
+PK–FK join (one side unique) that is the FK side — and a left join onto a unique right
+side to the left side (:mod:`dodb.operators.pkfk`), so the fully oblivious baseline runs
+the best oblivious algorithm for the join it sees.  When one side is unique, every right
+copy is already at its partner's slot after the expansion and the re-sort is skipped;
 semi/anti joins become filters of the left side (:mod:`dodb.operators.filter`); a left
 outer join is the inner join plus the anti join's rows with NULLs on the right.
 """
@@ -32,6 +36,7 @@ import pyarrow as pa
 from .context import ExecContext, OpResult, UnboundedStabilityError
 from .filter import filter_table
 from .keys import EncodedKey, KeyField, column_fields, encode_keys, pack_fields
+from .pkfk import pk_fk_left_join
 from .table import Column, PaddedTable, concat_tables, unify_columns
 
 __all__ = ["join", "JOIN_TYPES", "OBLIVIOUS_JOIN_LIMIT", "same_unit_stability"]
@@ -181,6 +186,17 @@ def join(
         if how == "left":
             s_out = s_l * max(deg_r or 0, 1) + 2 * s_r * (deg_l or 0)
 
+    if ctx.mode == "oblivious" and how == "left" and deg_r is not None and deg_r <= 1:
+        # the fully oblivious baseline: a left join onto a unique right side has exactly the
+        # left side's rows, not the inner join's worst case plus the anti join's (pkfk.py)
+        if same_unit:
+            s_out, _ = same_unit_stability(how, s_l, s_r, deg_l, deg_r)
+        ctx.op_name(f"{how}_join")  # same operator numbering as the general path
+        lcols, rcols = _key_columns(left, right, left_keys, right_keys)
+        out = pk_fk_left_join(ctx, left, right, lcols, rcols, _eligible(left, lcols), _eligible(right, rcols),
+                              fk_bound=left_degree, stability=s_out)
+        return OpResult(out, ctx.leaks[leaks_before:], ctx.trace)
+
     lt = _sorted_side(ctx, left, left_keys)
     rt = _sorted_side(ctx, right, right_keys)
     lcols, rcols = _key_columns(lt, rt, left_keys, right_keys)
@@ -256,10 +272,16 @@ def _inner(ctx, name, lt, rt, dl, dr, rank_r, own_r, deg_l, deg_r, s_out, epsilo
     # run_start + b*deg_L + i (deg_L = its number of copies) and must move to its partner,
     # left row i's copy b, at run_start + i*deg_R + b.  Unused slots go last.
     run_start = slot - rank * copies - r_copy
-    target = np.where(r_real, run_start + r_copy * own + rank, m + slot)
-    bits = max(1, int(2 * m + 1).bit_length())
-    enc = EncodedKey([target.astype(np.uint64) << np.uint64(64 - bits)], bits)
-    _, r_arrays = kern.sort(enc, r_arrays[:-3])
+    if (deg_l is not None and deg_l <= 1) or (deg_r is not None and deg_r <= 1):
+        # One side unique (a public bound, enforced above): a run has one left row (every
+        # right copy is copy 0, rank*copies = rank) or one right row (own = 1, rank = 0), so
+        # every target below equals its slot and the sort would be the identity: skip it.
+        r_arrays = r_arrays[:-3]
+    else:
+        target = np.where(r_real, run_start + r_copy * own + rank, m + slot)
+        bits = max(1, int(2 * m + 1).bit_length())
+        enc = EncodedKey([target.astype(np.uint64) << np.uint64(64 - bits)], bits)
+        _, r_arrays = kern.sort(enc, r_arrays[:-3])
     arrays = l_arrays + r_arrays
     cols, i = [], 0
     for c in lt.columns + rt.columns:

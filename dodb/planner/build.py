@@ -24,6 +24,7 @@ from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project,
 from .exprs import conjuncts
 from .guard import pushable
 from .ownership import Owners, same_unit
+from .public_cache import content_fingerprints, scanned_tables, structural_key
 from .rules.reject_unsupported import position_of
 from .widths import string_width
 
@@ -93,8 +94,11 @@ def side_key(node: Node) -> tuple[frozenset[str], tuple[str, ...]]:
 
 class PlanBuilder:
     def __init__(self, catalog: Catalog, neighbour: str = "add_remove",
-                 lookup_costs: dict[tuple, float] | None = None):
+                 lookup_costs: dict[tuple, float] | None = None, tables: frozenset[str] = frozenset()):
         self.catalog = catalog
+        # the public base tables the query reads: their content fingerprints are read together
+        self.public_tables = sorted(t for t in tables if t in catalog.tables and not catalog.tables[t].private
+                                    and catalog.tables[t].kind == "table")
         self.neighbour = neighbour
         # per-pass lookup cost of public sides after column pruning (see plan.lookup_hints)
         self.lookup_costs = lookup_costs or {}
@@ -104,11 +108,28 @@ class PlanBuilder:
         self._public_degree_cache: dict[tuple, int] = {}
         self._rows_cache: dict[str, int] = {}
         self._public_results: dict[int, object] = {}
+        self._contents: dict[str, tuple] = {}
+        self._select_columns: dict[int, tuple] = {}
+        self._shapes: dict[int, tuple] = {}  # structural keys of this plan's nodes (public_cache.py)
+        self._public_keys: dict[int, tuple | None] = {}
         self.owners = Owners(catalog)
 
     # -- public facts ------------------------------------------------------------------
     def _group_s(self, s: int) -> int:
         return 2 * s if self.neighbour == "replace" else s
+
+    def _content(self, table: str) -> tuple:
+        """A public table's content fingerprint (planner/public_cache.py), read once per plan:
+        at the first request, those of every public table the query reads, in one statement."""
+        if table not in self._contents:
+            wanted = {table} | {t for t in self.public_tables if t not in self._contents}
+            self._contents.update(content_fingerprints(self.catalog, wanted))
+        return self._contents[table]
+
+    def share_public_reads(self, other: "PlanBuilder") -> None:
+        """Re-planning the same query in the same plan: reuse what ``other`` read of public data."""
+        self._contents = other._contents
+        self._public_degree_cache = {k: v for k, v in other._public_degree_cache.items() if isinstance(k[0], str)}
 
     def _public_degree(self, table: str, cols: tuple[str, ...]) -> int:
         key = (table, cols)
@@ -124,8 +145,33 @@ class PlanBuilder:
     def _row_count(self, table: str) -> int:
         """Padded size of a base table: a private table's capacity, a public table's row count."""
         if table not in self._rows_cache:
-            self._rows_cache[table] = self.catalog.rows(table)
+            info = self.catalog.table(table)
+            self._rows_cache[table] = int(info.capacity) if info.private else self._content(table)[0]
         return self._rows_cache[table]
+
+    def _public_key(self, node: Node) -> tuple | None:
+        """What a public sub-plan's result depends on: its structure, the catalog, the contents
+        of the public tables it scans (planner/public_cache.py); ``None``: do not cache."""
+        if node.node_id not in self._public_keys:
+            shape = structural_key(node, self._shapes)
+            self._public_keys[node.node_id] = None if shape is None else (
+                "result", shape, self.catalog.fingerprint,
+                tuple((t, self._content(t)) for t in scanned_tables(node)))
+        return self._public_keys[node.node_id]
+
+    def _run_public(self, node: Node):
+        """Run a public sub-plan at plan time (no privacy cost), or reuse the result of an
+        identical sub-plan over unchanged public tables (planner/public_cache.py)."""
+        if node.node_id not in self._public_results:
+            from ..operators import ExecContext
+            from .execute import Executor
+
+            t = self.catalog.public_facts.get_or_compute(
+                self._public_key(node), lambda: Executor(self.catalog, ExecContext(mode="plain"), {}).run(node),
+                weight=lambda r: r.padded_size)
+            # each plan gets its own arrays: nothing a plan does can reach the cached copy
+            self._public_results[node.node_id] = t.with_arrays([a.copy() for a in t.arrays()], aligned=t.aligned)
+        return self._public_results[node.node_id]
 
     def degree(self, node: Node, cols: list[str]) -> int | None:
         """Best public bound on rows per value of ``cols``: declared, or exact for public data."""
@@ -143,28 +189,20 @@ class PlanBuilder:
         """Exact key multiplicity of a public sub-plan, computed by running it (no privacy cost)."""
         key = (node.node_id, tuple(cols))
         if key not in self._public_degree_cache:
-            from ..operators import ExecContext
-            from .execute import Executor
-
-            if node.node_id not in self._public_results:
-                ex = Executor(self.catalog, ExecContext(mode="plain"), {})
-                self._public_results[node.node_id] = ex.run(node)
-            t = self._public_results[node.node_id].to_arrow().select(cols)
-            if t.num_rows == 0:
-                self._public_degree_cache[key] = 0
-            else:
+            def compute() -> int:
+                t = self._run_public(node).to_arrow().select(cols)
+                if t.num_rows == 0:
+                    return 0
                 g = t.group_by(cols).aggregate([([], "count_all")])
-                self._public_degree_cache[key] = int(g.column("count_all").to_numpy().max())
+                return int(g.column("count_all").to_numpy().max())
+            result = self._public_key(node)
+            self._public_degree_cache[key] = self.catalog.public_facts.get_or_compute(
+                None if result is None else ("degree", result, tuple(cols)), compute)
         return self._public_degree_cache[key]
 
     def _public_table(self, node: Node):
         """Run a public sub-plan at plan time (no privacy cost) and keep its result."""
-        if node.node_id not in self._public_results:
-            from ..operators import ExecContext
-            from .execute import Executor
-
-            self._public_results[node.node_id] = Executor(self.catalog, ExecContext(mode="plain"), {}).run(node)
-        return self._public_results[node.node_id]
+        return self._run_public(node)
 
     def _lookup_side(self, node: Node, keys: list[str], other: Node) -> bool:
         """A public relation with unique join keys, small enough that one pass per row of it
@@ -241,7 +279,7 @@ class PlanBuilder:
             info = self.catalog.table(src.name)
             if info.kind != "table":  # planner/guard.py expands views before anything is planned
                 raise UnsupportedQueryError(f"view {src.name} was not expanded", position_of(src))
-            used = sorted({c.name for c in select.find_all(exp.Column) if c.table == alias} & set(info.columns))
+            used = sorted(self._columns_by_table(select).get(alias, set()) & set(info.columns))
             if not used:
                 used = [next(iter(info.columns))]
             internal = [f"{alias}.{c}" for c in used]
@@ -255,6 +293,16 @@ class PlanBuilder:
         if isinstance(src, exp.Subquery):
             return self._rename(self._query(src.this, ctes), alias)
         raise UnsupportedQueryError(f"FROM item {src.sql(dialect='duckdb')[:60]}", position_of(src))
+
+    def _columns_by_table(self, select: exp.Select) -> dict[str, set[str]]:
+        """Column names ``select`` references, per table qualifier (one walk per SELECT)."""
+        key = id(select)
+        if key not in self._select_columns:
+            by_table: dict[str, set[str]] = {}
+            for c in select.find_all(exp.Column):
+                by_table.setdefault(c.table, set()).add(c.name)
+            self._select_columns[key] = (select, by_table)  # holds select: its id stays unique
+        return self._select_columns[key][1]
 
     def _rename(self, sub: BuiltQuery, alias: str) -> _Rel:
         exprs = {f"{alias}.{n}": _col(i) for n, i in zip(sub.names, sub.internal)}
@@ -275,7 +323,7 @@ class PlanBuilder:
                 raise UnsupportedQueryError(f"subquery in this position: {node.sql(dialect='duckdb')[:60]}",
                                             position_of(node))
             return node
-        return e.copy().transform(rw)
+        return e.transform(rw)  # transform copies the tree (copy=True) before rewriting it
 
     def _filter(self, rel: _Rel, preds: list[exp.Expression]) -> _Rel:
         if not preds:

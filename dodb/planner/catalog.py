@@ -21,6 +21,7 @@ private rows); user macros are listed so that the planner can refuse them.
 """
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,9 @@ from .. import sqlbuild
 from ..errors import CatalogError
 from ..storage.canonical import PRIVATE_SCHEMA
 from ..storage.layout import LogicalColumn
+from .public_cache import PublicFacts
+
+_versions = itertools.count()  # catalog fingerprints: unique across Catalog objects of a process
 
 __all__ = ["TableInfo", "Catalog", "META_SCHEMA", "SHADOW_SCHEMA", "PRIVATE_SCHEMA", "META_TABLE"]
 
@@ -87,6 +91,13 @@ class Catalog:
         self.tables: dict[str, TableInfo] = {}
         self.macros: set[str] = set()
         self.database, self.schema = "memory", "main"  # where public tables live (read in _load)
+        # Facts that are pure functions of the catalog as read by the last refresh (e.g. the
+        # dry run's zero-row scans): emptied whenever a refresh reads a different catalog.
+        self.fingerprint: int | None = None  # a version number of everything the last refresh read
+        self._state: tuple | None = None
+        self.schema_cache = PublicFacts()
+        # facts of public data, keyed by content fingerprints (planner/public_cache.py)
+        self.public_facts = PublicFacts()
         self.refresh()
 
     # -- loading -----------------------------------------------------------------------
@@ -121,12 +132,18 @@ class Catalog:
                 tables[name].view_sql = sql
         self.macros = {r[0].lower() for r in cur.execute(
             "SELECT DISTINCT function_name FROM duckdb_functions() WHERE NOT internal").fetchall()}
+        specs = []
         if self._has_meta(cur):
-            for row in cur.execute(
-                    f"SELECT table_name, spec FROM {META_SCHEMA}.{META_TABLE} ORDER BY table_name").fetchall():
-                name, spec = row[0], json.loads(row[1])
-                tables[name] = _private_info(name, spec)
+            specs = cur.execute(f"SELECT table_name, spec FROM {META_SCHEMA}.{META_TABLE} ORDER BY table_name").fetchall()
+            for name, spec in specs:
+                tables[name] = _private_info(name, json.loads(spec))
         self.tables = tables
+        state = (self.database, self.schema, tuple(rows), tuple(sorted(views.items())), tuple(sorted(self.macros)),
+                 tuple(specs))
+        if state != self._state:  # compared exactly: a new version number for any difference
+            self._state = state
+            self.schema_cache.clear()
+            self.fingerprint = next(_versions)
 
     @staticmethod
     def _has_meta(cur) -> bool:

@@ -139,6 +139,15 @@ class Executor:
         raise NotImplementedError(node.kind)
 
     def _scan(self, node: Scan) -> PaddedTable:
+        if self.dry_run:
+            # a dry-run scan reads no row: its result is a function of the catalog alone
+            key = ("dry scan", node.table, node.alias, tuple(node.source_columns), node.stability,
+                   None if node.predicate is None else node.predicate.sql(dialect="duckdb"))
+            cached = self.catalog.schema_cache.get_or_compute(key, lambda: self._scan_uncached(node))
+            return cached.with_arrays([a.copy() for a in cached.arrays()], aligned=cached.aligned)
+        return self._scan_uncached(node)
+
+    def _scan_uncached(self, node: Scan) -> PaddedTable:
         info = self.catalog.table(node.table)
         if info.private:
             return self._dummy_slots(node, info) if self.dry_run else self._scan_private(node, info)

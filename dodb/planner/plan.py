@@ -14,6 +14,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+from sqlglot import exp
 
 from ..accountant import PrivacyEvent, compose_all
 from ..errors import DodbError, InvalidParameterError, PlanningError, UnsupportedQueryError, one_line
@@ -37,6 +38,7 @@ from .alignment import mark_alignment
 from .marking import mark_only_filters
 from .memory import estimate_peak_bytes, format_bytes
 from .prune import prune_columns
+from .public_cache import structural_key
 from .partitions import describe_partitions, query_partitions
 
 __all__ = ["QueryPlan", "plan_query", "ALLOCATIONS"]
@@ -291,22 +293,38 @@ def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode
         raise PlanningError(f"dodb cannot plan this query: {type(e).__name__}: {one_line(e)}") from e
 
 
-def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, neighbour: str,
-          allocation: str, params=None) -> QueryPlan:
+def _front_end(sql: str, catalog: Catalog, params) -> tuple[exp.Expression, list[tuple[str, str]], exp.Expression,
+                                                             frozenset[str]]:
+    """Parse, guard, bind and optimise: ``(parsed, DuckDB's result schema, optimised AST, base tables)``.
+
+    Reads only the query text, ``params`` and the catalog (docs/design.md §Planning caches);
+    callers must not modify the returned trees (they copy before building).
+    """
     # parameters become literal nodes of the parsed tree, never text (planner/params.py)
     parsed = parse(sql) if params is None else bind_parameters(parse(number_positional(sql)), params)
     reject_unsupported(rewrite_grouping(parsed.copy()))
     guarded = guard(parsed, catalog)
     schema = result_schema(guarded, catalog)  # DuckDB names and types the query as written
     guarded.ast = rewrite_grouping(guarded.ast)  # grouping sets, FILTER, GROUP BY ALL (§Grouping)
+    return parsed, schema, optimize(guarded.ast.copy(), catalog), frozenset(guarded.tables)
+
+
+def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, neighbour: str,
+          allocation: str, params=None) -> QueryPlan:
+    if params is None:  # a pure function of the text and the catalog: kept per catalog fingerprint
+        parsed, schema, optimized, tables = catalog.schema_cache.get_or_compute(
+            ("front end", sql, catalog.fingerprint), lambda: _front_end(sql, catalog, None))
+    else:
+        parsed, schema, optimized, tables = _front_end(sql, catalog, params)
     names = [n for n, _ in schema]
-    ast = optimize(guarded.ast.copy(), catalog)
-    builder = PlanBuilder(catalog, neighbour)
-    built = builder.build(ast)
+    builder = PlanBuilder(catalog, neighbour, tables=tables)
+    built = builder.build(optimized.copy())
     prune_columns(built.root)
     hints = lookup_hints(built.root, builder)
     if hints:  # a public side is cheaper to look up once its unused columns are pruned: plan again
-        built = PlanBuilder(catalog, neighbour, lookup_costs=hints).build(optimize(guarded.ast.copy(), catalog))
+        again = PlanBuilder(catalog, neighbour, lookup_costs=hints, tables=tables)
+        again.share_public_reads(builder)
+        built = again.build(optimized.copy())
         prune_columns(built.root)
     mark_only_filters(built.root)
     mark_alignment(built.root, neighbour)
@@ -338,5 +356,10 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
                      types=[t for _, t in schema] if len(schema) == len(built.names) else None)
     plan.memory_bytes = estimate_peak_bytes(built.root)
     plan.partitions = query_partitions(built.root, catalog) if events else None
-    dry_run(plan)  # every data-independent failure happens here, before admission
+    # every data-independent failure happens here, before admission; the dry run reads no
+    # data, so an identical plan over an identical catalog passed it already (§Planning caches)
+    shape = structural_key(built.root)
+    key = None if shape is None else ("dry run", shape, tuple(plan.names), tuple(plan.internal),
+                                      tuple(plan.types or ()), mode, neighbour, catalog.fingerprint)
+    catalog.schema_cache.get_or_compute(key, lambda: dry_run(plan) or True)
     return plan

@@ -170,3 +170,37 @@ def test_invalid_privacy_parameters_fail_cleanly():
         with pytest.raises(ValueError):
             filter_table(pt, np.ones(2, bool), epsilon=eps, delta=delta, ctx=ExecContext(rng=new_rng(0)))
 
+
+
+def _pk_fk_trace(seed, n_fk, n_pk, how):
+    """An oblivious PK–FK join (declared unique right side) on random data of fixed sizes:
+    inner joins skip the re-sort, left joins use operators/pkfk.py."""
+    rng = np.random.default_rng(seed)
+    fk = pa.table({"k": rng.integers(0, 4, n_fk), "v": rng.integers(-5, 5, n_fk)})
+    pk = pa.table({"k2": rng.integers(0, 6, n_pk), "w": [f"s{x}" for x in rng.integers(0, 9, n_pk)]})
+    ctx = ExecContext(mode="oblivious", rng=new_rng(0))
+    f = filter_table(from_arrow(fk, stability=1), predicate_mask(from_arrow(fk, stability=1), "v > 0"), ctx=ctx).table
+    join(f, from_arrow(pk, stability=1, widths={"w": 4}), ["k"], ["k2"], how=how, ctx=ctx, left_degree=n_fk,
+         right_degree=1)
+    assert any(e.kind == "join:pk_fk_left" for e in ctx.trace.events) == (how == "left")
+    return ctx.trace
+
+
+@given(st.integers(0, 25), st.integers(0, 8), st.sampled_from(["inner", "left"]),
+       st.integers(0, 2**31), st.integers(0, 2**31))
+def test_oblivious_pk_fk_join_same_size_same_trace(n_fk, n_pk, how, a, b):
+    assert _pk_fk_trace(a, n_fk, n_pk, how) == _pk_fk_trace(b, n_fk, n_pk, how)
+
+
+@pytest.mark.parametrize("how", ["inner", "left"])
+@given(lr=two_tables, public_right=st.booleans())
+def test_pk_fk_join_simulatable(how, lr, public_right):
+    l, r = lr
+    lt = from_arrow(l, stability=1, widths={"c1": 8})
+    # a unique right side: its first row per key (NULL keys dropped) — declared when private
+    r = r.filter(pa.compute.is_valid(r.column("c0")))
+    keep = sorted({k: i for i, k in reversed(list(enumerate(r.column("c0").to_pylist())))}.values())
+    rt = from_arrow(r.take(pa.array(keep, pa.int64())), stability=0 if public_right else 1, widths={"c1": 8})
+    res = run(join, [lt, rt], "oblivious", left_keys=["c0"], right_keys=["c0"], how=how, left_degree=40,
+              right_degree=None if public_right else 1)
+    assert any(e.kind == "join:pk_fk_left" for e in res.trace.events) == (how == "left")
