@@ -8,6 +8,9 @@ query, so it costs nothing:
   fully qualified: unknown columns, type mismatches and unknown functions fail here; each
   result column's type must be one the padded representation holds (no INTERVAL,
   STRUCT, LIST …).
+* :func:`duckdb_names` — the result columns' names exactly as DuckDB names them: DuckDB
+  binds the analyst's own SQL text (its names render the expression as DuckDB parsed it,
+  ``min_by(x, y)``, ``count_star()``, which sqlglot's rendering does not keep).
 * :func:`dry_run` — the DO plan runs once over dummy slots (each private scan) and empty
   public scans (:class:`~dodb.planner.execute.Executor` with ``dry_run``): every
   operator and expression meets the types, and the all-NULL dummy rows, it will meet for
@@ -26,10 +29,10 @@ from ..duckcalls import scratch
 from ..errors import DodbError, PlanningError, UnsupportedQueryError, one_line
 from ..operators import ExecContext
 from ..operators.table import column_from_arrow
-from .catalog import Catalog
+from .catalog import SHADOW_SCHEMA, Catalog
 from .guard import Guarded
 
-__all__ = ["result_schema", "check_type", "dry_run"]
+__all__ = ["result_schema", "duckdb_names", "check_type", "dry_run"]
 
 _AFTER = "found while binding the query, before admission: nothing was charged"
 
@@ -71,6 +74,28 @@ def result_schema(guarded: Guarded, catalog: Catalog) -> list[tuple[str, str]]:
     for row in rows:
         check_type(row[1], f"result column {row[0]!r}")
     return [(r[0], r[1]) for r in rows]
+
+
+def duckdb_names(sql: str, catalog: Catalog, params=None) -> list[str] | None:
+    """DuckDB's names of the result columns of ``sql`` as the analyst wrote it, or None.
+
+    The text is bound (``DESCRIBE``, which reads no row) with private tables found in the
+    zero-row shadow schema ahead of the public one, and with the parameters DuckDB would be
+    given.  None when DuckDB cannot bind the text on its own (a view over a private table):
+    the caller keeps the names bound on the guarded query (docs/design.md §Analyst API).
+    """
+    db = exp.to_identifier(catalog.database).sql(dialect="duckdb")
+    path = ",".join(f"{db}.{exp.to_identifier(s).sql(dialect='duckdb')}" for s in (SHADOW_SCHEMA, catalog.schema))
+    cur = catalog.cursor()  # its own client context: the search path set here stays here
+    try:
+        cur.execute(f"SET search_path = '{path.replace(chr(39), chr(39) * 2)}'")
+        described = f"DESCRIBE {sql.strip().rstrip(';')}"
+        rows = cur.execute(described).fetchall() if params is None else cur.execute(described, params).fetchall()
+    except (duckdb.Error, TypeError, ValueError, OverflowError, RecursionError):
+        return None
+    finally:
+        cur.close()
+    return [r[0] for r in rows]
 
 
 @functools.lru_cache(maxsize=256)
