@@ -29,7 +29,7 @@ from .overhead import padding_line, padding_overhead
 from .params import bind_parameters, number_positional
 from .sourcetext import quote_source
 from .logical import Join, Node, Scan, leaks, upper_rows, walk
-from .bind import dry_run, duckdb_names, result_schema
+from .bind import check_window_defaults, dry_run, duckdb_names, result_schema
 from .guard import guard
 from .optimize import optimize, parse
 from .rules import reject_unsupported, rewrite_grouping
@@ -298,9 +298,10 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
     reject_unsupported(rewrite_grouping(parsed.copy()))
     guarded = guard(parsed, catalog)
     schema = result_schema(guarded, catalog)  # DuckDB names and types the query as written
+    check_window_defaults(guarded, catalog)   # lag(x::TINYINT, 1, 300) fails here, not after admission
     guarded.ast = rewrite_grouping(guarded.ast)  # grouping sets, FILTER, GROUP BY ALL (§Grouping)
     names = [n for n, _ in schema]
-    as_written = duckdb_names(sql, catalog, params)  # DuckDB's own names for the text as written
+    as_written = duckdb_names(sql)  # DuckDB's own names for the text as written (parsed, never run)
     if as_written is not None and len(as_written) == len(names):
         names = as_written
     ast = optimize(guarded.ast.copy(), catalog)

@@ -92,3 +92,14 @@ def test_random_unaliased_calls_are_named_as_duckdb_names_them(db, agg, one, arg
     sql = f"SELECT {first}{one}({arg}){window}{two} FROM people{group}"
     want = [d[0] for d in db.oracle.sql(sql).description]
     assert db.plan(sql, epsilon=1.0).names == want, sql
+
+
+def test_the_text_is_only_parsed_never_bound_or_run():
+    """DuckDB gets the analyst's text as a value to parse: a file the text names is not read
+    (binding read_csv would open it), and a second statement is never run."""
+    from dodb.planner.bind import duckdb_names
+
+    assert duckdb_names("SELECT a, min_by(a, b) FROM read_csv('/no/such/dir/x.csv')") == ["a", "min_by(a, b)"]
+    assert duckdb_names("SELECT 1; DROP TABLE people") is None
+    assert duckdb_names("SELECT *, count(*) FROM people") is None  # a star needs binding: the bound names stay
+    assert duckdb_names("SELECT x AS y, ? + 1 FROM t UNION ALL SELECT 1, 2") == ["y", "($1 + 1)"]
