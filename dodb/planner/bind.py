@@ -118,8 +118,9 @@ def check_window_defaults(guarded: Guarded, catalog: Catalog) -> None:
             target = exp.DataType.build(value_type, dialect="duckdb")
         except sqlglot.errors.SqlglotError:
             continue
+        cur = scratch().cursor()  # a constant cast: reads nothing, touches no table
         try:
-            scratch().execute(exp.select(exp.cast(default.copy(), target)).sql(dialect="duckdb")).fetchall()
+            cur.execute(exp.select(exp.cast(default.copy(), target)).sql(dialect="duckdb")).fetchall()
         except duckdb.Error as e:
             name = func.key.upper()
             where = position_of(window)
@@ -127,6 +128,8 @@ def check_window_defaults(guarded: Guarded, catalog: Catalog) -> None:
                 f"{name}'s default {default.sql(dialect='duckdb')[:40]} does not fit {value_type}, the type of "
                 f"{name}'s value ({_duck_message(e).split(' LINE ')[0]}); write a default of that type, or "
                 f"cast the value to a wider type{' (at ' + where + ')' if where else ''}; {_AFTER}") from None
+        finally:
+            cur.close()
 
 
 def _expression_text(con, select: dict, expr: dict, statement: dict) -> str | None:
