@@ -10,6 +10,7 @@ Server errors come back as the same dodb error classes with their one-line messa
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ import pyarrow.flight as flight
 from .accountant import errors as accountant_errors
 from .accountant.errors import Budget
 from .errors import DodbError
+from .planner.params import params_to_wire
 from .result import PrivacyReport, Result
 from .wire import PaddedAnswer, QueryRuntimeError
 
@@ -128,18 +130,23 @@ class RemoteDatabase:
             raise QueryRuntimeError(f"{e}{charged}") from None
 
     # -- the Database API -------------------------------------------------------------------------
-    def sql(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do") -> Result:
-        """Run a private query on the server; the answer arrives padded and is stripped here."""
-        return self._get({"op": "query", "sql": query, "epsilon": epsilon, "delta": delta, "mode": mode})
+    def sql(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do",
+            params: Sequence[Any] | dict[str, Any] | None = None) -> Result:
+        """Run a private query on the server; the answer arrives padded and is stripped here.
+
+        ``params`` travel as typed values and the server binds them as constants of the
+        parsed query, exactly as :meth:`dodb.Database.sql` does (planner/params.py)."""
+        return self._get({"op": "query", "sql": query, "epsilon": epsilon, "delta": delta, "mode": mode,
+                          "params": params_to_wire(params)})
 
     def fetch(self, query_id: int) -> Result:
         """A recent answer of yours again, without a new charge (e.g. after a lost connection)."""
         return self._get({"op": "fetch", "query_id": int(query_id)})
 
     def explain(self, query: str, *, epsilon: float = 1.0, delta: float | None = None, mode: str = "do",
-                as_dict: bool = False):
+                as_dict: bool = False, params: Sequence[Any] | dict[str, Any] | None = None):
         return self._action("explain", {"sql": query, "epsilon": epsilon, "delta": delta, "mode": mode,
-                                        "as_dict": as_dict})
+                                        "as_dict": as_dict, "params": params_to_wire(params)})
 
     @property
     def budget(self) -> dict[str, Any]:

@@ -32,6 +32,7 @@ import pyarrow.flight as flight
 
 from .accountant import AccountantError
 from .errors import DodbError
+from .planner.params import params_from_wire
 from .result import PrivacyReport
 from .tokens import verify_token
 from .wire import PaddedAnswer
@@ -128,7 +129,8 @@ class DodbServer(flight.FlightServerBase):
         mode = req.get("mode", "do")
         if not isinstance(mode, str):
             raise DodbError("malformed request: 'mode' must be a string")
-        return {"epsilon": req.get("epsilon"), "delta": req.get("delta"), "mode": mode}
+        return {"epsilon": req.get("epsilon"), "delta": req.get("delta"), "mode": mode,
+                "params": params_from_wire(req.get("params"))}
 
     def do_get(self, context, ticket):
         name = self._analyst(context)
@@ -183,7 +185,7 @@ class DodbServer(flight.FlightServerBase):
             args = self._query_args(req)
             eps = 1.0 if args["epsilon"] is None else args["epsilon"]
             return self.db.explain(req["sql"], epsilon=eps, delta=args["delta"], mode=args["mode"],
-                                   as_dict=bool(req.get("as_dict")))
+                                   as_dict=bool(req.get("as_dict")), params=args["params"])
         if kind == "budget":
             return self.db.budget
         if kind == "history":

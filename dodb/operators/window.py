@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from ..errors import UnsupportedQueryError
 from ..oblivious.scan import segmented_lex_scan, segmented_scan
-from .aggregate import _int128_parts, _int128_to_float, _words_differ
+from .aggregate import SUM_OVERFLOW, _TEN38, _carry, _int128_parts, _int128_to_float, _words_differ
 from .context import ExecContext, OpResult
 from .keys import KeyField, column_fields, encode_keys, pack_fields
 from .sort_limit import SortKey
@@ -139,6 +139,7 @@ class _Ctx:
         self.p0 = self.idx - self.rn + 1
         self.p1 = self.p0 + self.cnt - 1
         self.peer_rn = segmented_scan(ones, peer, "sum", trace=trace)
+        self.overflow = np.zeros(n, dtype=bool)  # rows whose SUM/AVG frame total leaves DECIMAL(38)
         self.q0 = self.idx - self.peer_rn + 1
 
     def first(self, arrays: list[np.ndarray], starts: np.ndarray) -> list[np.ndarray]:
@@ -318,15 +319,26 @@ def _sum_state(col: Column, inc: np.ndarray) -> tuple[_State, bool]:
     lo, hi = _int128_parts(col)
     lo = np.where(inc, lo, np.uint64(0))
     hi = np.where(inc, hi, 0).astype(np.int64)
-    return _State("add", [(lo & _M32).astype(np.int64), (lo >> np.uint64(32)).astype(np.int64), hi]), False
+    # four 32-bit limbs, each summed exactly in int64 (below 2^31 rows): the total is exact
+    # even where it leaves 128 bits, so an overflow is detected, never wrapped
+    return _State("add", [(lo & _M32).astype(np.int64), (lo >> np.uint64(32)).astype(np.int64),
+                          (hi.view(np.uint64) & _M32).astype(np.int64), hi >> 32]), False
 
 
-def _sum_words(st: _State) -> tuple[np.ndarray, np.ndarray]:
-    s0, s1, sh = st.words
-    s0, s1 = s0.astype(np.uint64), s1.astype(np.uint64)
-    lo = s0 + ((s1 & _M32) << np.uint64(32))
-    carry = (lo < s0).astype(np.int64)
-    return lo, sh + (s1 >> np.uint64(32)).astype(np.int64) + carry
+def _sum_words(st: _State, avg: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The frame total as (low word, high word) and whether DuckDB raises on it: a SUM at
+    least 10^38 in magnitude (outside DECIMAL(38)), an AVG's total outside HUGEINT (2^127).
+    Carry propagation, element-wise."""
+    limbs = _carry(list(st.words))
+    if avg:
+        overflow = (limbs[3] < -(1 << 31)) | (limbs[3] >= 1 << 31)
+    else:
+        up = _carry([x + t for x, t in zip(limbs, _TEN38)])
+        down = _carry([x - t for x, t in zip(limbs, _TEN38)])
+        overflow = (up[3] < 0) | ((up[0] | up[1] | up[2] | up[3]) == 0) | (down[3] >= 0)
+    lo = limbs[0].astype(np.uint64) | (limbs[1].astype(np.uint64) << np.uint64(32))
+    hi = limbs[2].astype(np.uint64) | (limbs[3].astype(np.uint64) << np.uint64(32))
+    return lo, hi.view(np.int64), overflow
 
 
 def _aggregate(c: _Ctx, f: WindowFunc, col: Column | None, real: np.ndarray) -> Column:
@@ -344,7 +356,8 @@ def _aggregate(c: _Ctx, f: WindowFunc, col: Column | None, real: np.ndarray) -> 
         if is_float:
             val = total.words[0] if f.func == "sum" else total.words[0] / np.maximum(count, 1)
             return Column(pa.float64(), val, some)
-        lo, hi = _sum_words(total)
+        lo, hi, overflow = _sum_words(total, f.func == "avg")
+        c.overflow |= overflow & real & some
         scale = col.type.scale if pa.types.is_decimal(col.type) else 0
         if f.func == "avg":
             return Column(pa.float64(), _int128_to_float(lo, hi) / np.maximum(count, 1) / (10.0 ** scale), some)
@@ -415,6 +428,8 @@ def _spec_pass(t: PaddedTable, spec: WindowSpec, ctx: ExecContext) -> PaddedTabl
     ctx.trace.record("window:scan", -1, n, len(spec.funcs))
     c = _Ctx(pstart, peer, ctx.trace)
     cols = [_compute(c, t, f) for f in spec.funcs]
+    # folded into the status word like the group-by's SUM: raised after the run, pattern-free
+    ctx.error_code = max(ctx.error_code, int(np.max(c.overflow & t.is_real, initial=False)) * SUM_OVERFLOW)
     return PaddedTable(t.names + [f.name for f in spec.funcs], t.columns + cols, t.is_real, t.stability,
                        dict(t.meta))
 

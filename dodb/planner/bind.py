@@ -8,6 +8,13 @@ query, so it costs nothing:
   fully qualified: unknown columns, type mismatches and unknown functions fail here; each
   result column's type must be one the padded representation holds (no INTERVAL,
   STRUCT, LIST …).
+* :func:`check_window_defaults` — a constant LAG/LEAD default must cast to the type of
+  the value it stands in for (``lag(x::TINYINT, 1, 300)``): DuckDB raises on the first
+  row that reads it, dodb raises here, before admission.
+* :func:`duckdb_names` — the result columns' names exactly as DuckDB names them: DuckDB
+  *parses* the analyst's own text (given as a value, never run) and renders each select
+  expression as it names it (``min_by(x, y)``, ``count_star()``, which sqlglot's
+  rendering does not keep).
 * :func:`dry_run` — the DO plan runs once over dummy slots (each private scan) and empty
   public scans (:class:`~dodb.planner.execute.Executor` with ``dry_run``): every
   operator and expression meets the types, and the all-NULL dummy rows, it will meet for
@@ -16,6 +23,7 @@ query, so it costs nothing:
 from __future__ import annotations
 
 import functools
+import json
 
 import duckdb
 import pyarrow as pa
@@ -28,8 +36,9 @@ from ..operators import ExecContext
 from ..operators.table import column_from_arrow
 from .catalog import Catalog
 from .guard import Guarded
+from .rules.reject_unsupported import position_of
 
-__all__ = ["result_schema", "check_type", "dry_run"]
+__all__ = ["result_schema", "check_window_defaults", "duckdb_names", "check_type", "dry_run"]
 
 _AFTER = "found while binding the query, before admission: nothing was charged"
 
@@ -71,6 +80,117 @@ def result_schema(guarded: Guarded, catalog: Catalog) -> list[tuple[str, str]]:
     for row in rows:
         check_type(row[1], f"result column {row[0]!r}")
     return [(r[0], r[1]) for r in rows]
+
+
+def _value_type(window: exp.Window, value: exp.Expression, root: exp.Expression, catalog: Catalog) -> str | None:
+    """DuckDB's type of ``value`` in the SELECT holding ``window`` (None if it cannot be bound alone)."""
+    select = window.find_ancestor(exp.Select)
+    if select is None:
+        return None
+    probe = select.copy()
+    probe.set("expressions", [value.copy().as_("__dodb_value")])
+    for key in ("order", "limit", "offset", "qualify", "distinct"):
+        probe.set(key, None)
+    with_ = root.args.get("with") or root.args.get("with_")
+    if select is not root and with_ is not None and not (probe.args.get("with") or probe.args.get("with_")):
+        probe.set("with", with_.copy())  # the guard gave every CTE a fresh name: no clash
+    cur = catalog.cursor()
+    try:
+        return cur.execute(exp.Describe(this=probe).sql(dialect="duckdb")).fetchall()[0][1]
+    except (duckdb.Error, IndexError, RecursionError):
+        return None  # e.g. a correlated column: the default is cast at run time as before
+    finally:
+        cur.close()
+
+
+def check_window_defaults(guarded: Guarded, catalog: Catalog) -> None:
+    """Raise if a constant LAG/LEAD default cannot be cast to its value's type (module doc)."""
+    root = _qualified(guarded, catalog)
+    for window in root.find_all(exp.Window):
+        func = window.this
+        default = func.args.get("default") if isinstance(func, (exp.Lag, exp.Lead)) else None
+        if default is None or default.find(exp.Column, exp.Query, exp.AggFunc, exp.Window) is not None:
+            continue
+        value_type = _value_type(window, func.this, root, catalog)
+        if value_type is None:
+            continue
+        try:
+            target = exp.DataType.build(value_type, dialect="duckdb")
+        except sqlglot.errors.SqlglotError:
+            continue
+        cur = scratch().cursor()  # a constant cast: reads nothing, touches no table
+        try:
+            cur.execute(exp.select(exp.cast(default.copy(), target)).sql(dialect="duckdb")).fetchall()
+        except duckdb.Error as e:
+            name = func.key.upper()
+            where = position_of(window)
+            raise PlanningError(
+                f"{name}'s default {default.sql(dialect='duckdb')[:40]} does not fit {value_type}, the type of "
+                f"{name}'s value ({_duck_message(e).split(' LINE ')[0]}); write a default of that type, or "
+                f"cast the value to a wider type{' (at ' + where + ')' if where else ''}; {_AFTER}") from None
+        finally:
+            cur.close()
+
+
+def _expression_text(con, select: dict, expr: dict, statement: dict) -> str | None:
+    """DuckDB's own rendering of one parsed select-list expression (its ``ToString``)."""
+    alone = dict(select, select_list=[expr], where_clause=None, group_expressions=[], group_sets=[], having=None,
+                 aggregate_handling="STANDARD_HANDLING",
+                 qualify=None, modifiers=[], sample=None,
+                 from_table={"type": "EMPTY", "alias": "", "sample": None, "query_location": 2 ** 64 - 1})
+    tree = {"error": False, "statements": [{"node": alone, "named_param_map": statement.get("named_param_map", [])}]}
+    try:
+        text = con.execute("SELECT json_deserialize_sql(?)", [json.dumps(tree)]).fetchall()[0][0]
+    except (duckdb.Error, TypeError, ValueError):
+        return None
+    return text[len("SELECT "):] if isinstance(text, str) and text.startswith("SELECT ") else None
+
+
+def duckdb_names(sql: str) -> list[str] | None:
+    """DuckDB's names of the result columns of ``sql`` as the analyst wrote it, or None.
+
+    DuckDB names an unaliased column by its rendering of the *parsed* expression
+    (``min_by(x, y)``, ``count_star()``, ``($1 + x)``; a column reference by its column
+    name).  The text is only parsed by DuckDB — ``json_serialize_sql`` with the text as a
+    bound value, never as SQL, so nothing the guard did not see is bound or run — and
+    each expression rendered back (``json_deserialize_sql``).  None where the names need
+    binding (a ``*`` in the outer select list, a statement that is not a query): the
+    caller keeps the names of the bound guarded query (docs/design.md §Analyst API).
+    """
+    con = scratch().cursor()  # its own result set: the shared scratch connection is left as it was
+    try:
+        return _names(con, sql)
+    finally:
+        con.close()
+
+
+def _names(con, sql: str) -> list[str] | None:
+    try:
+        tree = json.loads(con.execute("SELECT json_serialize_sql(?)", [sql]).fetchall()[0][0])
+    except (duckdb.Error, TypeError, ValueError, RecursionError):
+        return None
+    statements = tree.get("statements") or []
+    if tree.get("error") or len(statements) != 1:
+        return None
+    node = statements[0].get("node") or {}
+    while node.get("type") == "SET_OPERATION_NODE":  # a set operation is named by its first query
+        node = node.get("left") or (node.get("children") or [{}])[0]
+    if node.get("type") != "SELECT_NODE":
+        return None
+    names = []
+    for expr in node.get("select_list") or []:
+        if expr.get("alias"):
+            names.append(expr["alias"])
+        elif expr.get("class") == "STAR":
+            return None
+        elif expr.get("class") == "COLUMN_REF":
+            names.append(expr["column_names"][-1])
+        else:
+            text = _expression_text(con, node, expr, statements[0])
+            if text is None:
+                return None
+            names.append(text)
+    return names
 
 
 @functools.lru_cache(maxsize=256)

@@ -23,7 +23,7 @@ from sqlglot.dialects.duckdb import DuckDB
 
 from ..errors import InvalidParameterError, PlanningError
 
-__all__ = ["bind_parameters", "number_positional", "literal_for"]
+__all__ = ["bind_parameters", "number_positional", "literal_for", "params_to_wire", "params_from_wire"]
 
 
 def number_positional(sql: str) -> str:
@@ -112,3 +112,69 @@ def bind_parameters(tree: exp.Expression, params: Sequence[Any] | Mapping[str, A
     for p in list(out.find_all(exp.Placeholder)):
         p.replace(literals[str(p.this)].copy())
     return out
+
+
+# -- served mode: parameters cross the wire as typed values, never as SQL text ---------------------
+def _value_to_wire(value: Any) -> list:
+    """One value as ``[type tag, text]`` (exact: repr of a float, str of a Decimal)."""
+    if value is None:
+        return ["null", None]
+    if isinstance(value, bool):
+        return ["bool", value]
+    if isinstance(value, int):
+        return ["int", str(value)]
+    if isinstance(value, float):
+        return ["float", repr(value)]
+    if isinstance(value, decimal.Decimal):
+        return ["decimal", str(value)]
+    if isinstance(value, str):
+        return ["str", value]
+    if isinstance(value, dt.datetime):
+        literal_for(value)  # a timezone-aware value is refused here, in the analyst's process
+        return ["timestamp", value.isoformat()]
+    if isinstance(value, dt.date):
+        return ["date", value.isoformat()]
+    literal_for(value)  # raises the same InvalidParameterError as the local path
+    raise AssertionError("unreachable")
+
+
+_FROM_WIRE = {"int": int, "float": float, "decimal": decimal.Decimal, "str": str,
+              "timestamp": dt.datetime.fromisoformat, "date": dt.date.fromisoformat}
+
+
+def _value_from_wire(item: Any) -> Any:
+    if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)):
+        raise InvalidParameterError("malformed request: each parameter must be [type, value]")
+    tag, text = item
+    if tag == "null" and text is None:
+        return None
+    if tag == "bool" and isinstance(text, bool):
+        return text
+    if tag in _FROM_WIRE and isinstance(text, str):
+        try:
+            return _FROM_WIRE[tag](text)
+        except (ValueError, decimal.InvalidOperation):
+            raise InvalidParameterError(f"malformed request: parameter {text[:40]!r} is not a {tag}") from None
+    raise InvalidParameterError(f"malformed request: unknown parameter type {str(tag)[:20]!r}")
+
+
+def params_to_wire(params: Sequence[Any] | Mapping[str, Any] | None) -> dict | None:
+    """``params`` as JSON-able typed values for served mode (docs/design.md §Served mode)."""
+    if params is None:
+        return None
+    if isinstance(params, Mapping):
+        return {"named": {str(k): _value_to_wire(v) for k, v in params.items()}}
+    if isinstance(params, Sequence) and not isinstance(params, (str, bytes)):
+        return {"positional": [_value_to_wire(v) for v in params]}
+    raise InvalidParameterError("params must be a list/tuple (for ? or $1) or a dict (for $name)")
+
+
+def params_from_wire(obj: Any) -> list[Any] | dict[str, Any] | None:
+    """The server's side of :func:`params_to_wire`: the same Python values, checked."""
+    if obj is None:
+        return None
+    if isinstance(obj, dict) and set(obj) == {"positional"} and isinstance(obj["positional"], list):
+        return [_value_from_wire(v) for v in obj["positional"]]
+    if isinstance(obj, dict) and set(obj) == {"named"} and isinstance(obj["named"], dict):
+        return {str(k): _value_from_wire(v) for k, v in obj["named"].items()}
+    raise InvalidParameterError("malformed request: 'params' must be {'positional': [...]} or {'named': {...}}")

@@ -30,7 +30,7 @@ from .overhead import padding_line, padding_overhead
 from .params import bind_parameters, number_positional
 from .sourcetext import quote_source
 from .logical import Join, Node, Scan, leaks, upper_rows, walk
-from .bind import dry_run, result_schema
+from .bind import check_window_defaults, dry_run, duckdb_names, result_schema
 from .guard import guard
 from .optimize import optimize, parse
 from .rules import reject_unsupported, rewrite_grouping
@@ -305,6 +305,7 @@ def _front_end(sql: str, catalog: Catalog, params) -> tuple[exp.Expression, list
     reject_unsupported(rewrite_grouping(parsed.copy()))
     guarded = guard(parsed, catalog)
     schema = result_schema(guarded, catalog)  # DuckDB names and types the query as written
+    check_window_defaults(guarded, catalog)   # lag(x::TINYINT, 1, 300) fails here, not after admission
     guarded.ast = rewrite_grouping(guarded.ast)  # grouping sets, FILTER, GROUP BY ALL (§Grouping)
     return parsed, schema, optimize(guarded.ast.copy(), catalog), frozenset(guarded.tables)
 
@@ -317,6 +318,9 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
     else:
         parsed, schema, optimized, tables = _front_end(sql, catalog, params)
     names = [n for n, _ in schema]
+    as_written = duckdb_names(sql)  # DuckDB's own names for the text as written (parsed, never run)
+    if as_written is not None and len(as_written) == len(names):
+        names = as_written
     builder = PlanBuilder(catalog, neighbour, tables=tables)
     built = builder.build(optimized.copy())
     prune_columns(built.root)

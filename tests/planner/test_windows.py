@@ -224,3 +224,61 @@ def test_a_filter_after_a_window_is_charged_with_the_window_stability(db):
 def test_explain_names_the_window(db):
     text = db.explain("SELECT id, sum(qty) OVER (PARTITION BY region ORDER BY id) AS s FROM sales", epsilon=1.0)
     assert "Window [__w0=sum(sales.qty)] PARTITION BY sales.region ORDER BY sales.id" in text
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT count(*) FROM (SELECT lag(qty::TINYINT, 1, 300) OVER (ORDER BY id) AS l FROM sales) s WHERE l > 0",
+    "SELECT id, lead(amount, 2, 123456789.5) OVER (PARTITION BY region ORDER BY id) FROM sales",
+    "SELECT id, lag(region::VARCHAR, 1, 'x') OVER (ORDER BY id), lag(day, 1, 'not a date') OVER (ORDER BY id) "
+    "FROM sales",
+])
+def test_a_lag_default_that_does_not_fit_fails_at_bind_charging_nothing(db, sql):
+    with pytest.raises(duckdb.Error):  # DuckDB refuses it too (on the first row that reads it)
+        db.oracle.sql(sql).fetchall()
+    spent = db.budget["spent"]
+    with pytest.raises(dodb.PlanningError, match="default .* does not fit .*before admission"):
+        db.plan(sql, epsilon=1.0)  # planning never charges: the failure is found before admission
+    with pytest.raises(dodb.PlanningError, match="default"):
+        db.sql(sql, epsilon=1.0)
+    assert db.budget["spent"] == spent
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT id, lag(qty::TINYINT, 1, 100) OVER (ORDER BY id) FROM sales",
+    "SELECT id, lead(amount, 1, -3) OVER (ORDER BY id) FROM sales",
+    "WITH c AS (SELECT id, qty::TINYINT AS q FROM sales) SELECT * FROM (SELECT id, lag(q, 1, 7) OVER (ORDER BY id) "
+    "FROM c) s",
+])
+def test_a_lag_default_that_fits_still_equals_duckdb(db, sql):
+    assert_same_rows(db.sql(sql, epsilon=1.0, delta=1e-6).arrow(), db.oracle.sql(sql).to_arrow_table())
+
+
+def test_window_sum_over_decimal38_overflow_is_an_error_like_duckdb():
+    """A window SUM/AVG whose frame total leaves DECIMAL(38) raises (after the run, via the
+    status word) as DuckDB does, instead of returning a wrapped value; totals that fit are exact."""
+    con = duckdb.connect()
+    big = "99999999999999999999999999999999999.00"  # 37 digits: two of them still fit 38
+    # 9.99e35 + 1e35 leaves 38 digits (SUM raises, AVG does not); 2 · 9.99e35 leaves HUGEINT (AVG raises too)
+    for name, second in (("fits", big), ("leaves", "9" + big), ("huge", "9" + big)):
+        con.execute(f"CREATE TABLE {name} (id INTEGER, g INTEGER, v DECIMAL(38,2))")
+        first = second if name == "huge" else big
+        con.execute(f"INSERT INTO {name} VALUES (1, 0, {first}), (2, 0, {second}), (3, 0, -{big}), (4, 1, 5), "
+                    "(5, 1, NULL)")
+    d = dodb.attach(con, seed=3, allow_insecure=True)
+    oracle = snapshot(con)
+    d.set_budget(epsilon=1e6, delta=0.5)
+    d.protect("fits", "id", max_contributions=1)
+    d.protect("leaves", "id", max_contributions=1)
+    d.protect("huge", "id", max_contributions=1)
+    try:
+        avg = "SELECT id, avg(v) OVER (PARTITION BY g ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM "
+        for sql in ["SELECT id, sum(v) OVER (PARTITION BY g ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) "
+                    "FROM fits", "SELECT id, sum(v) OVER (ORDER BY id) FROM fits", avg + "leaves"]:
+            assert_same_rows(d.sql(sql, epsilon=1.0).arrow(), oracle.sql(sql).to_arrow_table())
+        for sql in ["SELECT id, sum(v) OVER (ORDER BY id) FROM leaves", avg + "huge"]:
+            with pytest.raises(duckdb.Error, match="Overflow"):
+                oracle.sql(sql).fetchall()
+            with pytest.raises(dodb.DodbError, match="Overflow"):
+                d.sql(sql, epsilon=1.0).fetchall()
+    finally:
+        d.close()

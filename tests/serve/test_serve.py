@@ -275,3 +275,41 @@ def test_tls(served, tmp_path):
             dodb.connect(plain, token=toks["alice"]).sql(GROUPED, epsilon=0.5)
     finally:
         srv.close()
+
+
+def test_params_are_typed_values_bound_on_the_server(served):
+    """``params=`` crosses the wire as typed values and the server binds them as literal nodes,
+    as the local path does (planner/params.py); a bad parameter charges nothing."""
+    import datetime as dt
+    import decimal
+    import json
+
+    import pyarrow.flight as flight
+
+    path, toks, start = served
+    srv = start()
+    sql = "SELECT g, count(*) AS n, min(s) AS s FROM t WHERE id >= ? AND s <> ? GROUP BY g ORDER BY g"
+    evil = "x0' OR 1=1; DROP TABLE t; --"
+    with dodb.connect(srv.location, token=toks["alice"]) as remote:
+        res = remote.sql(sql, epsilon=0.5, params=[1, evil])
+        assert res.fetchall() == [(0, 3, "x3"), (1, 3, "x1"), (2, 3, "x2")]
+        assert srv.db.sql(sql, epsilon=0.5, params=[1, evil]).fetchall() == res.fetchall()  # as the local path
+        named = remote.sql("SELECT count(*) AS n FROM t WHERE id < $k AND CAST(id AS DOUBLE) < $f "
+                           "AND DATE '2020-01-01' + CAST(id AS INTEGER) < $d AND s IS DISTINCT FROM $none",
+                           epsilon=0.5, params={"k": decimal.Decimal("5.5"), "f": 3.5,
+                                                "d": dt.date(2020, 1, 4), "none": None})
+        assert named.fetchall() == [(3,)]
+        assert remote.history()[0]["sql"].count("?") == 0  # the ledger keeps the query as it ran
+        assert "Aggregate" in remote.explain(sql, epsilon=0.5, params=[1, "x"])
+        spent = remote.budget["spent"]
+        with pytest.raises(dodb.InvalidParameterError, match=r"\$2"):
+            remote.sql(sql, epsilon=0.5, params=[1])
+        with pytest.raises(dodb.InvalidParameterError, match="set"):
+            remote.sql(sql, epsilon=0.5, params=[1, {2}])  # refused in the analyst's process
+        raw = flight.FlightClient(srv.location)
+        opts = flight.FlightCallOptions(headers=[(b"authorization", f"Bearer {toks['alice']}".encode())])
+        ticket = {"op": "query", "sql": sql, "epsilon": 0.5, "params": {"positional": [["int", "1"], ["sql", "1=1"]]}}
+        with pytest.raises(flight.FlightServerError, match="unknown parameter type"):
+            raw.do_get(flight.Ticket(json.dumps(ticket).encode()), opts).read_all()
+        raw.close()
+        assert remote.budget["spent"] == spent
