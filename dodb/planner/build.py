@@ -21,6 +21,7 @@ from ..operators.join import same_unit_stability
 from ..operators.sort_limit import SortKey
 from .catalog import Catalog
 from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, upper_rows, walk
+from .degrees import fixed_columns, reduce_degrees, reduce_unique
 from .exprs import conjuncts
 from .guard import pushable
 from .ownership import Owners, same_unit
@@ -288,8 +289,11 @@ class PlanBuilder:
             # allow-listed scalars over this table reach it (docs/design.md §Pushdown allow-list)
             node.predicate = exp.and_(*[p.copy() for p in preds])
             return rel
+        # columns the filter fixes to one value shrink unique sets and degree keys (planner/degrees.py)
+        fixed = {rel.cols[key] for key in fixed_columns(preds) if key in rel.cols}
         f = Filter(node, pred, columns=list(node.columns), stability=node.stability,
-                   degrees=dict(node.degrees), unique=list(node.unique), one_row=node.one_row)
+                   degrees=reduce_degrees(node.degrees, fixed), unique=reduce_unique(node.unique, fixed),
+                   one_row=node.one_row)
         return _Rel(f, rel.cols, rel.aliases)
 
     def _select(self, sel: exp.Select, ctes) -> BuiltQuery:
