@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-__all__ = ["fixed_columns", "reduce_unique", "reduce_degrees"]
+__all__ = ["fixed_columns", "reduce_unique", "reduce_degrees", "unique_reason", "window_unique"]
 
 _NUMERIC = exp.DataType.NUMERIC_TYPES
 _TEXT = exp.DataType.TEXT_TYPES
@@ -91,4 +91,39 @@ def reduce_degrees(degrees: dict, fixed: set[str]) -> dict:
             continue
         key = next(iter(rest)) if len(rest) == 1 else frozenset(rest)
         out[key] = min(d, out.get(key, d))
+    return out
+
+
+def unique_reason(unique: list[frozenset[str]], cols: list[str]) -> str | None:
+    """EXPLAIN's reason for degree 1 on ``cols``: the unique set it comes from, if any.
+
+    >>> unique_reason([frozenset({"ss1.ca_county"})], ["ss1.ca_county"])
+    'unique key (ss1.ca_county)'
+    """
+    for u in unique:
+        if u <= frozenset(cols):
+            return f"unique key ({', '.join(sorted(u)) or 'at most one row'})"
+    return None
+
+
+def window_unique(unique: list[frozenset[str]], partition: tuple[str, ...], order: tuple[str, ...],
+                  funcs: list[tuple[str, str]]) -> list[frozenset[str]]:
+    """Unique sets a window adds: its PARTITION BY columns with a numbering column.
+
+    ROW_NUMBER numbers the rows of a partition 1, 2, … with no repeat, so (partition, rn) is
+    unique whatever the data.  RANK and DENSE_RANK repeat only on ties in the ORDER BY, so
+    they are unique with the partition when (partition ∪ order) is already unique (NULLs
+    compare equal both in a unique set and among ORDER BY peers).  ``funcs`` is
+    ``(function, output column)`` pairs; ``order`` the ORDER BY columns (plain columns only).
+
+    >>> window_unique([frozenset({"p", "d"})], ("p",), ("d",), [("rank", "rk"), ("sum", "s")]) == [{"p", "rk"}]
+    True
+    >>> window_unique([frozenset({"p", "d", "e"})], ("p",), ("d",), [("rank", "rk")])
+    []
+    """
+    no_ties = any(u <= frozenset(partition) | frozenset(order) for u in unique)
+    out = []
+    for func, name in funcs:
+        if func == "row_number" or (func in ("rank", "dense_rank") and no_ties):
+            out.append(frozenset(partition) | {name})
     return out
