@@ -111,6 +111,26 @@ def test_planted_unsound_group_by_two_keys_joined_on_one(db):
     _check(db, sql)
 
 
+def test_planted_unsound_fixing_rule_gives_a_wrong_answer_that_the_oracle_catches(db, monkeypatch):
+    """Guards the guard: a rule that took an inequality as fixing its column would claim
+    degree 1 on city for rows grouped by (city, yr, qtr, code); the join then keeps one
+    partner per key and drops real rows, and comparing with DuckDB fails."""
+    from dodb.planner import build
+
+    def every_compared_column(preds):
+        return {(c.table, c.name) for p in preds for c in p.find_all(exp.Column)}
+
+    sql = G + ("SELECT a.city, a.s, b.s FROM g a JOIN g b ON a.city = b.city "
+               "WHERE a.yr > 0 AND a.qtr > 0 AND a.code > '' AND b.yr > 0 AND b.qtr > 0 AND b.code > ''")
+    monkeypatch.setattr(build, "fixed_columns", every_compared_column)
+    assert _top_join(db, sql).left_degree == 1
+    with pytest.raises(AssertionError, match="row counts differ"):
+        _check(db, sql)
+    monkeypatch.undo()
+    assert _top_join(db, sql).left_degree != 1
+    _check(db, sql)
+
+
 def test_all_group_keys_fixed_is_at_most_one_row(db):
     sql = ("WITH g AS (SELECT yr, qtr, sum(amt) AS s FROM sales GROUP BY yr, qtr) "
            "SELECT a.s, x.amt FROM g a JOIN sales x ON a.yr = x.yr WHERE a.yr = 2001 AND a.qtr = 2")
