@@ -182,3 +182,25 @@ def test_random_filtered_group_joins_equal_duckdb(db, fixed, join_on, yr, qtr, c
     else:
         assert (j.left_degree, j.right_degree) == (1, 1)
     _check(db, sql)
+
+
+def _chain(k: int) -> str:
+    return "SELECT count(*) FROM sales s0 " + " ".join(f"JOIN sales s{i} ON s{i - 1}.city = s{i}.city"
+                                                       for i in range(1, k))
+
+
+def test_join_chains_without_bounds_are_refused_before_admission(db):
+    """Self-joins on a column with no degree bound multiply size bounds: refused by the memory
+    guard (not by an oblivious dry run padding to the worst case first), or — when even the
+    noise cannot be calibrated — by one line naming the join; nothing is charged either way."""
+    from dodb.errors import MemoryLimitError, PlanningError
+
+    spent = db.budget["spent"]
+    with pytest.raises(MemoryLimitError, match="nothing was charged"):
+        db.sql(_chain(5), epsilon=1e-3, delta=1e-9)
+    with pytest.raises(PlanningError) as info:
+        db.sql(_chain(7), epsilon=1e-3, delta=1e-9)
+    msg = str(info.value)
+    assert "\n" not in msg and msg.startswith("Join INNER ON s5.city = s6.city")
+    assert "cannot calibrate noise" in msg and "max_degree" in msg
+    assert db.budget["spent"] == spent
