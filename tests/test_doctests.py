@@ -12,6 +12,7 @@ MODULES = [
     "dodb.planner.rules.unnest_exists",
     "dodb.planner.rules.factor_disjunctions",
     "dodb.planner.widths",
+    "dodb.planner.degrees",
 ]
 
 

@@ -21,6 +21,7 @@ from ..operators.join import same_unit_stability
 from ..operators.sort_limit import SortKey
 from .catalog import Catalog
 from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, upper_rows, walk
+from .degrees import fixed_columns, reduce_degrees, reduce_unique, unique_reason
 from .exprs import conjuncts
 from .guard import pushable
 from .ownership import Owners, same_unit
@@ -176,6 +177,8 @@ class PlanBuilder:
     def degree(self, node: Node, cols: list[str]) -> int | None:
         """Best public bound on rows per value of ``cols``: declared, or exact for public data."""
         d = node.degree(cols)
+        if d is not None:  # never more rows per value than rows: the public worst case caps it
+            d = min(d, max(1, upper_rows(node)))
         base = _base_scan(node)
         if base is not None and not base.private and base.predicate is None:
             exact = self._public_degree(base.table, tuple(c.split(".", 1)[1] for c in cols))
@@ -336,8 +339,11 @@ class PlanBuilder:
             # allow-listed scalars over this table reach it (docs/design.md §Pushdown allow-list)
             node.predicate = exp.and_(*[p.copy() for p in preds])
             return rel
+        # columns the filter fixes to one value shrink unique sets and degree keys (planner/degrees.py)
+        fixed = {rel.cols[key] for key in fixed_columns(preds) if key in rel.cols}
         f = Filter(node, pred, columns=list(node.columns), stability=node.stability,
-                   degrees=dict(node.degrees), unique=list(node.unique), one_row=node.one_row)
+                   degrees=reduce_degrees(node.degrees, fixed), unique=reduce_unique(node.unique, fixed),
+                   one_row=node.one_row)
         return _Rel(f, rel.cols, rel.aliases)
 
     def _select(self, sel: exp.Select, ctes) -> BuiltQuery:
@@ -470,7 +476,8 @@ class PlanBuilder:
         if how == "inner" and sr > 0 and sl == 0 and self._lookup_side(ln, lk, rn):
             return self._lookup_node(right, left, how, rk, lk)
         dl, dr = self.degree(ln, lk), self.degree(rn, rk)
-        sources = {}
+        sources = {side: why for side, n, keys, d in (("left", ln, lk, dl), ("right", rn, rk, dr))
+                   if d == 1 and (why := unique_reason(n.unique, keys))}
         if dl is None and sr > 0:
             dl, sources["left"] = self.bounded_degree(ln, lk)
         if dr is None and sl > 0 and how not in ("semi", "anti"):

@@ -113,9 +113,14 @@ class Executor:
             if node.method == "lookup":
                 out = lookup_join(left, right, lk, rk, how=node.how, epsilon=eps, delta=delta, ctx=ctx).table
             else:
+                dl, dr = node.left_degree, node.right_degree
+                if self.dry_run:  # dummy rows only: the oblivious dry run must not pad to the plan's
+                    # worst case (the memory guard judges that after planning), and rows per value
+                    # never exceed the padded input
+                    dl = None if dl is None else min(dl, max(1, left.padded_size))
+                    dr = None if dr is None else min(dr, max(1, right.padded_size))
                 out = join(left, right, lk, rk, how=node.how, epsilon=eps, delta=delta, ctx=ctx,
-                           left_degree=node.left_degree, right_degree=node.right_degree,
-                           same_unit=node.same_unit).table
+                           left_degree=dl, right_degree=dr, same_unit=node.same_unit).table
             return out if lk == node.left_keys and rk == node.right_keys else out.select(node.columns)
         if isinstance(node, CrossOne):
             return _broadcast(inputs[0], inputs[1], node.stability)

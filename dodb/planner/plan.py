@@ -348,8 +348,13 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
         for name, s in releases:
             try:
                 mech = ShiftedTruncatedDiscreteLaplace.for_privacy(eps_n, delta_n, s)
-            except ValueError as e:
-                raise PlanningError(f"{n.describe()}: cannot calibrate noise: {e}") from None
+            except ValueError:
+                # a sensitivity this large means no padding would fit in memory either: refuse
+                # before admission, naming the operator and what would give it a small bound
+                raise PlanningError(
+                    f"{n.describe()}: cannot calibrate noise: its {name} has sensitivity {s}, too large to pad "
+                    f"at ε={eps_n:.3g}, δ={delta_n:.3g} (declare keys or max_degree for its join columns in "
+                    "protect(), or join on a key that is unique after grouping)") from None
             op = f"{n.kind}#{n.node_id}:{name}"
             events.append(PrivacyEvent.padding(mechanism=mech, sensitivity=s, operator=op, query=sql))
             event_nodes.append((n, name, s, eps_n, delta_n, mech))

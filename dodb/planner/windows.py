@@ -30,6 +30,7 @@ from sqlglot import exp
 from ..errors import UnsupportedQueryError
 from ..operators.sort_limit import SortKey
 from ..operators.window import Frame, WHOLE, WindowFunc, WindowSpec
+from .degrees import window_unique
 from .logical import Node, Scan, Unary, upper_rows
 from .rules.reject_unsupported import position_of
 
@@ -271,7 +272,9 @@ def plan_windows(builder, node: Node, calls: WindowCalls) -> Node:
     specs = [WindowSpec(p, k, tuple(fs)) for (p, k), fs in groups.items()]
     return Window(child, specs=specs, columns=list(child.columns) + [f.name for s in specs for f in s.funcs],
                   stability=_stability(builder, child, specs, order_free), degrees=dict(child.degrees),
-                  unique=list(child.unique), one_row=child.one_row)
+                  unique=list(child.unique) + [u for s in specs for u in window_unique(
+                      child.unique, s.partition, tuple(k.column for k in s.order), [(f.func, f.name) for f in s.funcs])],
+                  one_row=child.one_row)
 
 
 def _in_slots(node: Node) -> bool:

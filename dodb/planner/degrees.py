@@ -1,0 +1,129 @@
+"""Degree bounds inferred from a plan's structure: equality filters shrink unique keys.
+
+(docs/design.md §Degrees from structure.)  A GROUP BY output is unique on its keys, a
+DISTINCT output on its columns, a declared key on itself (planner/build.py records these
+as a node's ``unique`` sets).  A filter ``g = constant`` keeps only rows that agree on
+``g``, so among the rows it keeps, a unique set ``{g} ∪ R`` is unique on ``R`` alone, and a
+degree bound on ``{g} ∪ R`` bounds ``R``: grouped by (county, qoy, year) then filtered
+``qoy = 1 AND year = 2000`` is unique on county, so a join on county has degree 1.
+
+Both facts hold in every database, so they are public facts of the plan (never of the data)
+and a neighbouring database satisfies them too: the join stability ``s_L·deg_R + s_R·deg_L``
+(DESIGN §4) stays an upper bound.  Soundness needs the filter's equality to be no coarser
+than the grouping's: ``varchar_col = 1`` casts the column and keeps '1', '01' and ' 1', three
+distinct groups, so only a literal of the column's own type family fixes it; an untyped
+column fixes nothing.
+
+>>> from sqlglot import parse_one
+>>> p = parse_one("qoy = 1 AND year = 2000 AND name LIKE 'a%'")
+>>> for c in p.find_all(exp.Column): c.type = exp.DataType.build("INT")
+>>> sorted(fixed_columns([p.left.left, p.left.right, p.right]))
+[('', 'qoy'), ('', 'year')]
+>>> reduce_unique([frozenset({"county", "qoy", "year"})], {"qoy", "year"})[1]
+frozenset({'county'})
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+__all__ = ["fixed_columns", "reduce_unique", "reduce_degrees", "unique_reason", "window_unique"]
+
+_NUMERIC = exp.DataType.NUMERIC_TYPES
+_TEXT = exp.DataType.TEXT_TYPES
+
+
+def _literal_fixes(col: exp.Column, lit: exp.Expression) -> bool:
+    """Whether ``col = lit`` leaves a single grouping value of ``col`` (see module doc)."""
+    if not isinstance(lit, exp.Literal):
+        return False
+    ctype = col.type
+    if ctype is None or ctype.this in (exp.DataType.Type.UNKNOWN, None):
+        return False
+    if lit.is_string:
+        return ctype.this in _TEXT
+    return ctype.this in _NUMERIC
+
+
+def _fixed_by(pred: exp.Expression) -> tuple[str, str] | None:
+    if isinstance(pred, exp.Paren):
+        return _fixed_by(pred.this)
+    if not isinstance(pred, exp.EQ):
+        return None
+    a, b = pred.left, pred.right
+    if isinstance(b, exp.Column):
+        a, b = b, a
+    if isinstance(a, exp.Column) and _literal_fixes(a, b):
+        return a.table, a.name
+    return None
+
+
+def fixed_columns(preds: list[exp.Expression]) -> set[tuple[str, str]]:
+    """Columns ``(table, name)`` an AND of ``preds`` fixes to one value.
+
+    Only top-level conjuncts ``column = literal`` (either side) with the literal in the
+    column's type family count; anything else fixes nothing.
+    """
+    return {c for p in preds if (c := _fixed_by(p)) is not None}
+
+
+def reduce_unique(unique: list[frozenset[str]], fixed: set[str]) -> list[frozenset[str]]:
+    """Unique sets after a filter fixing ``fixed``: each set, and each set minus ``fixed``."""
+    out = list(unique)
+    for u in unique:
+        smaller = frozenset(u - fixed)
+        if smaller != u and smaller not in out:
+            out.append(smaller)
+    return out
+
+
+def reduce_degrees(degrees: dict, fixed: set[str]) -> dict:
+    """Degree bounds after a filter fixing ``fixed``: a bound on key set K bounds K minus ``fixed``.
+
+    >>> reduce_degrees({frozenset({"a", "b"}): 3, "c": 2}, {"b"})["a"]
+    3
+    """
+    out = dict(degrees)
+    for k, d in degrees.items():
+        if not isinstance(k, frozenset):
+            continue
+        rest = k - fixed
+        if rest == k or not rest:  # an empty key set would bound the whole relation: not claimed
+            continue
+        key = next(iter(rest)) if len(rest) == 1 else frozenset(rest)
+        out[key] = min(d, out.get(key, d))
+    return out
+
+
+def unique_reason(unique: list[frozenset[str]], cols: list[str]) -> str | None:
+    """EXPLAIN's reason for degree 1 on ``cols``: the unique set it comes from, if any.
+
+    >>> unique_reason([frozenset({"ss1.ca_county"})], ["ss1.ca_county"])
+    'unique key (ss1.ca_county)'
+    """
+    for u in unique:
+        if u <= frozenset(cols):
+            return f"unique key ({', '.join(sorted(u)) or 'at most one row'})"
+    return None
+
+
+def window_unique(unique: list[frozenset[str]], partition: tuple[str, ...], order: tuple[str, ...],
+                  funcs: list[tuple[str, str]]) -> list[frozenset[str]]:
+    """Unique sets a window adds: its PARTITION BY columns with a numbering column.
+
+    ROW_NUMBER numbers the rows of a partition 1, 2, … with no repeat, so (partition, rn) is
+    unique whatever the data.  RANK and DENSE_RANK repeat only on ties in the ORDER BY, so
+    they are unique with the partition when (partition ∪ order) is already unique (NULLs
+    compare equal both in a unique set and among ORDER BY peers).  ``funcs`` is
+    ``(function, output column)`` pairs; ``order`` the ORDER BY columns (plain columns only).
+
+    >>> window_unique([frozenset({"p", "d"})], ("p",), ("d",), [("rank", "rk"), ("sum", "s")]) == [{"p", "rk"}]
+    True
+    >>> window_unique([frozenset({"p", "d", "e"})], ("p",), ("d",), [("rank", "rk")])
+    []
+    """
+    no_ties = any(u <= frozenset(partition) | frozenset(order) for u in unique)
+    out = []
+    for func, name in funcs:
+        if func == "row_number" or (func in ("rank", "dense_rank") and no_ties):
+            out.append(frozenset(partition) | {name})
+    return out
