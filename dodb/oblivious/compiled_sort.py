@@ -336,9 +336,9 @@ def _tile(X, T, nw, stride, lo, rows, cols, back):
             for r in range(rows):
                 for c in range(cols):
                     X[_ix(o + r * cols + c)] = T[_ix(p + c * rows + r)]
-        else:
-            for r in range(rows):
-                for c in range(cols):
+        else:  # both directions write contiguously (strided reads are the cheaper side)
+            for c in range(cols):
+                for r in range(rows):
                     T[_ix(p + c * rows + r)] = X[_ix(o + r * cols + c)]
 
 
