@@ -50,8 +50,8 @@ def _gt(a, b):
 
 @njit(inline="always", **_OPTS)
 def _done(nk):
-    """Key words a pass of :func:`_cx4_body` / :func:`_cx2` has already exchanged (1- and 2-word keys)."""
-    if nk <= 2:
+    """Key words a pass of :func:`_cx4_body` / :func:`_run` has already exchanged (keys of 1-3 words)."""
+    if nk <= 3:
         return nk
     return 0
 
@@ -67,7 +67,7 @@ def _run(X, nk, nw, stride, a0, sa, b0, sb, L, msk):
     """One stage on the ``L <= CHUNK`` pairs ``(a0 + sa*u, b0 + sb*u)``: the lower row gets the smaller.
 
     Rows have ``nk`` key words of ``nw`` (word ``w`` of row ``i`` at ``w * stride + i``),
-    compared lexicographically.  Keys of one or two words are compared and exchanged in
+    compared lexicographically.  Keys of one to three words are compared and exchanged in
     registers in one pass that stores the masks; longer keys build the masks word by word
     first.  Then every other word is exchanged under the masks, so each pair is read and
     written whatever the keys.  ``sa``/``sb`` (1 or -1) are literals at every call site:
@@ -91,6 +91,21 @@ def _run(X, nk, nw, stride, a0, sa, b0, sb, L, msk):
             X[_ix(a0 + sa * u)], X[_ix(d + a0 + sa * u)] = x, xx
             X[_ix(b0 + sb * u)], X[_ix(d + b0 + sb * u)] = y, yy
             msk[_ix(u)] = m1
+    elif nk == 3:
+        d = stride
+        e = 2 * stride
+        for u in range(L):
+            i = a0 + sa * u
+            j = b0 + sb * u
+            x, xx, xxx = X[_ix(i)], X[_ix(d + i)], X[_ix(e + i)]
+            y, yy, yyy = X[_ix(j)], X[_ix(d + j)], X[_ix(e + j)]
+            m1 = _gt3(x, xx, xxx, y, yy, yyy)
+            x, y = _swp(m1, x, y)
+            xx, yy = _swp(m1, xx, yy)
+            xxx, yyy = _swp(m1, xxx, yyy)
+            X[_ix(i)], X[_ix(d + i)], X[_ix(e + i)] = x, xx, xxx
+            X[_ix(j)], X[_ix(d + j)], X[_ix(e + j)] = y, yy, yyy
+            msk[_ix(u)] = m1
     else:
         last = (nk - 1) * stride
         for u in range(L):
@@ -110,20 +125,65 @@ def _run(X, nk, nw, stride, a0, sa, b0, sb, L, msk):
 
 
 @njit(inline="always", **_OPTS)
+def _gt3(a0, a1, a2, b0, b1, b2):
+    """Mask of ``(a0, a1, a2) > (b0, b1, b2)`` lexicographically."""
+    return _gt(a0, b0) | ((np.uint64(0) - np.uint64(a0 == b0)) & _gt2(a1, a2, b1, b2))
+
+
+@njit(inline="always", **_OPTS)
 def _cx4_body(X, nk, nw, stride, p0, q0, r0, s0, sr, rev, t0, t1, msk):
     """Two stages on the groups ``P = p0+t, Q = q0+t, R = r0+sr*t, S = s0+sr*t``, ``t0 <= t < t1``.
 
     First stage: ``(P, R)`` and ``(Q, S)``; second: ``(P, Q)`` and ``(R, S)`` — or
     ``(S, R)`` when ``rev`` (the groups of a flip stage, where ``S`` is the lower row).
     Done ``CHUNK`` groups at a time, so a chunk's four runs stay in L1 for both stages.
-    Keys of one or two words go through all four comparators in registers (one load and
+    Keys of one to three words go through all four comparators in registers (one load and
     one store per word), the masks are kept, and each payload word follows in one pass;
     longer keys take the four comparators one run pair at a time (:func:`_run`).
     ``sr`` and ``rev`` are literals at every call site.
     """
     for c0 in range(t0, t1, CHUNK):
         L = min(CHUNK, t1 - c0)
-        if nk > 2:
+        if nk == 3:
+            d = stride
+            e = 2 * stride
+            for u in range(L):
+                t = c0 + u
+                ip = p0 + t
+                iq = q0 + t
+                ir = r0 + sr * t
+                is_ = s0 + sr * t
+                p, pp, ppp = X[_ix(ip)], X[_ix(d + ip)], X[_ix(e + ip)]
+                q, qq, qqq = X[_ix(iq)], X[_ix(d + iq)], X[_ix(e + iq)]
+                r, rr, rrr = X[_ix(ir)], X[_ix(d + ir)], X[_ix(e + ir)]
+                s, ss, sss = X[_ix(is_)], X[_ix(d + is_)], X[_ix(e + is_)]
+                m1 = _gt3(p, pp, ppp, r, rr, rrr)
+                p, r = _swp(m1, p, r)
+                pp, rr = _swp(m1, pp, rr)
+                ppp, rrr = _swp(m1, ppp, rrr)
+                m2 = _gt3(q, qq, qqq, s, ss, sss)
+                q, s = _swp(m2, q, s)
+                qq, ss = _swp(m2, qq, ss)
+                qqq, sss = _swp(m2, qqq, sss)
+                m3 = _gt3(p, pp, ppp, q, qq, qqq)
+                p, q = _swp(m3, p, q)
+                pp, qq = _swp(m3, pp, qq)
+                ppp, qqq = _swp(m3, ppp, qqq)
+                m4 = _gt3(r, rr, rrr, s, ss, sss)
+                if rev:
+                    m4 = _gt3(s, ss, sss, r, rr, rrr)
+                r, s = _swp(m4, r, s)
+                rr, ss = _swp(m4, rr, ss)
+                rrr, sss = _swp(m4, rrr, sss)
+                X[_ix(ip)], X[_ix(d + ip)], X[_ix(e + ip)] = p, pp, ppp
+                X[_ix(iq)], X[_ix(d + iq)], X[_ix(e + iq)] = q, qq, qqq
+                X[_ix(ir)], X[_ix(d + ir)], X[_ix(e + ir)] = r, rr, rrr
+                X[_ix(is_)], X[_ix(d + is_)], X[_ix(e + is_)] = s, ss, sss
+                msk[_ix(u)] = m1
+                msk[_ix(L + u)] = m2
+                msk[_ix(2 * L + u)] = m3
+                msk[_ix(3 * L + u)] = m4
+        if nk > 3:
             pa = p0 + c0
             qa = q0 + c0
             ra = r0 + sr * c0
@@ -162,7 +222,7 @@ def _cx4_body(X, nk, nw, stride, p0, q0, r0, s0, sr, rev, t0, t1, msk):
                 msk[_ix(2 * L + u)] = m3
                 msk[_ix(3 * L + u)] = m4
         d = stride  # nk == 2: the second key word
-        for u in range(L * (nk - 1)):  # no iterations when nk == 1
+        for u in range(L * (nk == 2)):  # no iterations unless nk == 2
             t = c0 + u
             p, pp = X[_ix(p0 + t)], X[_ix(d + p0 + t)]
             q, qq = X[_ix(q0 + t)], X[_ix(d + q0 + t)]
