@@ -322,12 +322,18 @@ def _pair_tile(T, nk, nw, blk, lo, rows, cols, n, k, j, msk):
     """Stages ``(k, j)``, ``(k, j/2)`` with ``j < cols`` on the transposed tile of the block at ``lo``.
 
     Row ``i = r * cols + c`` sits at ``c * rows + r``; a group of four columns is four
-    contiguous runs of ``rows`` slots.  The run keeps the ``r`` for which the group's
-    lowest higher row ``lo + r * cols + c`` is below ``n``.
+    contiguous runs of ``rows`` slots (for an ordinary pair on a piece without padding,
+    the ``h`` groups of four columns are four runs of ``h * rows``).  The run keeps the
+    ``r`` for which the group's lowest higher row ``lo + r * cols + c`` is below ``n``.
     """
     h = j // 2
     size = 2 * j
     flip = 2 * j == k
+    if not flip and lo + rows * cols <= n:  # no padding in the piece: columns ca .. ca+h-1 are one run
+        for g in range(cols // size):
+            a = g * size * rows
+            _cx4_up(T, nk, nw, blk, a, a + h * rows, a + 2 * h * rows, a + 3 * h * rows, 0, h * rows, msk)
+        return
     for g in range(cols // size):
         for t in range(h):
             ca = g * size + t
@@ -376,6 +382,10 @@ def _single_tile(T, nk, nw, blk, lo, rows, cols, n, k, j, msk):
     """One stage ``(k, j)`` with ``j < cols`` on the transposed tile (as :func:`_pair_tile`)."""
     flip = 2 * j == k
     size = 2 * j
+    if not flip and lo + rows * cols <= n:  # no padding in the piece: columns ca .. ca+j-1 are one run
+        for g in range(cols // size):
+            _cx2(T, nk, nw, blk, g * size * rows, (g * size + j) * rows, 1, j * rows, msk)
+        return
     for g in range(cols // size):
         for t in range(j):
             ca = g * size + t

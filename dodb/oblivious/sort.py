@@ -256,6 +256,7 @@ class _CompiledNetwork:
 
 
 _POOLS: dict = {}
+os.register_at_fork(after_in_child=_POOLS.clear)  # a forked child has none of the parent's pool threads
 
 
 def _pool(threads: int):
