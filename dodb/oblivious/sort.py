@@ -283,9 +283,9 @@ def _run_network(keys: np.ndarray, pay: np.ndarray, n: int, m: int, packed: bool
     lower position, so by induction over the stages the padding rows never move: a
     comparator whose higher row is ``>= n`` compares a real row with a larger sentinel, or
     two sentinels already in order, and never swaps.  Those comparators are skipped —
-    whole blocks and stage groups in the reference, single runs in the compiled network —
-    so the work, and the access pattern, depend on ``n`` as well as ``m`` (both public; the
-    ``sort:prune`` event records ``n``).
+    whole blocks and stage groups in the reference, groups of four rows in the compiled
+    network (``compiled_sort``) — so the work, and the access pattern, depend on ``n`` as
+    well as ``m`` (both public; the ``sort:prune`` event records ``n``).
     """
     blk = min(BLOCK, m)
     nblocks = m // blk
