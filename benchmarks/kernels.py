@@ -253,7 +253,8 @@ def _before_after_lines(data: dict) -> list[str]:
             f"tree, each in a fresh process (`benchmarks/sort_timer.py`, median of {p['repeats']}), alternating "
             f"size by size. Command: `python -m benchmarks kernels ... --before-tree /tmp/dodb-before "
             f"--before-label {label}` (the older commit exported with `git archive {label} | tar -x -C "
-            f"/tmp/dodb-before`). The issue's v1 baseline (numpy network) was 595 ns/elem at 2^20; its target is ≤ 74.", "",
+            f"/tmp/dodb-before`). The issue's v1 baseline (numpy network) was 595 ns/elem at 2^20; "
+            "its target is ≤ 74.", "",
             md_table(["n", "key", f"{label} ns/elem", "after, 1 thread", "speedup", f"after, {threads} threads",
                       "speedup"], body), ""]
 

@@ -206,7 +206,8 @@ class _CompiledNetwork:
         self.cols = _split(self.sub)[0]
         self.threads = max(1, min(THREADS, m // blk))
         # per thread: the masks of one chunk of comparators and a transposed piece
-        self.scratch = [(np.empty(4 * compiled_sort.CHUNK, dtype=np.uint64), np.empty(self.nw * self.sub, dtype=np.uint64))
+        chunk_masks, piece_words = 4 * compiled_sort.CHUNK, self.nw * self.sub
+        self.scratch = [(np.empty(chunk_masks, dtype=np.uint64), np.empty(piece_words, dtype=np.uint64))
                         for _ in range(self.threads)]
         self.pending: tuple[int, int] | None = None
 
