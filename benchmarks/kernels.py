@@ -53,6 +53,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--prune-max-log2", type=int, default=20, help="largest padded size of the pruning table")
+    p.add_argument("--before-tree", type=Path, default=None,
+                   help="a checkout of an older dodb: its sort is timed against this tree's, size by size")
+    p.add_argument("--before-label", default="before", help="the older tree's name in the report (e.g. a commit)")
 
 
 def copy_bandwidth(mib: int = 256, repeats: int = 5) -> dict:
@@ -193,6 +196,69 @@ def prune_gain(sizes: list[int], rng: np.random.Generator, args: argparse.Namesp
     return out
 
 
+def _time_tree(tree: Path, lg: int, kind: str, args: argparse.Namespace, threads: int | None = None) -> dict:
+    """``benchmarks/sort_timer.py`` in a fresh process with ``tree`` first on ``PYTHONPATH``."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, str(Path(__file__).with_name("sort_timer.py")), "--log2", str(lg), "--kind", kind,
+           "--repeats", str(args.repeats), "--warmup", str(max(1, args.warmup)), "--seed", str(args.seed)]
+    if threads is not None:
+        cmd += ["--threads", str(threads)]
+    env = dict(os.environ, PYTHONPATH=str(tree.resolve()))
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, cwd=str(tree.resolve()))
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def sort_before_after(before: Path, sizes: list[int], args: argparse.Namespace) -> list[dict]:
+    """The sort of ``before`` (an older checkout) and of this tree, alternating, size by size.
+
+    Both run in fresh processes through the same timer script on the same data; this tree
+    once with its default threads and once with one thread, so the gain of the kernels
+    and the gain of the second core are told apart.
+    """
+    here = Path(__file__).resolve().parents[1]
+    rows = []
+    bar = progress(total=len(sizes) * 2, desc="sort before/after")
+    for lg in sizes:
+        for kind in ("packed", "2word"):
+            b = _time_tree(before, lg, kind, args)
+            a1 = _time_tree(here, lg, kind, args, threads=1)
+            a = _time_tree(here, lg, kind, args)
+            assert b["dodb"].startswith(str(before.resolve())) and a["dodb"].startswith(str(here)), (b, a)
+            rows.append({"log2": lg, "kind": kind, "before_ns_per_elem": b["ns_per_elem"],
+                         "after_1thread_ns_per_elem": a1["ns_per_elem"], "after_ns_per_elem": a["ns_per_elem"],
+                         "after_threads": a["threads"], "speedup_1thread": b["seconds"] / a1["seconds"],
+                         "speedup": b["seconds"] / a["seconds"]})
+            bar.update(1)
+    bar.close()
+    return rows
+
+
+def _before_after_lines(data: dict) -> list[str]:
+    rows = data.get("before_after") or []
+    if not rows:
+        return []
+    label = data.get("before_label", "before")
+    p = data["params"]
+    body = [[f"2^{r['log2']}", "packed 1-word key" if r["kind"] == "packed" else "2-word key",
+             f"{r['before_ns_per_elem']:.1f}", f"{r['after_1thread_ns_per_elem']:.1f}",
+             f"{r['speedup_1thread']:.2f}×", f"{r['after_ns_per_elem']:.1f}", f"{r['speedup']:.2f}×"]
+            for r in rows]
+    threads = rows[0]["after_threads"]
+    return ["## Sort before / after (same run)", "",
+            f"`oblivious_sort` with one int64 payload column, compiled backend: the tree at {label} against this "
+            f"tree, each in a fresh process (`benchmarks/sort_timer.py`, median of {p['repeats']}), alternating "
+            f"size by size. Command: `python -m benchmarks kernels ... --before-tree /tmp/dodb-before "
+            f"--before-label {label}` (the older commit exported with `git archive {label} | tar -x -C "
+            f"/tmp/dodb-before`). The issue's v1 baseline (numpy network) was 595 ns/elem at 2^20; "
+            "its target is ≤ 74.", "",
+            md_table(["n", "key", f"{label} ns/elem", "after, 1 thread", "speedup", f"after, {threads} threads",
+                      "speedup"], body), ""]
+
+
 def _add_blocked_bound(r: dict, bw: dict, block: int | None) -> None:
     """For the sorts: the bound counting only whole-array passes of the cache-blocked network."""
     if not r["kernel"].startswith("sort"):
@@ -246,7 +312,9 @@ def run(args: argparse.Namespace) -> int:
             bar.update(1)
     bar.close()
     prune = prune_gain([lg for lg in sizes if lg <= args.prune_max_log2], rng, args)
+    before_after = sort_before_after(args.before_tree, sizes, args) if args.before_tree else []
     data = {"benchmark": "kernels", "machine": info, "bandwidth": bw, "sort_block": args_block, "prune": prune,
+            "before_after": before_after, "before_label": args.before_label,
             "params": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "func"},
             "rows": rows}
     write_json(out / "kernels.json", data)
@@ -304,12 +372,14 @@ def render(data: dict, plot: Path | None = None) -> str:
         "",
         f"Command: `python -m benchmarks kernels --min-log2 {p['min_log2']} --max-log2 {p['max_log2']} "
         f"--step {p.get('step', 1)} --repeats {p['repeats']} --warmup {p['warmup']}"
-        f"{' --prune-max-log2 %d' % p['prune_max_log2'] if 'prune_max_log2' in p else ''}`",
+        f"{' --prune-max-log2 %d' % p['prune_max_log2'] if 'prune_max_log2' in p else ''}"
+        f"{' --before-tree /tmp/dodb-before --before-label %s' % p['before_label'] if p.get('before_tree') else ''}`",
         "",
         *machine_lines(data["machine"]),
         "",
         f"> {NOISE_CAVEAT} Runs longer than {p['long']:g} s were measured once (`runs` in the JSON).",
         "",
+        *_before_after_lines(data),
         *_backend_lines(rows, data.get("prune", [])),
         "## Memory-bandwidth reference",
         "",

@@ -14,6 +14,7 @@ single key word when it fits), so all keys are distinct and ties keep input orde
 """
 from __future__ import annotations
 
+import os
 from typing import Sequence
 
 import numpy as np
@@ -89,6 +90,7 @@ def _full_mask(gt: np.ndarray, dtype: np.dtype, cache: dict) -> np.ndarray:
 PRUNE = True  # skip comparators at padding rows (see _run_network); False only to measure the gain
 SUB_BLOCK = 1 << 12  # compiled network: rows per inner cache block (its working set fits in L2)
 BLOCK = 1 << 16  # rows per cache block (measured best of 2^12..2^18 on this machine): small stages run in cache
+THREADS = min(2, os.cpu_count() or 1)  # compiled network: threads over blocks and stage groups
 
 
 def _stage(keys: list[np.ndarray], pay: list[np.ndarray], n: int, k: int, j: int, packed: bool) -> None:
@@ -185,53 +187,87 @@ class _NumpyNetwork:
 
 
 class _CompiledNetwork:
-    """The numba executor (:mod:`.compiled`): the same stages on one flat block of words."""
+    """The numba executor (:mod:`.compiled_sort`): the same comparators on one flat block of words.
+
+    Whole-array stages are held back one call so that two consecutive stages of a merge run
+    as one fused pass (``sort_long(..., pair=True)``); the schedule depends on the stage
+    list only.  With ``THREADS > 1`` the blocks, and the groups of a whole-array stage, are
+    split between threads by public counts: the threads touch disjoint rows, so what is
+    computed does not depend on them.
+    """
 
     def __init__(self, keys: np.ndarray, pay: np.ndarray, n: int, m: int, blk: int, packed: bool):
-        from . import compiled
+        from . import compiled_sort
 
-        self.nb, self.keys, self.pay = compiled, keys, pay
+        self.nb, self.keys, self.pay = compiled_sort, keys, pay
         self.X = np.concatenate([keys, pay]).reshape(-1)  # key words first, then payload words
         self.nk, self.nw, self.n, self.m, self.blk = keys.shape[0], keys.shape[0] + pay.shape[0], n, m, blk
-        self.cols = _split(blk)[0]
-        self.msk = np.empty(m, dtype=np.uint64)
-        self.T = np.empty(self.nw * blk, dtype=np.uint64)
+        self.sub = min(SUB_BLOCK, blk)
+        self.cols = _split(self.sub)[0]
+        self.threads = max(1, min(THREADS, m // blk))
+        # per thread: the masks of one chunk of comparators and a transposed piece
+        chunk_masks, piece_words = 4 * compiled_sort.CHUNK, self.nw * self.sub
+        self.scratch = [(np.empty(chunk_masks, dtype=np.uint64), np.empty(piece_words, dtype=np.uint64))
+                        for _ in range(self.threads)]
+        self.pending: tuple[int, int] | None = None
+
+    def _parallel(self, call) -> None:
+        """``call(part, parts, msk, T)`` for every part, each on its own thread with its own scratch."""
+        if self.threads == 1:
+            call(0, 1, *self.scratch[0])
+            return
+        pool = _pool(self.threads)
+        for f in [pool.submit(call, part, self.threads, msk, T) for part, (msk, T) in enumerate(self.scratch)]:
+            f.result()
+
+    def _flush(self) -> None:
+        if self.pending is not None:
+            k, j = self.pending
+            self.pending = None
+            self._long(k, j, False)
+
+    def _long(self, k: int, j: int, pair: bool) -> None:
+        self._parallel(lambda part, parts, msk, T: self.nb.sort_long(self.X, self.nk, self.nw, self.m, self.n, k, j,
+                                                                     pair, part, parts, msk))
 
     def blocks(self, tail_j: int) -> None:
-        """The in-block stages, cache-blocked once more inside each block (``SUB_BLOCK`` rows).
+        self._flush()
+        live = -(-self.n // self.blk)  # blocks past n hold padding only
 
-        The comparators of different blocks are independent, so the stages of all blocks
-        can run as the same blocked schedule on a finer grid: whole stages for ``2j > sub``,
-        then per sub-block.  Same comparators, another fixed order (all public sizes).
-        """
-        sub = min(SUB_BLOCK, self.blk)
-        j = tail_j
-        if tail_j == 0:
-            self._sub_blocks(sub, 0)
-            k = 2 * sub
-            while k <= self.blk:
-                j = k // 2
-                while 2 * j > sub:
-                    self.stage(k, j)
-                    j //= 2
-                self._sub_blocks(sub, j)
-                k *= 2
-            return
-        while 2 * j > sub:
-            self.stage(4 * j, j)  # any k > 2j selects the non-flip pattern
-            j //= 2
-        self._sub_blocks(sub, j)
+        def run(part: int, parts: int, msk: np.ndarray, T: np.ndarray) -> None:
+            share = -(-live // parts)
+            self.nb.sort_blocks(self.X, self.nk, self.nw, self.m, self.n, self.blk, self.sub, self.cols, tail_j,
+                                part * share, (part + 1) * share, msk, T)
 
-    def _sub_blocks(self, sub: int, tail_j: int) -> None:
-        self.nb.sort_blocks(self.X, self.nk, self.nw, self.m, self.n, sub, _split(sub)[0], tail_j, self.msk, self.T)
+        self._parallel(run)
 
     def stage(self, k: int, j: int) -> None:
-        self.nb.sort_stage(self.X, self.nk, self.nw, self.m, self.n, k, j, self.msk)
+        if self.pending == (k, 2 * j):  # the second stage of a pair: both in one pass
+            self.pending = None
+            self._long(k, 2 * j, True)
+            return
+        self._flush()
+        self.pending = (k, j)
 
     def finish(self) -> None:
+        self._flush()
         X = self.X.reshape(self.nw, self.m)
         self.keys[...] = X[:self.nk]
         self.pay[...] = X[self.nk:]
+
+
+_POOLS: dict = {}
+os.register_at_fork(after_in_child=_POOLS.clear)  # a forked child has none of the parent's pool threads
+
+
+def _pool(threads: int):
+    """One shared thread pool per size (the compiled kernels release the GIL)."""
+    pool = _POOLS.get(threads)
+    if pool is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = _POOLS.setdefault(threads, ThreadPoolExecutor(threads, thread_name_prefix="dodb-sort"))
+    return pool
 
 
 def _run_network(keys: np.ndarray, pay: np.ndarray, n: int, m: int, packed: bool,
@@ -248,9 +284,9 @@ def _run_network(keys: np.ndarray, pay: np.ndarray, n: int, m: int, packed: bool
     lower position, so by induction over the stages the padding rows never move: a
     comparator whose higher row is ``>= n`` compares a real row with a larger sentinel, or
     two sentinels already in order, and never swaps.  Those comparators are skipped —
-    whole blocks and stage groups in the reference, single runs in the compiled network —
-    so the work, and the access pattern, depend on ``n`` as well as ``m`` (both public; the
-    ``sort:prune`` event records ``n``).
+    whole blocks and stage groups in the reference, groups of four rows in the compiled
+    network (``compiled_sort``) — so the work, and the access pattern, depend on ``n`` as
+    well as ``m`` (both public; the ``sort:prune`` event records ``n``).
     """
     blk = min(BLOCK, m)
     nblocks = m // blk

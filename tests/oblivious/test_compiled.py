@@ -234,3 +234,29 @@ def test_kernels_run_without_a_writable_cache_directory():
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split("\n")[:2] == ["False True", "[0, 1, 3, 3, 7, 12]"]
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("n", [1000, 1025])
+def test_sort_threads_do_not_change_the_result(monkeypatch, threads, n):
+    """The compiled network split over threads (blocks, and slices of whole-array stages)
+    gives the reference's rows and trace; small blocks make every split path run."""
+    import dodb.oblivious.sort as sort_mod
+
+    monkeypatch.setattr(sort_mod, "BLOCK", 64)
+    monkeypatch.setattr(sort_mod, "SUB_BLOCK", 16)
+    monkeypatch.setattr(sort_mod, "THREADS", threads)
+    rng = np.random.default_rng(n + threads)
+    keys = [rng.integers(0, 7, n).astype(np.uint64), rng.integers(0, 3, n).astype(np.uint64)]
+    flag = rng.random(n) < 0.5
+    for nk in (1, 2):
+        check(lambda t: oblivious_sort(keys[:nk], [np.arange(n), flag], trace=t))
+    check(lambda t: oblivious_sort(keys[:1], [np.arange(n)], key_bits=3, descending=True, trace=t))
+
+
+def test_sort_default_blocks_several_blocks():
+    """Default BLOCK / SUB_BLOCK with more than one block and whole-array stage pairs."""
+    n = (1 << 17) + 3
+    rng = np.random.default_rng(5)
+    k = rng.integers(0, 2**40, n).astype(np.uint64)
+    check(lambda t: oblivious_sort([k], [np.arange(n)], key_bits=40, trace=t))

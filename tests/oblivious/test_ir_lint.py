@@ -11,7 +11,7 @@ from numba import njit
 from numba import uint64 as ix
 from numba.core.registry import CPUDispatcher
 
-from dodb.oblivious import compiled
+from dodb.oblivious import compiled, compiled_sort
 from dodb.oblivious.backend import kernel_backend_scope
 
 from .ir_lint import fresh_ir, lint_ir
@@ -30,12 +30,15 @@ def _exercise() -> None:
     keys = rng.integers(0, 5, n).astype(np.uint64)
     flags = rng.random(n) < 0.5
     starts = rng.random(n) < 0.3
-    block, sort_mod.BLOCK = sort_mod.BLOCK, 8  # small blocks: whole-array stages run too
+    saved = sort_mod.BLOCK, sort_mod.SUB_BLOCK
+    sort_mod.BLOCK, sort_mod.SUB_BLOCK = 8, 4  # small blocks: whole-array stages and pieces run too
     try:
         with kernel_backend_scope("compiled"):
-            oblivious_sort([keys, keys], [np.arange(n)])
+            oblivious_sort([keys], [np.arange(n)], key_bits=3)  # one key word (packed)
+            oblivious_sort([keys], [np.arange(n)])  # two (key, position)
+            oblivious_sort([keys, keys], [np.arange(n)])  # three: the general path
     finally:
-        sort_mod.BLOCK = block
+        sort_mod.BLOCK, sort_mod.SUB_BLOCK = saved
     with kernel_backend_scope("compiled"):
         compact(flags, [np.arange(n)])
         distribute(np.arange(n) < 5, np.arange(n) * 2, [np.arange(n)])
@@ -50,7 +53,7 @@ def _exercise() -> None:
 
 
 def _kernels() -> list:
-    return [v for v in vars(compiled).values() if isinstance(v, CPUDispatcher)]
+    return [v for mod in (compiled, compiled_sort) for v in vars(mod).values() if isinstance(v, CPUDispatcher)]
 
 
 def _inlined(d) -> bool:
