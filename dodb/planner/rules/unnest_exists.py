@@ -264,7 +264,7 @@ def _in_to_join(select: exp.Select, node: exp.In, negated: bool, counter, not_nu
     if not isinstance(query, exp.Select) or len(query.expressions) != 1:
         raise UnsupportedQueryError("IN subquery must return exactly one column", position_of(node))
     outer = _aliases(select)
-    if any(c.table in outer and c.table not in _aliases(query) for c in query.find_all(exp.Column)):
+    if any(c.table in outer and c.table not in _inner_aliases(query) for c in query.find_all(exp.Column)):
         raise UnsupportedQueryError("correlated IN subquery", position_of(node))
     nullable = negated and (_column_nullable(node.this, select, not_null)
                             or _column_nullable(query.expressions[0].unalias(), query, not_null))
