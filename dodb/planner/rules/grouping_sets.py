@@ -18,8 +18,8 @@ Example:
     >>> import sqlglot
     >>> q = sqlglot.parse_one("SELECT a, b, count(*) FROM t GROUP BY ROLLUP (a, b)", read="duckdb")
     >>> print(grouping_sets(q).sql(dialect="duckdb"))  # doctest: +NORMALIZE_WHITESPACE
-    SELECT * FROM (SELECT a, b, COUNT(*) FROM t GROUP BY a, b UNION ALL SELECT a, NULL AS b, COUNT(*) FROM t
-    GROUP BY a UNION ALL SELECT NULL AS a, NULL AS b, COUNT(*) FROM t) AS _dodb_grouping_sets
+    SELECT * FROM (SELECT a, b, COUNT(*) FROM t GROUP BY a, b UNION ALL SELECT a, NULL, COUNT(*) FROM t
+    GROUP BY a UNION ALL SELECT NULL, NULL, COUNT(*) FROM t) AS _dodb_grouping_sets
 """
 from __future__ import annotations
 

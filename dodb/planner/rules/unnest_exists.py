@@ -91,7 +91,9 @@ def unnest_exists(expression: exp.Expression, not_null: dict[str, set[str]] | No
             inner = c.this if negated else c
             if isinstance(inner, exp.Paren):
                 inner = inner.this
-            if isinstance(inner, exp.Exists) and _simple_subquery(inner.this):
+            if isinstance(inner, exp.Exists) and _simple_subquery(inner.this) and not _split_correlation(inner.this)[1]:
+                keep.append(_uncorrelated_exists(inner.this, negated))
+            elif isinstance(inner, exp.Exists) and _simple_subquery(inner.this):
                 _exists_to_join(select, inner.this, negated, counter)
             elif not negated and _or_of_exists(inner) is not None:
                 _any_exists_to_join(select, _or_of_exists(inner), counter, c)
@@ -125,6 +127,15 @@ def _exists_to_join(select: exp.Select, sub: exp.Select, negated: bool, counter)
         source = _sources(sub)[0].copy()
     cond = _and([p.copy() for p in conjuncts((sub.args.get("where") or exp.Where(this=exp.true())).this)])
     select.append("joins", exp.Join(this=source, kind="ANTI" if negated else "SEMI", on=cond or exp.true()))
+
+
+def _uncorrelated_exists(sub: exp.Select, negated: bool) -> exp.Expression:
+    """An uncorrelated ``[NOT] EXISTS (sub)`` as ``(SELECT count(*) FROM sub) > 0`` (``= 0``): a
+    one-row value the planner joins to every row (no join key to semi-join on)."""
+    body = sub.copy()
+    body.set("expressions", [exp.alias_(exp.Count(this=exp.Star()), "_n", quoted=True)])
+    cmp = exp.EQ if negated else exp.GT
+    return cmp(this=exp.Subquery(this=body), expression=exp.Literal.number(0))
 
 
 def _inner_aliases(sub: exp.Select) -> set[str]:
