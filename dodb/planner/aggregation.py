@@ -139,11 +139,18 @@ def plan_aggregation(builder, sel: exp.Select, rel):
         proj[iname] = e
         internal.append(iname)
     out_of_alias = {n: i for (n, _), i in zip(outputs, internal)}
+    # an ORDER BY key equal to a SELECT item sorts on that column (no hidden copy, so
+    # `SELECT DISTINCT t.a … ORDER BY t.a` needs none)
+    out_of_expr: dict[str, str] = {}
+    for (_, e), i in zip(outputs, internal):
+        out_of_expr.setdefault(e.sql(dialect="duckdb"), i)
     sort_keys = []
     hidden = []
     for o, e in zip(order_items, order_exprs):
         if e.name.startswith("@out:"):
             col = out_of_alias[e.name[5:]]
+        elif e.sql(dialect="duckdb") in out_of_expr:
+            col = out_of_expr[e.sql(dialect="duckdb")]
         else:
             col = f"_o{len(hidden)}"
             proj[col] = e

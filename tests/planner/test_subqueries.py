@@ -78,6 +78,15 @@ QUERIES = [
     "SELECT id FROM people p WHERE p.k NOT IN (SELECT s.cust FROM sales s, days d WHERE s.day = d.d AND d.yr = 2002)",
     "SELECT id FROM people p WHERE p.k NOT IN (SELECT s.cust FROM sales s, days d WHERE s.day = d.d "
     "AND s.cust IS NOT NULL)",
+    # correlated scalar COUNT subqueries (TPC-DS Q41): 0 over no row, NULL keys match nothing
+    "SELECT id FROM people p WHERE (SELECT count(*) FROM sales s WHERE s.cust = p.k AND s.amt > 3) > 1",
+    "SELECT id FROM people p WHERE (SELECT count(*) FROM sales s WHERE s.cust = p.k AND s.amt > 100) = 0",
+    "SELECT id, (SELECT count(s.day) FROM sales s WHERE s.cust = p.k) AS n FROM people p",
+    "SELECT id, (SELECT count(*) * 10 + coalesce(sum(s.amt), -1) FROM sales s WHERE s.cust = p.k "
+    "AND s.amt = p.j) AS v, (SELECT count(DISTINCT s.day) + max(s.amt) FROM sales s, days d "
+    "WHERE s.day = d.d AND s.cust = p.k) AS w FROM people p",
+    "SELECT DISTINCT p.name FROM people p WHERE p.id > 3 AND (SELECT count(*) FROM people q "
+    "WHERE (q.k = p.k AND q.j = 1) OR (q.k = p.k AND q.name = 'p2')) > 0 ORDER BY p.name",
     # an IN subquery over a derived table whose sources share names with the outer query
     "SELECT p.id FROM people p, sales s WHERE p.id = s.sid AND p.k IN (SELECT c FROM (SELECT s.cust AS c "
     "FROM sales s, people p WHERE s.cust = p.id) t)",
