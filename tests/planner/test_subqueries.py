@@ -152,6 +152,8 @@ def test_order_by_name_inside_an_expression_binds_a_from_column_before_an_alias(
     ("SELECT id FROM people p WHERE EXISTS (SELECT * FROM sales s, days d WHERE s.cust = p.k AND s.day = d.d) "
      "OR EXISTS (SELECT * FROM sales s, days d WHERE s.cust = p.j AND s.day = d.d)", "EXISTS (…) OR EXISTS"),
     ("SELECT k, count(*) FROM people GROUP BY ROLLUP (k) ORDER BY rank() OVER (ORDER BY k)", "ORDER BY"),
+    ("SELECT id FROM people p WHERE EXISTS (SELECT * FROM sales s JOIN days d ON s.day = d.d AND d.yr = p.j "
+     "WHERE s.cust = p.k)", "correlated JOIN … ON"),
 ])
 def test_refused_naming_the_construct_charging_nothing(db, sql, construct):
     before = db.budget["spent"]

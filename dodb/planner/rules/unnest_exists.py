@@ -155,6 +155,11 @@ def _only_inner(e: exp.Expression, inner: set[str]) -> bool:
 def _split_correlation(sub: exp.Select) -> tuple[list[exp.Expression], list[exp.Expression], set[str]]:
     """(conjuncts over the subquery alone, conjuncts that read an outer column, inner aliases)."""
     inner = _inner_aliases(sub)
+    for j in sub.args.get("joins") or []:
+        if j.args.get("on") is not None and _is_outer(j.args["on"], inner):
+            raise UnsupportedQueryError(
+                "a correlated JOIN … ON condition inside a subquery (for an inner join, move it to the "
+                "subquery's WHERE: same answer)", position_of(j))
     where = sub.args.get("where")
     local, correlated = [], []
     for p in conjuncts(where.this) if where is not None else []:
