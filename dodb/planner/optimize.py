@@ -24,7 +24,7 @@ from sqlglot.optimizer.unnest_subqueries import unnest_subqueries
 from ..errors import CatalogError, PlanningError, UnsupportedQueryError, one_line
 from .catalog import Catalog
 from .guard import check_nesting
-from .rules import correlated_count, factor_disjunctions, reject_unsupported, unnest_exists
+from .rules import correlated_count, factor_disjunctions, quantified_comparison, reject_unsupported, unnest_exists
 from .rules.reject_unsupported import position_of
 
 __all__ = ["parse", "optimize"]
@@ -154,6 +154,7 @@ def _optimize(e: exp.Expression, catalog: Catalog) -> exp.Expression:
     rules = []
     for rule in RULES:
         if rule is unnest_subqueries:
+            rules.append(quantified_comparison)
             rules.append(factor_disjunctions)
             rules.append(dodb_unnest_exists)
             rules.append(correlated_count)

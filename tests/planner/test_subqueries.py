@@ -185,3 +185,33 @@ def test_random_exists_over_joins_equal_duckdb(people, sales, days, negated, cor
         assert_same_rows(db.sql(sql, epsilon=1.0).arrow(), db.oracle.sql(sql).to_arrow_table())
     finally:
         db.close()
+
+
+@pytest.mark.parametrize("op", [">", ">=", "<", "<="])
+@pytest.mark.parametrize("quant", ["ALL", "ANY"])
+@pytest.mark.parametrize("where", ["s.amt < 4", "s.amt > 100", "s.cust IS NULL", "s.sid > 30"])
+def test_quantified_comparisons_equal_duckdb(db, op, quant, where):
+    """``x op ALL/ANY (S)`` with NULLs in x and S, and an empty S (rules/quantified_comparison.py)."""
+    sql = f"SELECT id FROM people p WHERE p.k {op} {quant} (SELECT s.cust FROM sales s WHERE {where})"
+    assert_same_rows(db.sql(sql, epsilon=1.0).arrow(), db.oracle.sql(sql).to_arrow_table())
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT id FROM people p WHERE p.k = ANY (SELECT s.cust FROM sales s WHERE s.amt < 6)",
+    "SELECT id FROM people p WHERE p.k <> ALL (SELECT s.cust FROM sales s WHERE s.amt < 6)",
+    "SELECT id, p.k > ALL (SELECT s.amt FROM sales s WHERE s.sid < 5) AS above FROM people p",
+])
+def test_any_all_as_in_and_in_select_equal_duckdb(db, sql):
+    assert_same_rows(db.sql(sql, epsilon=1.0).arrow(), db.oracle.sql(sql).to_arrow_table())
+
+
+@pytest.mark.parametrize("sql,construct", [
+    ("SELECT id FROM people p WHERE p.k = ALL (SELECT s.cust FROM sales s)", "only <, <=, >, >="),
+    ("SELECT id FROM people p WHERE p.k > ALL (SELECT s.cust FROM sales s WHERE s.amt = p.j)", "correlated ALL"),
+])
+def test_quantified_refusals_charge_nothing(db, sql, construct):
+    before = db.budget["spent"]
+    with pytest.raises(DodbError) as e:
+        db.sql(sql, epsilon=1.0)
+    assert construct.lower() in str(e.value).lower(), str(e.value)
+    assert db.budget["spent"] == before
