@@ -87,6 +87,8 @@ QUERIES = [
     "WHERE s.day = d.d AND s.cust = p.k) AS w FROM people p",
     "SELECT DISTINCT p.name FROM people p WHERE p.id > 3 AND (SELECT count(*) FROM people q "
     "WHERE (q.k = p.k AND q.j = 1) OR (q.k = p.k AND q.name = 'p2')) > 0 ORDER BY p.name",
+    "SELECT p.j, count(*), sum(p.id) FROM people p WHERE (SELECT count(*) FROM sales s WHERE s.cust = p.k) "
+    "BETWEEN 1 AND 3 GROUP BY p.j",
     # an IN subquery over a derived table whose sources share names with the outer query
     "SELECT p.id FROM people p, sales s WHERE p.id = s.sid AND p.k IN (SELECT c FROM (SELECT s.cust AS c "
     "FROM sales s, people p WHERE s.cust = p.id) t)",

@@ -82,13 +82,14 @@ def _rewrite(select: exp.Select, node: exp.Subquery, counter) -> bool:
 
 
 def correlated_count(expression: exp.Expression) -> exp.Expression:
-    """Rewrite correlated COUNT subqueries in WHERE / the SELECT list (no aggregates outside)."""
+    """Rewrite correlated COUNT subqueries in WHERE and in the SELECT list of a query without aggregates."""
     counter = itertools.count()
     for select in list(expression.find_all(exp.Select)):
-        if select.args.get("group") or any(p.find(exp.AggFunc) and not _inside_subquery(p, select)
-                                           for p in select.expressions):
-            continue
-        places = [select.args.get("where")] + list(select.expressions)
+        # WHERE runs before any grouping; a SELECT item only when the query does not aggregate
+        # (the joined value is one per input row, not per group)
+        grouped = bool(select.args.get("group")) or any(
+            p.find(exp.AggFunc) and not _inside_subquery(p, select) for p in select.expressions)
+        places = [select.args.get("where")] + ([] if grouped else list(select.expressions))
         for place in places:
             if place is None:
                 continue
