@@ -40,6 +40,20 @@ def _widths(node, names) -> dict[str, int]:
     return dict(getattr(node, "_widths", {}) or {})
 
 
+def _order_column(n: exp.Expression, select_items: dict[str, exp.Expression], rel) -> exp.Expression:
+    """An unqualified name inside an ORDER BY expression, bound as DuckDB binds it: a column of
+    the FROM sources first (sqlglot leaves such names unqualified there), else a SELECT alias
+    (`CASE WHEN lochierarchy = 0 …`, TPC-DS Q36)."""
+    if not isinstance(n, exp.Column) or n.table:
+        return n
+    tables = {t for t, c in rel.cols if c == n.name and t}
+    if len(tables) == 1:
+        return exp.column(n.name, table=tables.pop(), quoted=True)
+    if not tables and n.name in select_items:
+        return select_items[n.name].copy()
+    return n
+
+
 def plan_aggregation(builder, sel: exp.Select, rel):
     node = rel.node
     group_exprs = [builder._expr(g, rel) for g in (sel.args["group"].expressions if sel.args.get("group") else [])]
@@ -51,12 +65,13 @@ def plan_aggregation(builder, sel: exp.Select, rel):
     order = sel.args.get("order")
     order_items = list(order.expressions) if order is not None else []
     alias_names = {name for name, _ in outputs}
+    select_items = {p.alias: p.this for p in sel.expressions if isinstance(p, exp.Alias)}
 
     def order_expr(o: exp.Ordered) -> exp.Expression:
         t = o.this
         if isinstance(t, exp.Column) and not t.table and t.name in alias_names:
             return exp.Column(this=exp.to_identifier(f"@out:{t.name}"))
-        return builder._expr(t, rel)
+        return builder._expr(t.transform(lambda n: _order_column(n, select_items, rel)), rel)
 
     order_exprs = [order_expr(o) for o in order_items]
     # window calls become placeholder columns of a Window node (planner/windows.py)
@@ -124,11 +139,18 @@ def plan_aggregation(builder, sel: exp.Select, rel):
         proj[iname] = e
         internal.append(iname)
     out_of_alias = {n: i for (n, _), i in zip(outputs, internal)}
+    # an ORDER BY key equal to a SELECT item sorts on that column (no hidden copy, so
+    # `SELECT DISTINCT t.a … ORDER BY t.a` needs none)
+    out_of_expr: dict[str, str] = {}
+    for (_, e), i in zip(outputs, internal):
+        out_of_expr.setdefault(e.sql(dialect="duckdb"), i)
     sort_keys = []
     hidden = []
     for o, e in zip(order_items, order_exprs):
         if e.name.startswith("@out:"):
             col = out_of_alias[e.name[5:]]
+        elif e.sql(dialect="duckdb") in out_of_expr:
+            col = out_of_expr[e.sql(dialect="duckdb")]
         else:
             col = f"_o{len(hidden)}"
             proj[col] = e

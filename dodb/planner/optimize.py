@@ -3,8 +3,9 @@
 sqlglot's rules do the heavy lifting (qualify, normalise, push predicates and
 projections down, decorrelate scalar subqueries, merge subqueries, simplify).  dodb adds
 :func:`~dodb.planner.rules.reject_unsupported` (before anything else) and
-:func:`~dodb.planner.rules.unnest_exists` (EXISTS/IN → SEMI/ANTI joins, before
-sqlglot's ``unnest_subqueries``).
+:func:`~dodb.planner.rules.unnest_exists` (EXISTS/IN → SEMI/ANTI joins) and
+:func:`~dodb.planner.rules.correlated_count` (correlated COUNT subqueries → GROUP BY + LEFT
+JOIN), before sqlglot's ``unnest_subqueries``.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from sqlglot.optimizer.unnest_subqueries import unnest_subqueries
 from ..errors import CatalogError, PlanningError, UnsupportedQueryError, one_line
 from .catalog import Catalog
 from .guard import check_nesting
-from .rules import factor_disjunctions, reject_unsupported, unnest_exists
+from .rules import correlated_count, factor_disjunctions, quantified_comparison, reject_unsupported, unnest_exists
 from .rules.reject_unsupported import position_of
 
 __all__ = ["parse", "optimize"]
@@ -153,8 +154,10 @@ def _optimize(e: exp.Expression, catalog: Catalog) -> exp.Expression:
     rules = []
     for rule in RULES:
         if rule is unnest_subqueries:
+            rules.append(quantified_comparison)
             rules.append(factor_disjunctions)
             rules.append(dodb_unnest_exists)
+            rules.append(correlated_count)
             rules.append(scalar_projections)
         rules.append(rule)
         if rule is annotate_types:

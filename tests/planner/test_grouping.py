@@ -95,6 +95,14 @@ def test_order_by_and_limit_over_grouping_sets(db):
     assert_same_rows(res.arrow(), db.oracle.sql(sql).to_arrow_table(), ordered=True)
 
 
+def test_order_by_expressions_over_grouping_sets(db):
+    """ORDER BY an aggregate or a GROUPING() expression is evaluated per grouping set, as in DuckDB."""
+    sql = ("SELECT grp, age, count(*) AS c FROM people GROUP BY ROLLUP (grp, age) "
+           "ORDER BY sum(x), grouping(grp, age), grp NULLS FIRST, age NULLS FIRST")
+    res = db.sql(sql, epsilon=1.0, delta=1e-6)
+    assert_same_rows(res.arrow(), db.oracle.sql(sql).to_arrow_table(), ordered=True)
+
+
 def test_names_and_types_are_duckdbs(db):
     sql = "SELECT grp, age, count(*), grouping(grp) FROM people GROUP BY CUBE (grp, age)"
     got = db.sql(sql, epsilon=1.0, delta=1e-6).arrow()
@@ -116,7 +124,8 @@ def test_each_grouping_set_is_a_charged_release(db):
     ("SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY age DESC) FROM people", "DESC"),
     ("SELECT median(DATE '2020-01-01' + id) FROM people", "quantile_cont"),
     ("SELECT grp, sum(DISTINCT age) FROM people GROUP BY grp", "DISTINCT"),
-    ("SELECT grp, age, count(*) FROM people GROUP BY ROLLUP (grp, age) ORDER BY sum(x)", "ORDER BY"),
+    ("SELECT grp, age, count(*) FROM people GROUP BY ROLLUP (grp, age) ORDER BY rank() OVER (ORDER BY grp)",
+     "ORDER BY"),
 ])
 def test_refused_at_planning_naming_the_construct_charging_nothing(db, sql, construct):
     before = db.budget["spent"]

@@ -68,3 +68,25 @@ def test_window_query_trace_is_simulatable(db, sql, mode):
     p.execute(rng=new_rng(1))
     assert any(e.kind == "window:scan" for e in p.trace.events)
     assert simulate_plan(p, _leaked(p.trace)) == p.trace
+
+
+SUBQUERY_SQL = [
+    # EXISTS / NOT EXISTS over a join, EXISTS OR EXISTS, a correlated COUNT, a quantified comparison
+    "SELECT o_orderpriority, count(*) FROM orders WHERE EXISTS (SELECT * FROM lineitem, part "
+    "WHERE l_partkey = p_partkey AND p_size < 20 AND l_orderkey = o_orderkey) GROUP BY o_orderpriority",
+    "SELECT count(*) FROM customer WHERE NOT EXISTS (SELECT * FROM orders, lineitem WHERE o_orderkey = l_orderkey "
+    "AND l_quantity > 30 AND o_custkey = c_custkey) AND (EXISTS (SELECT * FROM orders WHERE o_custkey = c_custkey "
+    "AND o_totalprice > 100000) OR EXISTS (SELECT * FROM orders, nation WHERE o_custkey = c_custkey "
+    "AND o_orderstatus = 'F' AND n_nationkey = o_shippriority))",
+    "SELECT c_custkey FROM customer WHERE (SELECT count(*) FROM orders WHERE o_custkey = c_custkey) > 2",
+    "SELECT count(*) FROM orders WHERE o_totalprice > ALL (SELECT c_acctbal * 50 FROM customer WHERE c_nationkey = 3)",
+]
+
+
+@pytest.mark.parametrize("mode", ["do", "oblivious"])
+@pytest.mark.parametrize("sql", SUBQUERY_SQL)
+def test_subquery_trace_is_simulatable(db, sql, mode):
+    p = db.plan(sql, epsilon=1.0, delta=1e-6, mode=mode)
+    p.execute(rng=new_rng(2))
+    assert len(p.trace) > 0
+    assert simulate_plan(p, _leaked(p.trace)) == p.trace

@@ -18,8 +18,8 @@ Example:
     >>> import sqlglot
     >>> q = sqlglot.parse_one("SELECT a, b, count(*) FROM t GROUP BY ROLLUP (a, b)", read="duckdb")
     >>> print(grouping_sets(q).sql(dialect="duckdb"))  # doctest: +NORMALIZE_WHITESPACE
-    SELECT * FROM (SELECT a, b, COUNT(*) FROM t GROUP BY a, b UNION ALL SELECT a, NULL AS b, COUNT(*) FROM t
-    GROUP BY a UNION ALL SELECT NULL AS a, NULL AS b, COUNT(*) FROM t) AS _dodb_grouping_sets
+    SELECT * FROM (SELECT a, b, COUNT(*) FROM t GROUP BY a, b UNION ALL SELECT a, NULL, COUNT(*) FROM t
+    GROUP BY a UNION ALL SELECT NULL, NULL, COUNT(*) FROM t) AS _dodb_grouping_sets
 """
 from __future__ import annotations
 
@@ -134,7 +134,9 @@ def _substitute(e: exp.Expression, nulled: dict[str, exp.Expression], in_set: se
 
 
 def _branch(select: exp.Select, keys: list[exp.Expression], universe: dict[str, exp.Expression],
-            name_changed: bool) -> exp.Select:
+            name_changed: bool, hidden: list[tuple[str, exp.Expression]] = ()) -> exp.Select:
+    """One grouping set's SELECT; ``hidden`` are extra ``(name, expression)`` items the outer
+    ORDER BY reads (evaluated per set like the SELECT list: GROUPING() constant, others NULL)."""
     in_set = {_key(k) for k in keys}
     nulled = {k: v for k, v in universe.items() if k not in in_set}
     b = select.copy()
@@ -148,33 +150,50 @@ def _branch(select: exp.Select, keys: list[exp.Expression], universe: dict[str, 
         if name_changed and not isinstance(item, exp.Alias) and _key(new) != _key(item):
             new = exp.alias_(new, auto_name(item), quoted=True)
         items.append(new)
+    items += [exp.alias_(_substitute(e, nulled, in_set), name, quoted=True) for name, e in hidden]
     b.set("expressions", items)
     if select.args.get("having") is not None:
         b.set("having", exp.Having(this=_substitute(select.args["having"].this, nulled, in_set)))
     return b
 
 
-def _outer_order(select: exp.Select, first: exp.Select) -> exp.Order | None:
-    order = select.args.get("order")
-    if order is None:
-        return None
-    names = {}
+def _order_names(select: exp.Select, first: exp.Select) -> dict[str, str]:
+    """ORDER BY text → output column name, for keys that are a SELECT item or its alias."""
+    names: dict[str, str] = {}
     for item, out in zip(select.expressions, first.expressions):
         names.setdefault(_key(item.unalias()), auto_name(out))
         names.setdefault(auto_name(out), auto_name(out))
-    keys = []
+    return names
+
+
+def _order_plan(select: exp.Select, first: exp.Select) -> tuple[list[tuple[exp.Ordered, str]], list]:
+    """Each ORDER BY key with the output column it sorts on, and the hidden items to add.
+
+    A key that is a SELECT item (or its alias, or its position) sorts on that column; any
+    other expression (``CASE WHEN GROUPING(a) = 0 THEN a END``, TPC-DS Q70) is computed in
+    every branch as a hidden column, as DuckDB evaluates it per grouping set.
+    """
+    order = select.args.get("order")
+    if order is None:
+        return [], []
+    names = _order_names(select, first)
+    keys, hidden = [], []
     for o in order.expressions:
         t = o.this
         name = names.get(t.name) if isinstance(t, exp.Column) and not t.table else None
         name = name or names.get(_key(t))
+        if name is None and isinstance(t, exp.Literal) and not t.is_string and t.this.isdigit() \
+                and 1 <= int(t.this) <= len(first.expressions):
+            name = auto_name(first.expressions[int(t.this) - 1])
         if name is None:
-            raise UnsupportedQueryError(
-                f"ORDER BY {t.sql(dialect='duckdb')[:60]} with grouping sets (order by a SELECT item)",
-                position_of(o))
-        o = o.copy()
-        o.set("this", exp.column(name, quoted=True))
-        keys.append(o)
-    return exp.Order(expressions=keys)
+            if t.find(exp.Window) is not None or t.find(exp.Subquery) is not None:
+                raise UnsupportedQueryError(
+                    f"ORDER BY {t.sql(dialect='duckdb')[:60]} with grouping sets (order by a SELECT item)",
+                    position_of(o))
+            name = f"_dodb_order_{len(hidden)}"
+            hidden.append((name, t))
+        keys.append((o, name))
+    return keys, hidden
 
 
 def _expand(select: exp.Select) -> exp.Expression:
@@ -183,24 +202,30 @@ def _expand(select: exp.Select) -> exp.Expression:
     for s in sets:
         for k in s:
             universe.setdefault(_key(k), k)
-    branches = [_branch(select, s, universe, name_changed=(i == 0)) for i, s in enumerate(sets)]
-    if len(branches) == 1:
-        one = branches[0]
-        for arg in ("order", "limit", "offset", "distinct", "with", "with_"):
-            one.set(arg, select.args.get(arg))
-        return one
+    first = _branch(select, sets[0], universe, name_changed=True)
+    order_keys, hidden = _order_plan(select, first)
+    branches = [_branch(select, s, universe, name_changed=(i == 0), hidden=hidden) for i, s in enumerate(sets)]
     union: exp.Expression = branches[0]
     for b in branches[1:]:
         union = exp.Union(this=union, expression=b, distinct=False)
-    outer = exp.select("*").from_(exp.Subquery(this=union, alias=exp.TableAlias(
+    columns = ["*"] if not hidden else [exp.column(auto_name(o), quoted=True) for o in first.expressions]
+    outer = exp.select(*columns).from_(exp.Subquery(this=union, alias=exp.TableAlias(
         this=exp.to_identifier("_dodb_grouping_sets"))))
-    order = _outer_order(select, branches[0])
+    order = None
+    if order_keys:
+        order = exp.Order(expressions=[_ordered_on(o, name) for o, name in order_keys])
     for arg, value in (("order", order), ("limit", select.args.get("limit")),
                        ("offset", select.args.get("offset")), ("distinct", select.args.get("distinct")),
                        ("with", select.args.get("with")), ("with_", select.args.get("with_"))):
         if value is not None:
             outer.set(arg, value.copy())
     return outer
+
+
+def _ordered_on(o: exp.Ordered, name: str) -> exp.Ordered:
+    o = o.copy()
+    o.set("this", exp.column(name, quoted=True))
+    return o
 
 
 def _plain_grouping(select: exp.Select) -> None:

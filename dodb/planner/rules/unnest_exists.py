@@ -91,8 +91,12 @@ def unnest_exists(expression: exp.Expression, not_null: dict[str, set[str]] | No
             inner = c.this if negated else c
             if isinstance(inner, exp.Paren):
                 inner = inner.this
-            if isinstance(inner, exp.Exists) and _simple_subquery(inner.this):
+            if isinstance(inner, exp.Exists) and _simple_subquery(inner.this) and not _split_correlation(inner.this)[1]:
+                keep.append(_uncorrelated_exists(inner.this, negated))
+            elif isinstance(inner, exp.Exists) and _simple_subquery(inner.this):
                 _exists_to_join(select, inner.this, negated, counter)
+            elif not negated and _or_of_exists(inner) is not None:
+                _any_exists_to_join(select, _or_of_exists(inner), counter, c)
             elif isinstance(inner, exp.In) and isinstance(inner.args.get("query"), exp.Expression):
                 extra = _in_to_join(select, inner, negated, counter, not_null)
                 if extra is not None:
@@ -111,7 +115,9 @@ def _exists_to_join(select: exp.Select, sub: exp.Select, negated: bool, counter)
     inner_sources = _sources(sub)
     if len(inner_sources) != 1 or not isinstance(inner_sources[0], exp.Table):
         # EXISTS over a join: keep the join inside a derived table and correlate on its output
-        raise UnsupportedQueryError("EXISTS over a subquery with joins", position_of(sub))
+        derived, on = _correlated_relation(sub, f"_e{next(counter)}")
+        select.append("joins", exp.Join(this=derived, kind="ANTI" if negated else "SEMI", on=on))
+        return
     source = inner_sources[0].copy()
     alias = source.alias_or_name
     if alias in outer:
@@ -123,6 +129,150 @@ def _exists_to_join(select: exp.Select, sub: exp.Select, negated: bool, counter)
     select.append("joins", exp.Join(this=source, kind="ANTI" if negated else "SEMI", on=cond or exp.true()))
 
 
+def _uncorrelated_exists(sub: exp.Select, negated: bool) -> exp.Expression:
+    """An uncorrelated ``[NOT] EXISTS (sub)`` as ``(SELECT count(*) FROM sub) > 0`` (``= 0``): a
+    one-row value the planner joins to every row (no join key to semi-join on)."""
+    body = sub.copy()
+    body.set("expressions", [exp.alias_(exp.Count(this=exp.Star()), "_n", quoted=True)])
+    cmp = exp.EQ if negated else exp.GT
+    return cmp(this=exp.Subquery(this=body), expression=exp.Literal.number(0))
+
+
+def _inner_aliases(sub: exp.Select) -> set[str]:
+    """Every relation alias visible inside ``sub`` (its own sources and nested subqueries')."""
+    return set().union(*(_aliases(s) for s in sub.find_all(exp.Select)))
+
+
+def _is_outer(e: exp.Expression, inner: set[str]) -> bool:
+    return any(c.table and c.table not in inner for c in e.find_all(exp.Column))
+
+
+def _only_inner(e: exp.Expression, inner: set[str]) -> bool:
+    cols = list(e.find_all(exp.Column))
+    return bool(cols) and not _is_outer(e, inner)
+
+
+def _split_correlation(sub: exp.Select) -> tuple[list[exp.Expression], list[exp.Expression], set[str]]:
+    """(conjuncts over the subquery alone, conjuncts that read an outer column, inner aliases)."""
+    inner = _inner_aliases(sub)
+    for j in sub.args.get("joins") or []:
+        if j.args.get("on") is not None and _is_outer(j.args["on"], inner):
+            raise UnsupportedQueryError(
+                "a correlated JOIN … ON condition inside a subquery (for an inner join, move it to the "
+                "subquery's WHERE: same answer)", position_of(j))
+    where = sub.args.get("where")
+    local, correlated = [], []
+    for p in conjuncts(where.this) if where is not None else []:
+        (correlated if _is_outer(p, inner) else local).append(p)
+    return local, correlated, inner
+
+
+def _equality_keys(correlated: list[exp.Expression], inner: set[str]) -> list[tuple[exp.Expression, exp.Expression]] | None:
+    """``[(outer side, inner side)]`` when every correlated conjunct is ``outer = inner``."""
+    keys = []
+    for p in correlated:
+        if not isinstance(p, exp.EQ):
+            return None
+        a, b = p.left, p.right
+        if _only_inner(b, inner) and not _only_inner(a, inner) and not any(
+                c.table in inner for c in a.find_all(exp.Column)):
+            keys.append((a, b))
+        elif _only_inner(a, inner) and not _only_inner(b, inner) and not any(
+                c.table in inner for c in b.find_all(exp.Column)):
+            keys.append((b, a))
+        else:
+            return None
+    return keys
+
+
+def _correlated_relation(sub: exp.Select, alias: str) -> tuple[exp.Subquery, exp.Expression]:
+    """``EXISTS (sub)`` as (a DISTINCT derived table, the semi-join condition on it).
+
+    The subquery's own joins and filters stay inside the derived table, projected on the
+    inner side of every correlated conjunct: ``outer = inner`` projects ``inner`` as a key,
+    any other correlated conjunct projects the inner columns it reads.  DISTINCT keeps one
+    row per key (the join's degree is 1); EXISTS only asks whether some row satisfies the
+    correlated conjuncts, so the answer is the same (docs/design.md §Subqueries).
+    """
+    local, correlated, inner = _split_correlation(sub)
+    projected: dict[str, tuple[str, exp.Expression]] = {}
+
+    def proj(e: exp.Expression) -> exp.Column:
+        k = e.sql()
+        if k not in projected:
+            projected[k] = (f"_k{len(projected)}", e.copy())
+        return exp.column(projected[k][0], table=alias, quoted=True)
+
+    on = []
+    keys = _equality_keys(correlated, inner)
+    if keys is not None:
+        on = [exp.EQ(this=o.copy(), expression=proj(i)) for o, i in keys]
+    else:
+        for p in correlated:
+            p = p.copy()
+            for c in list(p.find_all(exp.Column)):
+                if c.table in inner:
+                    c.replace(proj(c))
+            on.append(p)
+    body = sub.copy()
+    body.set("where", exp.Where(this=_and([p.copy() for p in local])) if local else None)
+    items = [exp.alias_(e, name, quoted=True) for name, e in projected.values()] or \
+        [exp.alias_(exp.true(), "_k0", quoted=True)]
+    body.set("expressions", items)
+    body.set("distinct", exp.Distinct())
+    derived = exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+    return derived, _and(on) or exp.true()
+
+
+def _or_of_exists(e: exp.Expression) -> list[exp.Select] | None:
+    """The subqueries of ``EXISTS (a) OR EXISTS (b) OR …`` (each a plain SELECT), else None."""
+    parts: list[exp.Expression] = []
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        x = x.unnest() if isinstance(x, exp.Paren) else x
+        if isinstance(x, exp.Or):
+            stack += [x.right, x.left]
+        else:
+            parts.append(x)
+    if len(parts) < 2 or not all(isinstance(p, exp.Exists) and _simple_subquery(p.this) for p in parts):
+        return None
+    return [p.this for p in parts]
+
+
+def _any_exists_to_join(select: exp.Select, subs: list[exp.Select], counter, node: exp.Expression) -> None:
+    """``EXISTS (a) OR EXISTS (b)`` correlated on the same ``outer = inner`` keys: one semi
+    join with the UNION of the subqueries' keys (UNION is distinct, so the degree is 1)."""
+    outer_keys = None
+    bodies = []
+    for sub in subs:
+        local, correlated, inner = _split_correlation(sub)
+        keys = _equality_keys(correlated, inner)
+        if not keys:
+            raise UnsupportedQueryError(
+                "EXISTS (…) OR EXISTS (…) unless both are correlated by equalities on the same outer columns",
+                position_of(node))
+        by_outer = {o.sql(): i for o, i in keys}
+        if len(by_outer) != len(keys) or (outer_keys is not None and set(by_outer) != set(outer_keys)):
+            raise UnsupportedQueryError(
+                "EXISTS (…) OR EXISTS (…) unless both are correlated by equalities on the same outer columns",
+                position_of(node))
+        outer_keys = outer_keys or {o.sql(): o for o, _ in keys}
+        body = sub.copy()
+        body.set("where", exp.Where(this=_and([p.copy() for p in local])) if local else None)
+        body.set("expressions", [exp.alias_(by_outer[k].copy(), f"_k{n}", quoted=True)
+                                 for n, k in enumerate(outer_keys)])
+        bodies.append(body)
+    union: exp.Expression = bodies[0]
+    for b in bodies[1:]:
+        union = exp.Union(this=union, expression=b, distinct=True)
+    alias = f"_e{next(counter)}"
+    derived = exp.Subquery(this=union, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+    on = _and([exp.EQ(this=o.copy(), expression=exp.column(f"_k{n}", table=alias, quoted=True))
+               for n, o in enumerate(outer_keys.values())])
+    select.append("joins", exp.Join(this=derived, kind="SEMI", on=on))
+
+
 def _in_to_join(select: exp.Select, node: exp.In, negated: bool, counter, not_null) -> exp.Expression | None:
     """Add the SEMI/ANTI join; returns the condition NOT IN's NULL semantics still need."""
     query = node.args["query"]
@@ -130,7 +280,7 @@ def _in_to_join(select: exp.Select, node: exp.In, negated: bool, counter, not_nu
     if not isinstance(query, exp.Select) or len(query.expressions) != 1:
         raise UnsupportedQueryError("IN subquery must return exactly one column", position_of(node))
     outer = _aliases(select)
-    if any(c.table in outer and c.table not in _aliases(query) for c in query.find_all(exp.Column)):
+    if any(c.table in outer and c.table not in _inner_aliases(query) for c in query.find_all(exp.Column)):
         raise UnsupportedQueryError("correlated IN subquery", position_of(node))
     nullable = negated and (_column_nullable(node.this, select, not_null)
                             or _column_nullable(query.expressions[0].unalias(), query, not_null))
