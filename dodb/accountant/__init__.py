@@ -1,4 +1,4 @@
-"""dodb's privacy accountant (DESIGN §5).
+"""dodb's privacy accountant (docs/design.md §Accounting).
 
 * :mod:`.events`   — :class:`PrivacyEvent`: what leaked (mechanism, sensitivity, operator).
 * accountants      — one per composition method, common interface

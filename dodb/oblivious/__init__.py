@@ -1,4 +1,4 @@
-"""Oblivious kernels (DESIGN §2, invariant 2) and the exact noise samplers.
+"""Oblivious kernels (docs/design.md §Invariants, 2) and the exact noise samplers.
 
 Everything in this package touches memory in patterns fixed by public sizes: sorting
 networks, fixed-stride shifts, linear scans and element-wise selects.  ``tests/oblivious``

@@ -13,7 +13,7 @@ distributions.
 
 Padding uses the *shifted truncated* variants: ``shift + N`` conditioned on lying in
 ``[0, 2*shift]``.  Because the noise is never negative a padded size is never smaller
-than the true size (DESIGN invariant 3, no row is ever dropped).  The truncation is
+than the true size (docs/design.md §Invariants, 3, no row is ever dropped).  The truncation is
 what costs delta: for a count of sensitivity ``Delta`` the outputs that one neighbour
 can produce and the other cannot carry mass ``sum_{k < Delta} pmf(k)``, which
 :meth:`ShiftedTruncatedDiscreteLaplace.for_privacy` keeps below the requested delta.

@@ -4,7 +4,7 @@ Batcher's bitonic network in its "flip" form: every comparator sorts ascending, 
 first stage of each merge compares ``i`` with the mirror position in its block, the
 remaining stages compare ``i`` with ``i + j``.  Each stage is one vectorised pass over
 fixed-stride views (``reshape`` and a reversed slice), so which positions are read and
-written depends only on ``(n, k, j)`` — never on the keys (DESIGN invariant 2).  Rows are
+written depends only on ``(n, k, j)`` — never on the keys (docs/design.md §Invariants, 2).  Rows are
 exchanged with ``np.where``/xor-masks that read and write every position.
 
 Keys are lists of ``uint64`` words compared lexicographically.  Stability comes for free:

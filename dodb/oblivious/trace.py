@@ -4,7 +4,7 @@ An event names the kind of memory pass (an allocation, a linear scan, one stage 
 sorting network, a fixed-stride shift, a released noisy size), the buffer it touches and
 the public sizes that determine which positions are read and written.  Kernels in
 :mod:`dodb.oblivious` access memory only in patterns fully determined by an event's kind
-and sizes (DESIGN invariant 2), so the event sequence *is* the view up to that fixed
+and sizes (docs/design.md §Invariants, 2), so the event sequence *is* the view up to that fixed
 expansion.  Invariant 1 asks that the sequence be a deterministic function of public
 information and the values an operator deliberately leaks; the tests check it by
 simulating traces from exactly that information.

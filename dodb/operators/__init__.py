@@ -1,4 +1,4 @@
-"""Differentially oblivious relational operators on padded tables (DESIGN §4).
+"""Differentially oblivious relational operators on padded tables (docs/design.md §Operators and stability).
 
 Every operator runs in three modes with one interface — ``do``, ``oblivious``,
 ``plain`` — takes its ``(epsilon, delta)`` explicitly and returns an :class:`OpResult`

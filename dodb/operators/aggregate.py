@@ -1,6 +1,6 @@
 """GROUP BY with aggregates (and global aggregates) in three modes.
 
-Algorithm (DESIGN §4): sort obliviously by ``(is_dummy, group key[, distinct column])``
+Algorithm (docs/design.md §Operators and stability): sort obliviously by ``(is_dummy, group key[, distinct column])``
 so each group is one run with dummies last; mark run starts by comparing adjacent
 encoded keys; compute every aggregate with a segmented scan whose value on the run's
 last row is the group's result; the last real row of each run is the group's output

@@ -156,5 +156,5 @@ class ExecContext:
         return np.asarray(vals, dtype=np.int64)
 
     def group_stability(self, s: int) -> int:
-        """Rows of a group-by/distinct output that one privacy unit can change (DESIGN §4)."""
+        """Rows of a group-by/distinct output one privacy unit can change (docs/design.md §Operators and stability)."""
         return 2 * s if self.neighbour == "replace" else s

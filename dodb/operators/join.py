@@ -15,7 +15,7 @@ true join size plus one-sided noise, never to the quadratic worst case.
    (:func:`~dodb.oblivious.expand.expand`), re-sort the right copies to their partner's
    slot (one single-word sort), and zip the two arrays row by row.
 
-Stability (DESIGN §4): ``s_L * deg_R + s_R * deg_L``; a side with stability 0 is public,
+Stability (docs/design.md §Operators and stability): ``s_L * deg_R + s_R * deg_L``; a side with stability 0 is public,
 so its exact maximum degree is public too.  A private side whose degree is needed but
 neither declared nor public makes the join's stability unbounded: the operator refuses
 with :class:`UnboundedStabilityError` rather than under-noise.

@@ -1,4 +1,4 @@
-"""Trace simulators (DESIGN invariant 1).
+"""Trace simulators (docs/design.md §Invariants, 1).
 
 A simulator sees only public information — the padded sizes, schema and string widths
 of the inputs, their stabilities, the operator's parameters, and the public tables

@@ -1,4 +1,4 @@
-"""Padded tables: the relation passed between DO operators (DESIGN §4).
+"""Padded tables: the relation passed between DO operators (docs/design.md §Operators and stability).
 
 A :class:`PaddedTable` holds every column as fixed-width numpy *lanes* (so the oblivious
 kernels can move rows without data-dependent layouts), a boolean ``is_real`` marking the

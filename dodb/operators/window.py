@@ -19,7 +19,7 @@ change a real row's result).  On the sorted array, with ``idx`` the position:
 
 Every pass is a sorting-network stage, a doubling round of a segmented scan or an
 element-wise select over all ``n`` rows, so the trace depends on ``n`` and the
-specification only (DESIGN invariant 2).  The output has the input's padded size and
+specification only (docs/design.md §Invariants, 2).  The output has the input's padded size and
 releases nothing.  With ``restore=True`` the rows are sorted back to their input
 positions (a sort on the original position), so an aligned input stays aligned.
 

@@ -1,4 +1,4 @@
-"""SQL → differentially oblivious plan (DESIGN §3–5).
+"""SQL → differentially oblivious plan (docs/design.md §Layers, §Execution path).
 
 :func:`plan_query` parses and optimises with sqlglot, builds the DO plan, splits the
 query's budget over the leaking operators and lists their privacy events — all before

@@ -463,7 +463,7 @@ class PlanBuilder:
         return self._filter(cur, pending)
 
     def _join_node(self, left: _Rel, right: _Rel, how: str, lk: list[str], rk: list[str]) -> _Rel:
-        """A join with its stability (DESIGN §4: s_L * deg_R + s_R * deg_L).
+        """A join with its stability (docs/design.md §Operators and stability: s_L * deg_R + s_R * deg_L).
 
         A degree needed for the stability comes from a declaration, from public data, or —
         failing both — from the public size bound of that side (every row could share one

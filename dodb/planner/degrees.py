@@ -9,7 +9,7 @@ degree bound on ``{g} ∪ R`` bounds ``R``: grouped by (county, qoy, year) then 
 
 Both facts hold in every database, so they are public facts of the plan (never of the data)
 and a neighbouring database satisfies them too: the join stability ``s_L·deg_R + s_R·deg_L``
-(DESIGN §4) stays an upper bound.  Soundness needs the filter's equality to be no coarser
+(docs/design.md §Operators and stability) stays an upper bound.  Soundness needs the filter's equality to be no coarser
 than the grouping's: ``varchar_col = 1`` casts the column and keeps '1', '01' and ' 1', three
 distinct groups, so only a literal of the column's own type family fixes it; an untyped
 column fixes nothing.

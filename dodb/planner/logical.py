@@ -3,7 +3,7 @@
 Every node knows, before anything runs: its output columns (internal names), its
 stability (rows one privacy unit can change), degree bounds per column (rows per value),
 unique column sets, and whether it yields exactly one row.  These are derived from the
-catalog's declarations only (DESIGN §4), so the query's privacy events are fixed by the
+catalog's declarations only (docs/design.md §Operators and stability), so the query's privacy events are fixed by the
 plan, and the accountant can admit the query before execution (invariant 3).
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Whole-query trace simulator (DESIGN invariant 1, composed over the plan).
+"""Whole-query trace simulator (docs/design.md §Invariants, 1, composed over the plan).
 
 Given only public information — the plan, the padded sizes and string widths of the
 private tables, the public tables themselves — and the values the query leaked, re-run

@@ -1,4 +1,4 @@
-"""The reference numbers of DESIGN §6 and the issue."""
+"""The reference numbers of the accountant issue (paper 004's examples)."""
 import math
 
 import pytest

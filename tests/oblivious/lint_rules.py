@@ -1,4 +1,4 @@
-"""Banned-call lint for the oblivious kernels (DESIGN §2, invariant 2).
+"""Banned-call lint for the oblivious kernels (docs/design.md §Invariants, 2).
 
 A kernel may only touch memory in patterns fixed by public sizes.  The lint parses the
 kernel modules and reports, with file and line:

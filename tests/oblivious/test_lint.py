@@ -1,4 +1,4 @@
-"""The banned-call lint over dodb/oblivious and the expression evaluator (DESIGN invariant 2,
+"""The banned-call lint over dodb/oblivious and the expression evaluator (docs/design.md §Invariants, 2,
 docs/design.md §Expressions), and proof that it bites."""
 from __future__ import annotations
 

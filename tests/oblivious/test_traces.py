@@ -1,4 +1,4 @@
-"""Kernel traces depend only on public sizes (DESIGN invariants 1 and 2)."""
+"""Kernel traces depend only on public sizes (docs/design.md §Invariants, 1 and 2)."""
 from __future__ import annotations
 
 import numpy as np

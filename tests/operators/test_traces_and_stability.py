@@ -1,7 +1,7 @@
 """Invariant 1 for every operator: the trace is simulatable from public info + leaks.
 
 Also: oblivious mode gives identical traces for equal public sizes, and stability
-propagates as DESIGN §4 says.
+propagates as docs/design.md §Operators and stability says.
 """
 from __future__ import annotations
 
