@@ -22,6 +22,7 @@ from ..operators.sort_limit import SortKey
 from .catalog import Catalog
 from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, upper_rows, walk
 from .exprs import conjuncts
+from .expr_keys import expression_equality
 from .guard import pushable
 from .ownership import Owners, same_unit
 from .rules.reject_unsupported import position_of
@@ -379,11 +380,23 @@ class PlanBuilder:
                 return left.cols[(b.table, b.name)], right.cols[(a.table, a.name)]
         return None
 
+    def _joins_on(self, p: exp.Expression, left: _Rel, right: _Rel) -> bool:
+        """``p`` is an equality usable as a join key between ``left`` and ``right``."""
+        return bool(self._equi(p, left, right) or expression_equality(p, left.aliases, right.aliases))
+
+    def _with_keys(self, rel: _Rel, keys: dict[str, exp.Expression]) -> _Rel:
+        """``rel`` with computed join-key columns appended (no degree bound: see expr_keys)."""
+        from .aggregation import _project
+
+        exprs = {c: _col(c) for c in rel.node.columns}
+        exprs.update({name: self._expr(e, rel) for name, e in keys.items()})
+        return _Rel(_project(rel.node, exprs), {**rel.cols, **{("", n): n for n in keys}}, rel.aliases)
+
     def _join_inner(self, rels: list[_Rel], spanning: list[exp.Expression]) -> _Rel:
         cur, rest = rels[0], rels[1:]
         pending = list(spanning)
         while rest:
-            pick = next((i for i, r in enumerate(rest) if any(self._equi(p, cur, r) for p in pending)), None)
+            pick = next((i for i, r in enumerate(rest) if any(self._joins_on(p, cur, r) for p in pending)), None)
             if pick is None:
                 pick = next((i for i, r in enumerate(rest) if r.node.one_row or cur.node.one_row), None)
                 if pick is None:
@@ -400,8 +413,16 @@ class PlanBuilder:
             else:
                 r = rest.pop(pick)
                 keys = [k for p in pending if (k := self._equi(p, cur, r))]
-                used = [p for p in pending if self._equi(p, cur, r)]
+                computed = [k for p in pending if not self._equi(p, cur, r)
+                            and (k := expression_equality(p, cur.aliases, r.aliases))]
+                used = [p for p in pending if self._joins_on(p, cur, r)]
                 pending = [p for p in pending if p not in used]
+                if computed:  # `f(a.x) = g(b.y)`: join on computed key columns (planner/expr_keys.py)
+                    names = [f"__jk{next(self._n)}" for _ in computed]
+                    cur = self._with_keys(cur, dict(zip(names, (lx for lx, _ in computed))))
+                    rnames = [f"__jk{next(self._n)}" for _ in computed]
+                    r = self._with_keys(r, dict(zip(rnames, (rx for _, rx in computed))))
+                    keys += list(zip(names, rnames))
                 cur = self._join_node(cur, r, "inner", [k[0] for k in keys], [k[1] for k in keys])
             ready = [p for p in pending if _refs(p) <= cur.aliases]
             pending = [p for p in pending if p not in ready]
