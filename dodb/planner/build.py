@@ -341,9 +341,17 @@ class PlanBuilder:
                 spanning.append(p)
         inner = [self._filter(r, per_source.get(i, [])) for i, r in enumerate(inner)]
         outer = self._push_down_semi_joins(inner, outer)
+        inner, deferred = _defer_to_outer(inner, spanning, post, outer)
         rel = self._join_inner(inner, spanning)
         for how, r, on in outer:
             rel = self._join_outer(rel, how, r, on)
+        if deferred:
+            # `a LEFT JOIN b ON …, r WHERE b.x = r.y`: r joins the outer join's result on the
+            # WHERE equality (an inner join after the outer joins is SQL's own order)
+            aliases = rel.aliases.union(*(d.aliases for d in deferred))
+            joining = [p for p in post if _refs(p) <= aliases]
+            post = [p for p in post if p not in joining]
+            rel = self._join_inner([rel] + deferred, joining)
         return self._filter(rel, post)
 
     def _push_down_semi_joins(self, inner: list[_Rel], outer: list) -> list:
@@ -551,6 +559,21 @@ class PlanBuilder:
             s = min(2 * s, 2 * limit) if limit is not None else 2 * s
         return Sort(node, keys, limit, offset, columns=list(node.columns), stability=s,
                     degrees=dict(node.degrees), unique=list(node.unique), one_row=node.one_row)
+
+
+def _defer_to_outer(inner: list[_Rel], spanning: list[exp.Expression], post: list[exp.Expression],
+                    outer: list) -> tuple[list[_Rel], list[_Rel]]:
+    """Split off the inner sources (not the first) that no spanning predicate touches but a
+    predicate on an outer-joined source does: they are joined after the outer joins."""
+    if not outer:
+        return inner, []
+    outer_aliases = set().union(*(r.aliases for _, r, _ in outer))
+    keep, deferred = [inner[0]], []
+    for r in inner[1:]:
+        touched = any(_refs(p) & r.aliases for p in spanning)
+        linked = any(_refs(p) & r.aliases and _refs(p) & outer_aliases for p in post)
+        (deferred if linked and not touched and not r.node.one_row else keep).append(r)
+    return keep, deferred
 
 
 def _nulls_first(o: exp.Ordered) -> bool:
