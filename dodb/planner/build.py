@@ -18,9 +18,10 @@ from .. import sqlbuild
 from ..errors import PlanningError, UnsupportedQueryError
 from ..operators.aggregate import Agg
 from ..operators.join import same_unit_stability
+from ..operators.theta_join import CROSS_PRODUCT_LIMIT, cross_stability
 from ..operators.sort_limit import SortKey
 from .catalog import Catalog
-from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, upper_rows, walk
+from .logical import Aggregate, CrossJoin, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, upper_rows, walk
 from .exprs import conjuncts
 from .expr_keys import expression_equality
 from .guard import pushable
@@ -407,8 +408,13 @@ class PlanBuilder:
             pick = next((i for i, r in enumerate(rest) if any(self._joins_on(p, cur, r) for p in pending)), None)
             if pick is None:
                 pick = next((i for i, r in enumerate(rest) if r.node.one_row or cur.node.one_row), None)
-                if pick is None:
-                    raise UnsupportedQueryError("cross join between relations with no join condition")
+                if pick is None:  # no equality links cur to any source: an oblivious product
+                    pick = min(range(len(rest)), key=lambda i: upper_rows(rest[i].node))
+                    cur = self._cross_join(cur, rest.pop(pick), pending)
+                    ready = [p for p in pending if _refs(p) <= cur.aliases]
+                    pending = [p for p in pending if p not in ready]
+                    cur = self._filter(cur, ready)
+                    continue
                 r = rest.pop(pick)
                 big, one = (cur, r) if r.node.one_row else (r, cur)
                 # A private one-row value (e.g. an average) reaches every row of the other
@@ -436,6 +442,25 @@ class PlanBuilder:
             pending = [p for p in pending if p not in ready]
             cur = self._filter(cur, ready)
         return self._filter(cur, pending)
+
+    def _cross_join(self, left: _Rel, right: _Rel, pending: list[exp.Expression]) -> _Rel:
+        """The cross product of two sources (their condition, if any, is a Filter above it);
+        refused before admission when its padded size is above the limit."""
+        ln, rn = left.node, right.node
+        nl, nr = upper_rows(ln), upper_rows(rn)
+        if nl * nr > CROSS_PRODUCT_LIMIT:
+            cond = [p for p in pending if _refs(p) <= left.aliases | right.aliases]
+            what = f" ON {cond[0].sql(dialect='duckdb')[:80]}" if cond else ""
+            raise UnsupportedQueryError(
+                f"join of {', '.join(sorted(left.aliases))} with {', '.join(sorted(right.aliases))}{what} has no "
+                f"equality condition and its cross product pads to {nl} x {nr} rows (above {CROSS_PRODUCT_LIMIT}); "
+                f"add an equality between them or filter either side first",
+                position_of(cond[0]) if cond else None)
+        degrees = {c: d * max(nr, 1) for c, d in ln.degrees.items()}
+        degrees.update({c: d * max(nl, 1) for c, d in rn.degrees.items()})
+        node = CrossJoin(ln, rn, columns=ln.columns + rn.columns,
+                         stability=cross_stability(ln.stability, rn.stability, nl, nr), degrees=degrees)
+        return _Rel(node, {**left.cols, **right.cols}, left.aliases | right.aliases)
 
     def _join_node(self, left: _Rel, right: _Rel, how: str, lk: list[str], rk: list[str]) -> _Rel:
         """A join with its stability (DESIGN §4: s_L * deg_R + s_R * deg_L).

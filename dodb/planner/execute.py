@@ -25,12 +25,13 @@ from ..operators import (
     predicate_mask, project, set_operation,
 )
 from ..operators.lookup import lookup_join
+from ..operators.theta_join import cross_product
 from ..operators.window import window
 from ..operators.table import Column, column_from_arrow
 from .build import AddRowId
 from .catalog import Catalog
 from .guard import pushable
-from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, leaks
+from .logical import Aggregate, CrossJoin, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, leaks
 from .windows import Window
 from ..storage.canonical import read_slots
 from .widths import string_width
@@ -117,6 +118,8 @@ class Executor:
                            left_degree=node.left_degree, right_degree=node.right_degree,
                            same_unit=node.same_unit).table
             return out if lk == node.left_keys and rk == node.right_keys else out.select(node.columns)
+        if isinstance(node, CrossJoin):
+            return cross_product(inputs[0], inputs[1], stability=node.stability, ctx=ctx)
         if isinstance(node, CrossOne):
             return _broadcast(inputs[0], inputs[1], node.stability)
         if isinstance(node, Aggregate):

@@ -17,7 +17,7 @@ from sqlglot import exp
 from ..operators.aggregate import Agg
 
 __all__ = [
-    "Node", "Scan", "Filter", "Project", "Join", "CrossOne", "Aggregate", "Sort", "Distinct", "SetOp",
+    "Node", "Scan", "Filter", "Project", "Join", "CrossOne", "CrossJoin", "Aggregate", "Sort", "Distinct", "SetOp",
     "walk", "leaking_nodes", "leaks", "upper_rows",
 ]
 
@@ -147,6 +147,15 @@ class CrossOne(Binary):
 
 
 @dataclass(eq=False)
+class CrossJoin(Binary):
+    """Oblivious cross product padded to both public sizes (operators/theta_join.py); the
+    join condition, if any, is a Filter above it."""
+
+    def describe(self) -> str:
+        return f"CrossJoin (oblivious product, {upper_rows(self.left)} x {upper_rows(self.right)} slots)"
+
+
+@dataclass(eq=False)
 class Aggregate(Unary):
     keys: list[str]
     aggs: list[Agg]
@@ -204,6 +213,8 @@ def upper_rows(node: Node) -> int:
         return upper_rows(node.left)
     if isinstance(node, SetOp):
         return upper_rows(node.left) + upper_rows(node.right)
+    if isinstance(node, CrossJoin):
+        return upper_rows(node.left) * upper_rows(node.right)
     if isinstance(node, Join):
         nl, nr = upper_rows(node.left), upper_rows(node.right)
         if node.how in ("semi", "anti"):
