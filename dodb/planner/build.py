@@ -407,7 +407,8 @@ class PlanBuilder:
         while rest:
             pick = next((i for i, r in enumerate(rest) if any(self._joins_on(p, cur, r) for p in pending)), None)
             if pick is None:
-                pick = next((i for i, r in enumerate(rest) if r.node.one_row or cur.node.one_row), None)
+                pick = next((i for i, r in enumerate(rest) if r.node.one_row or cur.node.one_row
+                             or self._public_one_row(r.node)), None)
                 if pick is None:  # no equality links cur to any source: an oblivious product
                     pick = min(range(len(rest)), key=lambda i: upper_rows(rest[i].node))
                     cur = self._cross_join(cur, rest.pop(pick), pending)
@@ -442,6 +443,16 @@ class PlanBuilder:
             pending = [p for p in pending if p not in ready]
             cur = self._filter(cur, ready)
         return self._filter(cur, pending)
+
+    def _public_one_row(self, node: Node) -> bool:
+        """A public sub-plan (e.g. a scalar subquery over public tables) that holds at most
+        one row, found by running it at plan time (no privacy cost): it is broadcast."""
+        if not _all_public(node) or upper_rows(node) > 1 << 20:
+            return False
+        if self._public_table(node).real_count > 1:
+            return False
+        node.one_row = True
+        return True
 
     def _cross_join(self, left: _Rel, right: _Rel, pending: list[exp.Expression]) -> _Rel:
         """The cross product of two sources (their condition, if any, is a Filter above it);

@@ -121,7 +121,11 @@ class Executor:
         if isinstance(node, CrossJoin):
             return cross_product(inputs[0], inputs[1], stability=node.stability, ctx=ctx)
         if isinstance(node, CrossOne):
-            return _broadcast(inputs[0], inputs[1], node.stability)
+            one = inputs[1]
+            if one.stability == 0:  # public: its real row moves to slot 0, where the broadcast reads
+                first = np.argsort(~one.is_real, kind="stable")
+                one = one.with_arrays([a[first] for a in one.arrays()])
+            return _broadcast(inputs[0], one, node.stability)
         if isinstance(node, Aggregate):
             return group_by(inputs[0], node.keys, node.aggs, epsilon=eps, delta=delta, ctx=ctx).table
         if isinstance(node, Sort):
