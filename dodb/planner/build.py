@@ -17,7 +17,7 @@ from sqlglot import exp
 from .. import sqlbuild
 from ..errors import PlanningError, UnsupportedQueryError
 from ..operators.aggregate import Agg
-from ..operators.join import same_unit_stability
+from ..operators.join import full_join_stability, same_unit_stability
 from ..operators.theta_join import CROSS_PRODUCT_LIMIT, cross_stability
 from ..operators.sort_limit import SortKey
 from .catalog import Catalog
@@ -308,11 +308,15 @@ class PlanBuilder:
             on = conjuncts(j.args.get("on"))
             if side == "LEFT":
                 outer.append(("left", rel, on))
+            elif side == "FULL":
+                if len(inner) > 1 or outer:  # `a, b FULL JOIN c`: c is full-joined to b alone
+                    inner, outer, preds = [self._combine(inner, outer, preds)], [], []
+                outer.append(("full", rel, on))
             elif kind in ("SEMI", "ANTI"):
                 outer.append((kind.lower(), rel, on))
             elif kind in ("", "INNER", "CROSS"):
                 pending = set().union(*(r.aliases for _, r, _ in outer))
-                if pending & set().union(*(_refs(p) for p in on)):
+                if pending & set().union(*(_refs(p) for p in on)) or any(h == "full" for h, _, _ in outer):
                     # `a LEFT JOIN b … JOIN c ON b.k = c.id`: c joins the outer join's result,
                     # so the joins so far are done first (SQL's left-to-right order)
                     inner, outer, preds = [self._combine(inner, outer, preds)], [], []
@@ -327,6 +331,10 @@ class PlanBuilder:
         """Inner-join ``inner`` (each predicate on the first source covering it, the rest
         spanning), then the outer joins in order, then the predicates no inner source covers."""
         inner_aliases = set().union(*(r.aliases for r in inner))
+        if any(how == "full" for how, _, _ in outer):
+            # both sides of a full join keep their unmatched rows: a WHERE condition on either
+            # side applies to the join's result, never below it (nor a semi join pushed down)
+            inner_aliases = set()
         post: list[exp.Expression] = []
         per_source: dict[int, list[exp.Expression]] = {}
         spanning: list[exp.Expression] = []
@@ -341,7 +349,8 @@ class PlanBuilder:
             else:
                 spanning.append(p)
         inner = [self._filter(r, per_source.get(i, [])) for i, r in enumerate(inner)]
-        outer = self._push_down_semi_joins(inner, outer)
+        if inner_aliases:
+            outer = self._push_down_semi_joins(inner, outer)
         inner, deferred = _defer_to_outer(inner, spanning, post, outer)
         rel = self._join_inner(inner, spanning)
         for how, r, on in outer:
@@ -482,6 +491,8 @@ class PlanBuilder:
         """
         ln, rn = left.node, right.node
         sl, sr = ln.stability, rn.stability
+        if how == "full":
+            return self._full_join_node(left, right, lk, rk)
         if sl > 0 and sr == 0 and self._lookup_side(rn, rk, ln):
             return self._lookup_node(left, right, how, lk, rk)
         if how == "inner" and sr > 0 and sl == 0 and self._lookup_side(ln, lk, rn):
@@ -525,6 +536,21 @@ class PlanBuilder:
         node.degree_sources = sources
         return _Rel(node, rel_cols, aliases)
 
+    def _full_join_node(self, left: _Rel, right: _Rel, lk: list[str], rk: list[str]) -> _Rel:
+        """A full outer join (operators/join.py): no degree or uniqueness survives it, since
+        either side's columns are NULL-filled on the other side's unmatched rows."""
+        ln, rn = left.node, right.node
+        dl, dr = self.degree(ln, lk), self.degree(rn, rk)
+        sources = {}
+        if dl is None and rn.stability > 0:
+            dl, sources["left"] = self.bounded_degree(ln, lk)
+        if dr is None and ln.stability > 0:
+            dr, sources["right"] = self.bounded_degree(rn, rk)
+        node = Join(ln, rn, "full", lk, rk, left_degree=dl, right_degree=dr, columns=ln.columns + rn.columns,
+                    stability=full_join_stability(ln.stability, rn.stability, dl, dr))
+        node.degree_sources = sources
+        return _Rel(node, {**left.cols, **right.cols}, left.aliases | right.aliases)
+
     def _lookup_node(self, left: _Rel, right: _Rel, how: str, lk: list[str], rk: list[str]) -> _Rel:
         """Join a private relation with a small public one by one pass per public row."""
         ln, rn = left.node, right.node
@@ -552,6 +578,10 @@ class PlanBuilder:
         r = self._filter(r, right_only)
         keys = [k for p in rest if (k := self._equi(p, cur, r))]
         residual = [p for p in rest if not self._equi(p, cur, r)]
+        if how == "full" and (left_only or right_only or residual):
+            bad = (left_only or right_only or residual)[0]
+            raise UnsupportedQueryError(f"FULL JOIN condition that is not an equality between its two sides: "
+                                        f"{bad.sql(dialect='duckdb')}", position_of(bad))
         if left_only:
             if how != "semi":
                 raise UnsupportedQueryError(f"{how.upper()} JOIN condition on the left side only: "

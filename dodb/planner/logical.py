@@ -222,7 +222,7 @@ def upper_rows(node: Node) -> int:
         dl = node.left_degree if node.left_degree is not None else nl
         dr = node.right_degree if node.right_degree is not None else nr
         inner = min(nl * dr, nr * dl)
-        return inner + nl if node.how == "left" else inner
+        return inner + nl if node.how == "left" else inner + nl + nr if node.how == "full" else inner
     return max((upper_rows(c) for c in node.children), default=0)
 
 
@@ -259,8 +259,11 @@ def leaks(node: Node) -> list[tuple[str, int]]:
         if node.how in ("semi", "anti"):
             return [("bin_counts", s_match)] if s_match > 0 else []
         out = [("output_size", node.stability)] if node.stability > 0 else []
-        if node.how == "left" and s_match > 0:
+        if node.how in ("left", "full") and s_match > 0:
             out.append(("bin_counts", s_match))
+        s_match_r = sr + sl * (node.right_degree or 0)  # which right rows have a partner
+        if node.how == "full" and s_match_r > 0:
+            out.append(("bin_counts_right", s_match_r))
         return out
     return []
 

@@ -180,6 +180,8 @@ class _Analysis:
         return Dependence(None, False)  # an operator this analysis does not know: all partitions
 
     def _join(self, n: Join, left: Dependence, right: Dependence) -> Dependence:
+        if n.how == "full":  # rows of both sides, matched or not: no row is one unit's alone
+            return Dependence(_union(left.deps, right.deps), False)
         if not self.private(n.right):  # a public side adds no unit's data
             return left
         if not self.private(n.left):
