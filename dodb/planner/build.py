@@ -61,6 +61,7 @@ class _Rel:
     node: Node
     cols: dict[tuple[str, str], str]
     aliases: set[str] = field(default_factory=set)
+    position: str | None = None  # where the FROM item is written (for error messages)
 
 
 def _refs(e: exp.Expression) -> set[str]:
@@ -304,6 +305,7 @@ class PlanBuilder:
         preds: list[exp.Expression] = []
         for j in sel.args.get("joins") or []:
             rel = self._source(j.this, sel, ctes)
+            rel.position = position_of(j)
             side, kind = (j.args.get("side") or "").upper(), (j.args.get("kind") or "").upper()
             on = conjuncts(j.args.get("on"))
             if side == "LEFT":
@@ -472,10 +474,10 @@ class PlanBuilder:
             cond = [p for p in pending if _refs(p) <= left.aliases | right.aliases]
             what = f" ON {cond[0].sql(dialect='duckdb')[:80]}" if cond else ""
             raise UnsupportedQueryError(
-                f"join of {', '.join(sorted(left.aliases))} with {', '.join(sorted(right.aliases))}{what} has no "
-                f"equality condition and its cross product pads to {nl} x {nr} rows (above {CROSS_PRODUCT_LIMIT}); "
+                f"cross join of {', '.join(sorted(left.aliases))} with {', '.join(sorted(right.aliases))}{what} "
+                f"(no equality between them) pads to {nl} x {nr} rows, above {CROSS_PRODUCT_LIMIT}; "
                 f"add an equality between them or filter either side first",
-                position_of(cond[0]) if cond else None)
+                position_of(cond[0]) if cond else right.position)
         degrees = {c: d * max(nr, 1) for c, d in ln.degrees.items()}
         degrees.update({c: d * max(nl, 1) for c, d in rn.degrees.items()})
         node = CrossJoin(ln, rn, columns=ln.columns + rn.columns,
