@@ -472,12 +472,12 @@ class PlanBuilder:
         nl, nr = upper_rows(ln), upper_rows(rn)
         if nl * nr > CROSS_PRODUCT_LIMIT:
             cond = [p for p in pending if _refs(p) <= left.aliases | right.aliases]
-            what = f" ON {cond[0].sql(dialect='duckdb')[:80]}" if cond else ""
+            what = f" ON {_as_written(cond[0])[:80]}" if cond else ""
             raise UnsupportedQueryError(
                 f"cross join of {', '.join(sorted(left.aliases))} with {', '.join(sorted(right.aliases))}{what} "
                 f"(no equality between them) pads to {nl} x {nr} rows, above {CROSS_PRODUCT_LIMIT}; "
                 f"add an equality between them or filter either side first",
-                position_of(cond[0]) if cond else right.position)
+                (position_of(cond[0]) if cond else None) or right.position)
         degrees = {c: d * max(nr, 1) for c, d in ln.degrees.items()}
         degrees.update({c: d * max(nl, 1) for c, d in rn.degrees.items()})
         node = CrossJoin(ln, rn, columns=ln.columns + rn.columns,
@@ -627,6 +627,12 @@ class PlanBuilder:
             s = min(2 * s, 2 * limit) if limit is not None else 2 * s
         return Sort(node, keys, limit, offset, columns=list(node.columns), stability=s,
                     degrees=dict(node.degrees), unique=list(node.unique), one_row=node.one_row)
+
+
+def _as_written(e: exp.Expression) -> str:
+    """``e`` as SQL without the quotes qualification added to its identifiers."""
+    plain = e.copy().transform(lambda n: exp.to_identifier(n.name) if isinstance(n, exp.Identifier) else n)
+    return plain.sql(dialect="duckdb")
 
 
 def _defer_to_outer(inner: list[_Rel], spanning: list[exp.Expression], post: list[exp.Expression],
