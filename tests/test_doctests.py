@@ -12,6 +12,8 @@ MODULES = [
     "dodb.planner.rules.unnest_exists",
     "dodb.planner.rules.factor_disjunctions",
     "dodb.planner.widths",
+    "dodb.planner.expr_keys",
+    "dodb.operators.theta_join",
 ]
 
 
