@@ -404,6 +404,21 @@ class PlanBuilder:
         """``p`` is an equality usable as a join key between ``left`` and ``right``."""
         return bool(self._equi(p, left, right) or expression_equality(p, left.aliases, right.aliases))
 
+    def _key_pairs(self, left: _Rel, right: _Rel, preds: list[exp.Expression]
+                   ) -> tuple[_Rel, _Rel, list[tuple[str, str]]]:
+        """The join key pairs of the equalities ``preds`` (each one ``_joins_on``): plain
+        columns as they are, ``f(a.x) = g(b.y)`` as computed columns (planner/expr_keys.py)."""
+        keys = [k for p in preds if (k := self._equi(p, left, right))]
+        computed = [k for p in preds if not self._equi(p, left, right)
+                    and (k := expression_equality(p, left.aliases, right.aliases))]
+        if computed:
+            lnames = [f"__jk{next(self._n)}" for _ in computed]
+            rnames = [f"__jk{next(self._n)}" for _ in computed]
+            left = self._with_keys(left, dict(zip(lnames, (lx for lx, _ in computed))))
+            right = self._with_keys(right, dict(zip(rnames, (rx for _, rx in computed))))
+            keys += list(zip(lnames, rnames))
+        return left, right, keys
+
     def _with_keys(self, rel: _Rel, keys: dict[str, exp.Expression]) -> _Rel:
         """``rel`` with computed join-key columns appended (no degree bound: see expr_keys)."""
         from .aggregation import _project
@@ -438,17 +453,9 @@ class PlanBuilder:
                 cur = _Rel(node, {**cur.cols, **r.cols}, cur.aliases | r.aliases)
             else:
                 r = rest.pop(pick)
-                keys = [k for p in pending if (k := self._equi(p, cur, r))]
-                computed = [k for p in pending if not self._equi(p, cur, r)
-                            and (k := expression_equality(p, cur.aliases, r.aliases))]
                 used = [p for p in pending if self._joins_on(p, cur, r)]
                 pending = [p for p in pending if p not in used]
-                if computed:  # `f(a.x) = g(b.y)`: join on computed key columns (planner/expr_keys.py)
-                    names = [f"__jk{next(self._n)}" for _ in computed]
-                    cur = self._with_keys(cur, dict(zip(names, (lx for lx, _ in computed))))
-                    rnames = [f"__jk{next(self._n)}" for _ in computed]
-                    r = self._with_keys(r, dict(zip(rnames, (rx for _, rx in computed))))
-                    keys += list(zip(names, rnames))
+                cur, r, keys = self._key_pairs(cur, r, used)
                 cur = self._join_node(cur, r, "inner", [k[0] for k in keys], [k[1] for k in keys])
             ready = [p for p in pending if _refs(p) <= cur.aliases]
             pending = [p for p in pending if p not in ready]
@@ -578,8 +585,7 @@ class PlanBuilder:
         left_only = [p for p in on if _refs(p) and _refs(p) <= cur.aliases]
         rest = [p for p in on if p not in right_only and p not in left_only]
         r = self._filter(r, right_only)
-        keys = [k for p in rest if (k := self._equi(p, cur, r))]
-        residual = [p for p in rest if not self._equi(p, cur, r)]
+        residual = [p for p in rest if not self._joins_on(p, cur, r)]
         if how == "full" and (left_only or right_only or residual):
             bad = (left_only or right_only or residual)[0]
             raise UnsupportedQueryError(f"FULL JOIN condition that is not an equality between its two sides: "
@@ -589,6 +595,7 @@ class PlanBuilder:
                 raise UnsupportedQueryError(f"{how.upper()} JOIN condition on the left side only: "
                                             f"{left_only[0].sql(dialect='duckdb')}", position_of(left_only[0]))
             cur = self._filter(cur, left_only)
+        cur, r, keys = self._key_pairs(cur, r, [p for p in rest if p not in residual])
         if not keys:
             raise UnsupportedQueryError(f"{how.upper()} JOIN without an equality condition")
         lk, rk = [k[0] for k in keys], [k[1] for k in keys]

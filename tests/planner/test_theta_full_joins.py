@@ -168,3 +168,19 @@ def test_a_cross_join_above_the_limit_is_refused_before_admission(db, monkeypatc
     with pytest.raises(UnsupportedQueryError, match=r"cross join of p with q ON .* pads to \d+ x \d+ rows"):
         db.sql("SELECT p.id FROM p, q WHERE p.x < q.y", epsilon=1.0)
     assert db.budget["spent"] == before
+
+
+OUTER_EXPRESSION_QUERIES = [
+    "SELECT p.id, q.qid FROM p LEFT JOIN q ON p.x + 1 = q.y",
+    "SELECT p.id, q.qid FROM p FULL JOIN q ON p.x = q.y - 1 AND lower(p.s) = q.s",
+    "SELECT p.id FROM p WHERE EXISTS (SELECT 1 FROM q WHERE q.y = p.x * 2)",
+    "SELECT p.id FROM p WHERE NOT EXISTS (SELECT 1 FROM q WHERE q.y - 1 = p.x AND q.s <> p.s)",
+    "SELECT p.id, q.qid FROM p, q WHERE p.x * 1.5 = q.y",
+]
+
+
+@pytest.mark.parametrize("sql", OUTER_EXPRESSION_QUERIES)
+def test_outer_semi_and_anti_joins_on_expressions_equal_duckdb(sql):
+    raw, db = _databases([1, 2, None, 2, 4, 0], ["a", "b", None, "ab", "", "b"], [2, None, 2, 3, 7, 4, 6],
+                         ["a", "b", "ab", None, "a", "b", "ab"])
+    assert_same_rows(db.sql(sql, epsilon=1.0).arrow(), raw.sql(sql).to_arrow_table())
