@@ -10,6 +10,7 @@ every privacy event before execution.
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field
 
 from sqlglot import exp
@@ -26,6 +27,7 @@ from .exprs import conjuncts
 from .expr_keys import expression_equality
 from .guard import pushable
 from .ownership import Owners, same_unit
+from .rules.mark_scalar_sources import SCALAR_MARK
 from .rules.reject_unsupported import position_of
 from .widths import string_width
 
@@ -62,6 +64,7 @@ class _Rel:
     cols: dict[tuple[str, str], str]
     aliases: set[str] = field(default_factory=set)
     position: str | None = None  # where the FROM item is written (for error messages)
+    scalar: bool = False  # a scalar subquery unnested by sqlglot: must hold at most one row
 
 
 def _refs(e: exp.Expression) -> set[str]:
@@ -293,7 +296,7 @@ class PlanBuilder:
             return rel
         f = Filter(node, pred, columns=list(node.columns), stability=node.stability,
                    degrees=dict(node.degrees), unique=list(node.unique), one_row=node.one_row)
-        return _Rel(f, rel.cols, rel.aliases)
+        return _Rel(f, rel.cols, rel.aliases, rel.position, rel.scalar)
 
     def _select(self, sel: exp.Select, ctes) -> BuiltQuery:
         from_ = sel.args.get("from") or sel.args.get("from_")
@@ -306,6 +309,7 @@ class PlanBuilder:
         for j in sel.args.get("joins") or []:
             rel = self._source(j.this, sel, ctes)
             rel.position = position_of(j)
+            rel.scalar = _is_unnested_scalar(j) or bool(j.this.meta.get(SCALAR_MARK))
             side, kind = (j.args.get("side") or "").upper(), (j.args.get("kind") or "").upper()
             on = conjuncts(j.args.get("on"))
             if side == "LEFT":
@@ -425,7 +429,8 @@ class PlanBuilder:
 
         exprs = {c: _col(c) for c in rel.node.columns}
         exprs.update({name: self._expr(e, rel) for name, e in keys.items()})
-        return _Rel(_project(rel.node, exprs), {**rel.cols, **{("", n): n for n in keys}}, rel.aliases)
+        return _Rel(_project(rel.node, exprs), {**rel.cols, **{("", n): n for n in keys}}, rel.aliases,
+                    rel.position, rel.scalar)
 
     def _join_inner(self, rels: list[_Rel], spanning: list[exp.Expression]) -> _Rel:
         cur, rest = rels[0], rels[1:]
@@ -436,6 +441,7 @@ class PlanBuilder:
                 pick = next((i for i, r in enumerate(rest) if r.node.one_row or cur.node.one_row
                              or self._public_one_row(r.node)), None)
                 if pick is None:  # no equality links cur to any source: an oblivious product
+                    self._refuse_multi_row_scalar([cur] + rest)
                     pick = min(range(len(rest)), key=lambda i: upper_rows(rest[i].node))
                     cur = self._cross_join(cur, rest.pop(pick), pending)
                     ready = [p for p in pending if _refs(p) <= cur.aliases]
@@ -455,12 +461,25 @@ class PlanBuilder:
                 r = rest.pop(pick)
                 used = [p for p in pending if self._joins_on(p, cur, r)]
                 pending = [p for p in pending if p not in used]
+                if not all(self._equi(p, cur, r) for p in used):
+                    self._refuse_multi_row_scalar([cur, r])
                 cur, r, keys = self._key_pairs(cur, r, used)
                 cur = self._join_node(cur, r, "inner", [k[0] for k in keys], [k[1] for k in keys])
             ready = [p for p in pending if _refs(p) <= cur.aliases]
             pending = [p for p in pending if p not in ready]
             cur = self._filter(cur, ready)
         return self._filter(cur, pending)
+
+    def _refuse_multi_row_scalar(self, rels: list[_Rel]) -> None:
+        """A scalar subquery not known to hold at most one row is not crossed or joined on a
+        computed key: DuckDB raises an error when it holds several, and over private rows
+        its row count cannot be checked without revealing it."""
+        for r in rels:
+            if r.scalar and not r.node.one_row and not self._public_one_row(r.node):
+                raise UnsupportedQueryError(
+                    "scalar subquery that may return more than one row (DuckDB raises an error then, and "
+                    "over private rows dodb cannot check the count without revealing it); aggregate its column, e.g. (SELECT max(y) FROM …), which gives "
+                    "the same answer whenever the subquery returns at most one row", r.position)
 
     def _public_one_row(self, node: Node) -> bool:
         """A public sub-plan (e.g. a scalar subquery over public tables) that holds at most
@@ -634,6 +653,13 @@ class PlanBuilder:
             s = min(2 * s, 2 * limit) if limit is not None else 2 * s
         return Sort(node, keys, limit, offset, columns=list(node.columns), stability=s,
                     degrees=dict(node.degrees), unique=list(node.unique), one_row=node.one_row)
+
+
+def _is_unnested_scalar(j: exp.Join) -> bool:
+    """sqlglot's unnest_subqueries puts an uncorrelated scalar subquery in FROM as
+    ``CROSS JOIN (SELECT …) AS _u_N``."""
+    return ((j.args.get("kind") or "").upper() == "CROSS" and isinstance(j.this, exp.Subquery)
+            and re.fullmatch(r"_u_\d+", j.this.alias_or_name or "") is not None)
 
 
 def _as_written(e: exp.Expression) -> str:
