@@ -35,7 +35,9 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from .catalog import Catalog
-from .logical import Aggregate, CrossJoin, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, leaks, walk
+from .logical import (
+    Aggregate, CrossJoin, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, leaks, walk,
+)
 from .ownership import Owners, same_unit
 
 __all__ = ["Dependence", "partition_key", "query_partitions", "describe_partitions"]

@@ -31,8 +31,8 @@ def test_replace_neighbours():
 
 def test_understated_cross_join_stability_is_caught(monkeypatch):
     """Charging a cross product as if a unit's rows met one row of the other side only."""
-    from dodb.planner import build
+    from dodb.planner import theta_joins
 
-    monkeypatch.setattr(build, "cross_stability", lambda s_l, s_r, n_l, n_r: max(s_l, s_r))
+    monkeypatch.setattr(theta_joins, "cross_stability", lambda s_l, s_r, n_l, n_r: max(s_l, s_r))
     report = audit(_database(), QUERIES[1:2], pairs=3, seed=6)
     assert not report.ok and "charged sensitivity" in "\n".join(report.lines()), "\n".join(report.lines())

@@ -161,9 +161,9 @@ def test_refusals_name_the_construct_and_charge_nothing(db, sql, msg):
 
 
 def test_a_cross_join_above_the_limit_is_refused_before_admission(db, monkeypatch):
-    from dodb.planner import build
+    from dodb.planner import theta_joins
 
-    monkeypatch.setattr(build, "CROSS_PRODUCT_LIMIT", 10)
+    monkeypatch.setattr(theta_joins, "CROSS_PRODUCT_LIMIT", 10)
     before = db.budget["spent"]
     with pytest.raises(UnsupportedQueryError, match=r"cross join of p with q ON .* pads to \d+ x \d+ rows"):
         db.sql("SELECT p.id FROM p, q WHERE p.x < q.y", epsilon=1.0)
