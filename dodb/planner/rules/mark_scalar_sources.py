@@ -37,6 +37,7 @@ def mark_scalar_sources(expression: exp.Expression) -> exp.Expression:
         if (j.args.get("kind") or "").upper() != "CROSS" or not isinstance(sub, exp.Subquery) \
                 or not _UNNESTED.fullmatch(sub.alias_or_name or "") or _one_row_aggregate(sub.this):
             continue
-        for table in sub.find_all(exp.Table):
+        sub.meta[SCALAR_MARK] = True  # kept as a derived table (DISTINCT, GROUP BY, …)
+        for table in sub.find_all(exp.Table):  # or inlined into the outer query
             table.meta[SCALAR_MARK] = True
     return expression
