@@ -296,8 +296,12 @@ class PlanBuilder(ThetaJoins):
             if side == "LEFT":
                 outer.append(("left", rel, on))
             elif side == "FULL":
-                if len(inner) > 1 or outer:  # `a, b FULL JOIN c`: c is full-joined to b alone
-                    inner, outer, preds = [self._combine(inner, outer, preds)], [], []
+                if len(inner) > 1 or outer:
+                    # `a, b FULL JOIN c` full-joins c to b alone (a comma binds looser than JOIN),
+                    # `a JOIN b … FULL JOIN c` to a ⋈ b: after sqlglot both look alike, so refuse
+                    raise UnsupportedQueryError(
+                        "FULL JOIN after other joins in the same FROM; join those in a subquery first: "
+                        "(SELECT … FROM a JOIN b ON …) AS ab FULL JOIN c ON …", position_of(j))
                 outer.append(("full", rel, on))
             elif kind in ("SEMI", "ANTI"):
                 outer.append((kind.lower(), rel, on))

@@ -152,6 +152,8 @@ def test_cross_product_layout_and_stability():
     ("SELECT p.id FROM p FULL JOIN q ON p.x < q.y", "FULL JOIN condition that is not an equality"),
     ("SELECT p.id FROM p FULL JOIN q ON p.x = q.y AND q.y > 1", "FULL JOIN condition that is not an equality"),
     ("SELECT p.id FROM p FULL JOIN q ON p.x = q.y OR p.s = q.s", "FULL JOIN condition that is not an equality"),
+    ("SELECT p.id FROM t, p FULL JOIN q ON p.x = q.y", "FULL JOIN after other joins"),
+    ("SELECT p.id FROM t JOIN p ON t.y = p.x FULL JOIN q ON p.x = q.y", "FULL JOIN after other joins"),
 ])
 def test_refusals_name_the_construct_and_charge_nothing(db, sql, msg):
     before = db.budget["spent"]
