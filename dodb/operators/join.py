@@ -27,6 +27,10 @@ the best oblivious algorithm for the join it sees.  When one side is unique, eve
 copy is already at its partner's slot after the expansion and the re-sort is skipped;
 semi/anti joins become filters of the left side (:mod:`dodb.operators.filter`); a left
 outer join is the inner join plus the anti join's rows with NULLs on the right.
+
+A full outer join (docs/design.md §Expression and cross joins) adds, symmetrically, the
+right rows without a partner (``deg_L == 0``, NULL keys included) with NULLs on the left:
+three releases (join size, unmatched left, unmatched right), each a DO compaction.
 """
 from __future__ import annotations
 
@@ -41,7 +45,7 @@ from .table import Column, PaddedTable, concat_tables, unify_columns
 
 __all__ = ["join", "JOIN_TYPES", "OBLIVIOUS_JOIN_LIMIT", "same_unit_stability"]
 
-JOIN_TYPES = ("inner", "left", "semi", "anti")
+JOIN_TYPES = ("inner", "left", "semi", "anti", "full")
 OBLIVIOUS_JOIN_LIMIT = 1 << 26  # worst-case rows the oblivious baseline may allocate
 
 
@@ -185,6 +189,8 @@ def join(
         s_out = s_l * (deg_r or 0) + s_r * (deg_l or 0)
         if how == "left":
             s_out = s_l * max(deg_r or 0, 1) + 2 * s_r * (deg_l or 0)
+        if how == "full":
+            s_out = full_join_stability(s_l, s_r, deg_l, deg_r)
 
     if ctx.mode == "oblivious" and how == "left" and deg_r is not None and deg_r <= 1:
         # the fully oblivious baseline: a left join onto a unique right side has exactly the
@@ -207,24 +213,47 @@ def join(
 
     # Which left rows have a partner changes with either side: s_L + s_R * deg_L.
     s_match = s_l + s_r * (deg_l or 0)
-    if same_unit:
+    if same_unit and how != "full":
         s_out, s_match = same_unit_stability(how, s_l, s_r, deg_l, deg_r)
     if how in ("semi", "anti"):
         mask = dl > 0 if how == "semi" else dl == 0
         res = filter_table(lt.with_stability(s_match), mask, epsilon=epsilon, delta=delta, ctx=ctx)
         return OpResult(res.table.with_stability(s_out), ctx.leaks[leaks_before:], ctx.trace)
 
-    # a left join makes two releases (join size, unmatched rows) unless the second is public
-    two = how == "left" and s_match > 0
-    eps_inner, delta_inner = (epsilon / 2, delta / 2) if two else (epsilon, delta)
-    inner = _inner(ctx, name, lt, rt, dl, dr, rank_r, own_r, deg_l, deg_r, s_out, eps_inner, delta_inner)
-    if how == "left":
-        unmatched = filter_table(lt.with_stability(s_match), dl == 0, epsilon=epsilon / 2, delta=delta / 2,
+    # Which right rows have a partner: s_R + s_L * deg_R (full joins only).
+    s_match_r = s_r + s_l * (deg_r or 0)
+    # an outer join adds a release per side kept whole (unmatched rows), unless it is public
+    parts = 1 + (how in ("left", "full") and s_match > 0) + (how == "full" and s_match_r > 0)
+    eps_part, delta_part = epsilon / parts, delta / parts
+    inner = _inner(ctx, name, lt, rt, dl, dr, rank_r, own_r, deg_l, deg_r, s_out, eps_part, delta_part)
+    if how in ("left", "full"):
+        unmatched = filter_table(lt.with_stability(s_match), dl == 0, epsilon=eps_part, delta=delta_part,
                                  ctx=ctx).table
         null_right = [_null_column(c, unmatched.padded_size) for c in rt.columns]
         padded = PaddedTable(inner.names, unmatched.columns + null_right, unmatched.is_real)
         inner = concat_tables([inner, padded], stability=s_out)
+    if how == "full":  # NULL keys never match, so their rows come out here with NULLs on the left
+        unmatched = filter_table(rt.with_stability(s_match_r), dr == 0, epsilon=eps_part, delta=delta_part,
+                                 ctx=ctx).table
+        null_left = [_null_column(c, unmatched.padded_size) for c in lt.columns]
+        padded = PaddedTable(inner.names, null_left + unmatched.columns, unmatched.is_real)
+        inner = concat_tables([inner, padded], stability=s_out)
     return OpResult(inner.with_stability(s_out), ctx.leaks[leaks_before:], ctx.trace)
+
+
+def full_join_stability(s_l: int, s_r: int, deg_l: int | None, deg_r: int | None) -> int:
+    """Output stability of a full outer join (docs/design.md §Expression and cross joins).
+
+    Each of a unit's left rows comes out matched (at most ``deg_R`` rows) or unmatched (one
+    row); each of its right rows may change up to ``deg_L`` inner rows and flip as many left
+    rows between matched and unmatched; symmetrically for the right side:
+    ``s_L*max(deg_R,1) + s_R*max(deg_L,1) + s_R*deg_L + s_L*deg_R``.
+
+    >>> full_join_stability(1, 0, None, 3)  # private left, public right of degree 3
+    6
+    """
+    dl, dr = deg_l or 0, deg_r or 0
+    return s_l * max(dr, 1) + s_r * max(dl, 1) + s_r * dl + s_l * dr
 
 
 def same_unit_stability(how: str, s_l: int, s_r: int, deg_l: int | None, deg_r: int | None) -> tuple[int, int]:

@@ -10,7 +10,7 @@ every privacy event before execution.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from sqlglot import exp
 
@@ -23,9 +23,13 @@ from .catalog import Catalog
 from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, upper_rows, walk
 from .degrees import fixed_columns, reduce_degrees, reduce_unique, unique_reason
 from .exprs import conjuncts
+from .expr_keys import expression_equality
+from .relation import _Rel, _all_public, _col, _refs
+from .theta_joins import ThetaJoins, _defer_to_outer, _is_unnested_scalar
 from .guard import pushable
 from .ownership import Owners, same_unit
 from .public_cache import content_fingerprints, scanned_tables, structural_key
+from .rules.mark_scalar_sources import SCALAR_MARK
 from .rules.reject_unsupported import position_of
 from .widths import string_width
 
@@ -54,23 +58,6 @@ class BuiltQuery:
     internal: list[str]       # the root's internal column names, same order
 
 
-@dataclass
-class _Rel:
-    """A relation under construction: plan node + (alias, column) → internal name."""
-
-    node: Node
-    cols: dict[tuple[str, str], str]
-    aliases: set[str] = field(default_factory=set)
-
-
-def _refs(e: exp.Expression) -> set[str]:
-    return {c.table for c in e.find_all(exp.Column) if c.table}
-
-
-def _col(name: str) -> exp.Column:
-    return exp.Column(this=exp.to_identifier(name, quoted=True))
-
-
 def _int_literal(node: exp.Expression | None, what: str) -> int | None:
     if node is None:
         return None
@@ -93,7 +80,7 @@ def side_key(node: Node) -> tuple[frozenset[str], tuple[str, ...]]:
     return scans_of(node), tuple(node.columns)
 
 
-class PlanBuilder:
+class PlanBuilder(ThetaJoins):
     def __init__(self, catalog: Catalog, neighbour: str = "add_remove",
                  lookup_costs: dict[tuple, float] | None = None, tables: frozenset[str] = frozenset()):
         self.catalog = catalog
@@ -344,7 +331,7 @@ class PlanBuilder:
         f = Filter(node, pred, columns=list(node.columns), stability=node.stability,
                    degrees=reduce_degrees(node.degrees, fixed), unique=reduce_unique(node.unique, fixed),
                    one_row=node.one_row)
-        return _Rel(f, rel.cols, rel.aliases)
+        return _Rel(f, rel.cols, rel.aliases, rel.position, rel.scalar)
 
     def _select(self, sel: exp.Select, ctes) -> BuiltQuery:
         from_ = sel.args.get("from") or sel.args.get("from_")
@@ -356,15 +343,25 @@ class PlanBuilder:
         preds: list[exp.Expression] = []
         for j in sel.args.get("joins") or []:
             rel = self._source(j.this, sel, ctes)
+            rel.position = position_of(j)
+            rel.scalar = _is_unnested_scalar(j) or bool(j.this.meta.get(SCALAR_MARK))
             side, kind = (j.args.get("side") or "").upper(), (j.args.get("kind") or "").upper()
             on = conjuncts(j.args.get("on"))
             if side == "LEFT":
                 outer.append(("left", rel, on))
+            elif side == "FULL":
+                if len(inner) > 1 or outer:
+                    # `a, b FULL JOIN c` full-joins c to b alone (a comma binds looser than JOIN),
+                    # `a JOIN b … FULL JOIN c` to a ⋈ b: after sqlglot both look alike, so refuse
+                    raise UnsupportedQueryError(
+                        "FULL JOIN after other joins in the same FROM; join those in a subquery first: "
+                        "(SELECT … FROM a JOIN b ON …) AS ab FULL JOIN c ON …", position_of(j))
+                outer.append(("full", rel, on))
             elif kind in ("SEMI", "ANTI"):
                 outer.append((kind.lower(), rel, on))
             elif kind in ("", "INNER", "CROSS"):
                 pending = set().union(*(r.aliases for _, r, _ in outer))
-                if pending & set().union(*(_refs(p) for p in on)):
+                if pending & set().union(*(_refs(p) for p in on)) or any(h == "full" for h, _, _ in outer):
                     # `a LEFT JOIN b … JOIN c ON b.k = c.id`: c joins the outer join's result,
                     # so the joins so far are done first (SQL's left-to-right order)
                     inner, outer, preds = [self._combine(inner, outer, preds)], [], []
@@ -379,6 +376,10 @@ class PlanBuilder:
         """Inner-join ``inner`` (each predicate on the first source covering it, the rest
         spanning), then the outer joins in order, then the predicates no inner source covers."""
         inner_aliases = set().union(*(r.aliases for r in inner))
+        if any(how == "full" for how, _, _ in outer):
+            # both sides of a full join keep their unmatched rows: a WHERE condition on either
+            # side applies to the join's result, never below it (nor a semi join pushed down)
+            inner_aliases = set()
         post: list[exp.Expression] = []
         per_source: dict[int, list[exp.Expression]] = {}
         spanning: list[exp.Expression] = []
@@ -393,10 +394,19 @@ class PlanBuilder:
             else:
                 spanning.append(p)
         inner = [self._filter(r, per_source.get(i, [])) for i, r in enumerate(inner)]
-        outer = self._push_down_semi_joins(inner, outer)
+        if inner_aliases:
+            outer = self._push_down_semi_joins(inner, outer)
+        inner, deferred = _defer_to_outer(inner, spanning, post, outer)
         rel = self._join_inner(inner, spanning)
         for how, r, on in outer:
             rel = self._join_outer(rel, how, r, on)
+        if deferred:
+            # `a LEFT JOIN b ON …, r WHERE b.x = r.y`: r joins the outer join's result on the
+            # WHERE equality (an inner join after the outer joins is SQL's own order)
+            aliases = rel.aliases.union(*(d.aliases for d in deferred))
+            joining = [p for p in post if _refs(p) <= aliases]
+            post = [p for p in post if p not in joining]
+            rel = self._join_inner([rel] + deferred, joining)
         return self._filter(rel, post)
 
     def _push_down_semi_joins(self, inner: list[_Rel], outer: list) -> list:
@@ -433,15 +443,26 @@ class PlanBuilder:
                 return left.cols[(b.table, b.name)], right.cols[(a.table, a.name)]
         return None
 
+    def _joins_on(self, p: exp.Expression, left: _Rel, right: _Rel) -> bool:
+        """``p`` is an equality usable as a join key between ``left`` and ``right``."""
+        return bool(self._equi(p, left, right) or expression_equality(p, left.aliases, right.aliases))
+
     def _join_inner(self, rels: list[_Rel], spanning: list[exp.Expression]) -> _Rel:
         cur, rest = rels[0], rels[1:]
         pending = list(spanning)
         while rest:
-            pick = next((i for i, r in enumerate(rest) if any(self._equi(p, cur, r) for p in pending)), None)
+            pick = next((i for i, r in enumerate(rest) if any(self._joins_on(p, cur, r) for p in pending)), None)
             if pick is None:
-                pick = next((i for i, r in enumerate(rest) if r.node.one_row or cur.node.one_row), None)
-                if pick is None:
-                    raise UnsupportedQueryError("cross join between relations with no join condition")
+                pick = next((i for i, r in enumerate(rest) if r.node.one_row or cur.node.one_row
+                             or self._public_one_row(r.node)), None)
+                if pick is None:  # no equality links cur to any source: an oblivious product
+                    self._refuse_multi_row_scalar([cur] + rest)
+                    pick = min(range(len(rest)), key=lambda i: upper_rows(rest[i].node))
+                    cur = self._cross_join(cur, rest.pop(pick), pending)
+                    ready = [p for p in pending if _refs(p) <= cur.aliases]
+                    pending = [p for p in pending if p not in ready]
+                    cur = self._filter(cur, ready)
+                    continue
                 r = rest.pop(pick)
                 big, one = (cur, r) if r.node.one_row else (r, cur)
                 # A private one-row value (e.g. an average) reaches every row of the other
@@ -453,9 +474,11 @@ class PlanBuilder:
                 cur = _Rel(node, {**cur.cols, **r.cols}, cur.aliases | r.aliases)
             else:
                 r = rest.pop(pick)
-                keys = [k for p in pending if (k := self._equi(p, cur, r))]
-                used = [p for p in pending if self._equi(p, cur, r)]
+                used = [p for p in pending if self._joins_on(p, cur, r)]
                 pending = [p for p in pending if p not in used]
+                if not all(self._equi(p, cur, r) for p in used):
+                    self._refuse_multi_row_scalar([cur, r])
+                cur, r, keys = self._key_pairs(cur, r, used)
                 cur = self._join_node(cur, r, "inner", [k[0] for k in keys], [k[1] for k in keys])
             ready = [p for p in pending if _refs(p) <= cur.aliases]
             pending = [p for p in pending if p not in ready]
@@ -471,6 +494,8 @@ class PlanBuilder:
         """
         ln, rn = left.node, right.node
         sl, sr = ln.stability, rn.stability
+        if how == "full":
+            return self._full_join_node(left, right, lk, rk)
         if sl > 0 and sr == 0 and self._lookup_side(rn, rk, ln):
             return self._lookup_node(left, right, how, lk, rk)
         if how == "inner" and sr > 0 and sl == 0 and self._lookup_side(ln, lk, rn):
@@ -540,13 +565,17 @@ class PlanBuilder:
         left_only = [p for p in on if _refs(p) and _refs(p) <= cur.aliases]
         rest = [p for p in on if p not in right_only and p not in left_only]
         r = self._filter(r, right_only)
-        keys = [k for p in rest if (k := self._equi(p, cur, r))]
-        residual = [p for p in rest if not self._equi(p, cur, r)]
+        residual = [p for p in rest if not self._joins_on(p, cur, r)]
+        if how == "full" and (left_only or right_only or residual):
+            bad = (left_only or right_only or residual)[0]
+            raise UnsupportedQueryError(f"FULL JOIN condition that is not an equality between its two sides: "
+                                        f"{bad.sql(dialect='duckdb')}", position_of(bad))
         if left_only:
             if how != "semi":
                 raise UnsupportedQueryError(f"{how.upper()} JOIN condition on the left side only: "
                                             f"{left_only[0].sql(dialect='duckdb')}", position_of(left_only[0]))
             cur = self._filter(cur, left_only)
+        cur, r, keys = self._key_pairs(cur, r, [p for p in rest if p not in residual])
         if not keys:
             raise UnsupportedQueryError(f"{how.upper()} JOIN without an equality condition")
         lk, rk = [k[0] for k in keys], [k[1] for k in keys]
@@ -590,10 +619,6 @@ class PlanBuilder:
 def _nulls_first(o: exp.Ordered) -> bool:
     nf = o.args.get("nulls_first")
     return bool(nf)
-
-
-def _all_public(node: Node) -> bool:
-    return node.stability == 0 and all(_all_public(c) for c in node.children)
 
 
 def _base_scan(node: Node) -> Scan | None:

@@ -25,12 +25,13 @@ from ..operators import (
     predicate_mask, project, set_operation,
 )
 from ..operators.lookup import lookup_join
+from ..operators.theta_join import cross_product
 from ..operators.window import window
 from ..operators.table import Column, column_from_arrow
 from .build import AddRowId
 from .catalog import Catalog
 from .guard import pushable
-from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, leaks
+from .logical import Aggregate, CrossJoin, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, leaks
 from .windows import Window
 from ..storage.canonical import read_slots
 from .widths import string_width
@@ -122,8 +123,14 @@ class Executor:
                 out = join(left, right, lk, rk, how=node.how, epsilon=eps, delta=delta, ctx=ctx,
                            left_degree=dl, right_degree=dr, same_unit=node.same_unit).table
             return out if lk == node.left_keys and rk == node.right_keys else out.select(node.columns)
+        if isinstance(node, CrossJoin):
+            return cross_product(inputs[0], inputs[1], stability=node.stability, ctx=ctx)
         if isinstance(node, CrossOne):
-            return _broadcast(inputs[0], inputs[1], node.stability)
+            one = inputs[1]
+            if one.stability == 0:  # public: its real row moves to slot 0, where the broadcast reads
+                first = np.argsort(~one.is_real, kind="stable")
+                one = one.with_arrays([a[first] for a in one.arrays()])
+            return _broadcast(inputs[0], one, node.stability)
         if isinstance(node, Aggregate):
             return group_by(inputs[0], node.keys, node.aggs, epsilon=eps, delta=delta, ctx=ctx).table
         if isinstance(node, Sort):

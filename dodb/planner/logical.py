@@ -17,7 +17,7 @@ from sqlglot import exp
 from ..operators.aggregate import Agg
 
 __all__ = [
-    "Node", "Scan", "Filter", "Project", "Join", "CrossOne", "Aggregate", "Sort", "Distinct", "SetOp",
+    "Node", "Scan", "Filter", "Project", "Join", "CrossOne", "CrossJoin", "Aggregate", "Sort", "Distinct", "SetOp",
     "walk", "leaking_nodes", "leaks", "upper_rows",
 ]
 
@@ -147,6 +147,15 @@ class CrossOne(Binary):
 
 
 @dataclass(eq=False)
+class CrossJoin(Binary):
+    """Oblivious cross product padded to both public sizes (operators/theta_join.py); the
+    join condition, if any, is a Filter above it."""
+
+    def describe(self) -> str:
+        return f"CrossJoin (oblivious product, {upper_rows(self.left)} x {upper_rows(self.right)} slots)"
+
+
+@dataclass(eq=False)
 class Aggregate(Unary):
     keys: list[str]
     aggs: list[Agg]
@@ -204,6 +213,8 @@ def upper_rows(node: Node) -> int:
         return upper_rows(node.left)
     if isinstance(node, SetOp):
         return upper_rows(node.left) + upper_rows(node.right)
+    if isinstance(node, CrossJoin):
+        return upper_rows(node.left) * upper_rows(node.right)
     if isinstance(node, Join):
         nl, nr = upper_rows(node.left), upper_rows(node.right)
         if node.how in ("semi", "anti"):
@@ -211,7 +222,7 @@ def upper_rows(node: Node) -> int:
         dl = node.left_degree if node.left_degree is not None else nl
         dr = node.right_degree if node.right_degree is not None else nr
         inner = min(nl * dr, nr * dl)
-        return inner + nl if node.how == "left" else inner
+        return inner + nl if node.how == "left" else inner + nl + nr if node.how == "full" else inner
     return max((upper_rows(c) for c in node.children), default=0)
 
 
@@ -248,8 +259,11 @@ def leaks(node: Node) -> list[tuple[str, int]]:
         if node.how in ("semi", "anti"):
             return [("bin_counts", s_match)] if s_match > 0 else []
         out = [("output_size", node.stability)] if node.stability > 0 else []
-        if node.how == "left" and s_match > 0:
+        if node.how in ("left", "full") and s_match > 0:
             out.append(("bin_counts", s_match))
+        s_match_r = sr + sl * (node.right_degree or 0)  # which right rows have a partner
+        if node.how == "full" and s_match_r > 0:
+            out.append(("bin_counts_right", s_match_r))
         return out
     return []
 

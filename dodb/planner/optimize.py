@@ -21,6 +21,8 @@ from sqlglot.optimizer import optimize as sqlglot_optimize
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.unnest_subqueries import unnest_subqueries
 
+from .rules.mark_scalar_sources import mark_scalar_sources
+
 from ..errors import CatalogError, PlanningError, UnsupportedQueryError, one_line
 from .catalog import Catalog
 from .guard import check_nesting
@@ -160,6 +162,8 @@ def _optimize(e: exp.Expression, catalog: Catalog) -> exp.Expression:
             rules.append(correlated_count)
             rules.append(scalar_projections)
         rules.append(rule)
+        if rule is unnest_subqueries:
+            rules.append(mark_scalar_sources)
         if rule is annotate_types:
             rules.append(duckdb_literal_types)
     try:

@@ -79,6 +79,8 @@ class Owners:
             left, right = self.of(node.left), self.of(node.right)
             if node.how in ("semi", "anti"):
                 return dict(left)
+            if node.how == "full":  # either side's columns can be NULL-filled
+                return {}
             if node.right.stability == 0:
                 return dict(left)
             if node.left.stability == 0:

@@ -35,7 +35,9 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from .catalog import Catalog
-from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, leaks, walk
+from .logical import (
+    Aggregate, CrossJoin, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, leaks, walk,
+)
 from .ownership import Owners, same_unit
 
 __all__ = ["Dependence", "partition_key", "query_partitions", "describe_partitions"]
@@ -164,6 +166,9 @@ class _Analysis:
             return Dependence(c.deps, c.unit_rows and keeps, c.pcols if keeps else {})
         if isinstance(n, Join):
             return self._join(n, kids[0], kids[1])
+        if isinstance(n, CrossJoin):  # each unit's rows meet every row of the other side
+            left, right = kids
+            return Dependence(_union(left.deps, right.deps), False)
         if isinstance(n, CrossOne):
             left, right = kids
             if not self.private(n.right):
@@ -177,6 +182,8 @@ class _Analysis:
         return Dependence(None, False)  # an operator this analysis does not know: all partitions
 
     def _join(self, n: Join, left: Dependence, right: Dependence) -> Dependence:
+        if n.how == "full":  # rows of both sides, matched or not: no row is one unit's alone
+            return Dependence(_union(left.deps, right.deps), False)
         if not self.private(n.right):  # a public side adds no unit's data
             return left
         if not self.private(n.left):

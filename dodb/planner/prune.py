@@ -12,7 +12,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from .build import AddRowId
-from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, walk
+from .logical import Aggregate, CrossJoin, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, walk
 
 __all__ = ["prune_columns"]
 
@@ -69,7 +69,7 @@ def prune_columns(root: Node) -> Node:
             lneed = (want & lcols) | set(node.left_keys)
             rneed = set(node.right_keys) if node.how in ("semi", "anti") else (want & rcols) | set(node.right_keys)
             child_need = [lneed, rneed]
-        elif isinstance(node, CrossOne):
+        elif isinstance(node, (CrossOne, CrossJoin)):
             child_need = [(want & set(node.left.columns)) or {node.left.columns[0]},
                           (want & set(node.right.columns)) or {node.right.columns[0]}]
         else:
@@ -78,7 +78,7 @@ def prune_columns(root: Node) -> Node:
             need[c.node_id] = need.get(c.node_id, set()) | n
     # narrow the inputs of the operators whose cost grows with row width
     for node in walk(root):
-        if isinstance(node, (Join, CrossOne)):
+        if isinstance(node, (Join, CrossOne, CrossJoin)):
             node.left = _select(node.left, need[node.left.node_id])
             node.right = _select(node.right, need[node.right.node_id])
             semi = isinstance(node, Join) and node.how in ("semi", "anti")

@@ -21,11 +21,13 @@ UNSUPPORTED = {
     "AND CURRENT ROW) FROM orders": "RANGE frame",
     "SELECT o_custkey, string_agg(o_comment, ',') FROM orders GROUP BY 1": "STRING_AGG",
     "SELECT * FROM orders RIGHT JOIN customer ON o_custkey = c_custkey": "RIGHT OUTER JOIN",
-    "SELECT * FROM orders FULL JOIN customer ON o_custkey = c_custkey": "FULL OUTER JOIN",
+    "SELECT * FROM orders FULL JOIN customer ON o_custkey < c_custkey": "FULL JOIN condition that is not an equality",
+    "SELECT * FROM orders FULL JOIN customer ON o_custkey = c_custkey AND c_acctbal > 0":
+        "FULL JOIN condition that is not an equality",
     "INSERT INTO region VALUES (9, 'X', 'y')": "INSERT statement",
     "DELETE FROM orders": "DELETE statement",
     "SELECT o_custkey, approx_count_distinct(o_totalprice) FROM orders GROUP BY 1": "aggregate",
-    "SELECT * FROM orders, customer": "cross join",
+    "SELECT * FROM lineitem, orders": "cross join of lineitem with orders",
     "SELECT o_orderkey FROM orders WHERE o_totalprice > 1 UNION ALL SELECT 1; SELECT 2": "2 statements",
     "SELECT o_custkey, sum(DISTINCT o_totalprice) FROM orders GROUP BY 1": "SUM(DISTINCT",
 }

@@ -1,0 +1,133 @@
+"""Planner side of the joins of issue 14 item 4 (docs/design.md §Expression and cross joins).
+
+A mixin of :class:`~dodb.planner.build.PlanBuilder`: join keys computed from expressions,
+the oblivious cross product and its refusal above the limit, one-row public sides, scalar
+subqueries that must not be crossed, and the FULL OUTER JOIN node; plus the rule that
+joins a FROM item linked only to an outer-joined source after the outer joins.
+"""
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+
+from ..errors import UnsupportedQueryError
+from ..operators.join import full_join_stability
+from ..operators.theta_join import CROSS_PRODUCT_LIMIT, cross_stability
+from .expr_keys import expression_equality
+from .logical import CrossJoin, Join, Node, upper_rows
+from .relation import _Rel, _all_public, _col, _refs
+from .rules.reject_unsupported import position_of
+
+__all__ = ["ThetaJoins"]
+
+
+class ThetaJoins:
+    """Join shapes beyond plain column equi-joins (mixed into PlanBuilder)."""
+
+    def _key_pairs(self, left: _Rel, right: _Rel, preds: list[exp.Expression]
+                   ) -> tuple[_Rel, _Rel, list[tuple[str, str]]]:
+        """The join key pairs of the equalities ``preds`` (each one ``_joins_on``): plain
+        columns as they are, ``f(a.x) = g(b.y)`` as computed columns (planner/expr_keys.py)."""
+        keys = [k for p in preds if (k := self._equi(p, left, right))]
+        computed = [k for p in preds if not self._equi(p, left, right)
+                    and (k := expression_equality(p, left.aliases, right.aliases))]
+        if computed:
+            lnames = [f"__jk{next(self._n)}" for _ in computed]
+            rnames = [f"__jk{next(self._n)}" for _ in computed]
+            left = self._with_keys(left, dict(zip(lnames, (lx for lx, _ in computed))))
+            right = self._with_keys(right, dict(zip(rnames, (rx for _, rx in computed))))
+            keys += list(zip(lnames, rnames))
+        return left, right, keys
+
+    def _with_keys(self, rel: _Rel, keys: dict[str, exp.Expression]) -> _Rel:
+        """``rel`` with computed join-key columns appended (no degree bound: see expr_keys)."""
+        from .aggregation import _project
+
+        exprs = {c: _col(c) for c in rel.node.columns}
+        exprs.update({name: self._expr(e, rel) for name, e in keys.items()})
+        return _Rel(_project(rel.node, exprs), {**rel.cols, **{("", n): n for n in keys}}, rel.aliases,
+                    rel.position, rel.scalar)
+
+    def _refuse_multi_row_scalar(self, rels: list[_Rel]) -> None:
+        """A scalar subquery not known to hold at most one row is not crossed or joined on a
+        computed key: DuckDB raises an error when it holds several, and over private rows
+        its row count cannot be checked without revealing it."""
+        for r in rels:
+            if r.scalar and not r.node.one_row and not self._public_one_row(r.node):
+                raise UnsupportedQueryError(
+                    "scalar subquery that may return more than one row (DuckDB raises an error then, and "
+                    "over private rows dodb cannot check the count without revealing it); aggregate its "
+                    "column, e.g. (SELECT max(y) FROM …), which gives the same answer whenever the subquery returns at most one row", r.position)
+
+    def _public_one_row(self, node: Node) -> bool:
+        """A public sub-plan (e.g. a scalar subquery over public tables) that holds at most
+        one row, found by running it at plan time (no privacy cost): it is broadcast."""
+        if not _all_public(node) or upper_rows(node) > 1 << 20:
+            return False
+        if self._public_table(node).real_count > 1:
+            return False
+        node.one_row = True
+        return True
+
+    def _cross_join(self, left: _Rel, right: _Rel, pending: list[exp.Expression]) -> _Rel:
+        """The cross product of two sources (their condition, if any, is a Filter above it);
+        refused before admission when its padded size is above the limit."""
+        ln, rn = left.node, right.node
+        nl, nr = upper_rows(ln), upper_rows(rn)
+        if nl * nr > CROSS_PRODUCT_LIMIT:
+            cond = [p for p in pending if _refs(p) <= left.aliases | right.aliases]
+            what = f" ON {_as_written(cond[0])[:80]}" if cond else ""
+            raise UnsupportedQueryError(
+                f"cross join of {', '.join(sorted(left.aliases))} with {', '.join(sorted(right.aliases))}{what} "
+                f"(no equality between them) pads to {nl} x {nr} rows, above {CROSS_PRODUCT_LIMIT}; "
+                f"add an equality between them or filter either side first",
+                (position_of(cond[0]) if cond else None) or right.position)
+        degrees = {c: d * max(nr, 1) for c, d in ln.degrees.items()}
+        degrees.update({c: d * max(nl, 1) for c, d in rn.degrees.items()})
+        node = CrossJoin(ln, rn, columns=ln.columns + rn.columns,
+                         stability=cross_stability(ln.stability, rn.stability, nl, nr), degrees=degrees)
+        return _Rel(node, {**left.cols, **right.cols}, left.aliases | right.aliases)
+
+    def _full_join_node(self, left: _Rel, right: _Rel, lk: list[str], rk: list[str]) -> _Rel:
+        """A full outer join (operators/join.py): no degree or uniqueness survives it, since
+        either side's columns are NULL-filled on the other side's unmatched rows."""
+        ln, rn = left.node, right.node
+        dl, dr = self.degree(ln, lk), self.degree(rn, rk)
+        sources = {}
+        if dl is None and rn.stability > 0:
+            dl, sources["left"] = self.bounded_degree(ln, lk)
+        if dr is None and ln.stability > 0:
+            dr, sources["right"] = self.bounded_degree(rn, rk)
+        node = Join(ln, rn, "full", lk, rk, left_degree=dl, right_degree=dr, columns=ln.columns + rn.columns,
+                    stability=full_join_stability(ln.stability, rn.stability, dl, dr))
+        node.degree_sources = sources
+        return _Rel(node, {**left.cols, **right.cols}, left.aliases | right.aliases)
+
+
+def _is_unnested_scalar(j: exp.Join) -> bool:
+    """sqlglot's unnest_subqueries puts an uncorrelated scalar subquery in FROM as
+    ``CROSS JOIN (SELECT …) AS _u_N``."""
+    return ((j.args.get("kind") or "").upper() == "CROSS" and isinstance(j.this, exp.Subquery)
+            and re.fullmatch(r"_u_\d+", j.this.alias_or_name or "") is not None)
+
+
+def _as_written(e: exp.Expression) -> str:
+    """``e`` as SQL without the quotes qualification added to its identifiers."""
+    plain = e.copy().transform(lambda n: exp.to_identifier(n.name) if isinstance(n, exp.Identifier) else n)
+    return plain.sql(dialect="duckdb")
+
+
+def _defer_to_outer(inner: list[_Rel], spanning: list[exp.Expression], post: list[exp.Expression],
+                    outer: list) -> tuple[list[_Rel], list[_Rel]]:
+    """Split off the inner sources (not the first) that no spanning predicate touches but a
+    predicate on an outer-joined source does: they are joined after the outer joins."""
+    if not outer:
+        return inner, []
+    outer_aliases = set().union(*(r.aliases for _, r, _ in outer))
+    keep, deferred = [inner[0]], []
+    for r in inner[1:]:
+        touched = any(_refs(p) & r.aliases for p in spanning)
+        linked = any(_refs(p) & r.aliases and _refs(p) & outer_aliases for p in post)
+        (deferred if linked and not touched and not r.node.one_row else keep).append(r)
+    return keep, deferred
