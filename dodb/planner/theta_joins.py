@@ -14,6 +14,7 @@ from sqlglot import exp
 from ..errors import UnsupportedQueryError
 from ..operators.join import full_join_stability
 from ..operators.theta_join import CROSS_PRODUCT_LIMIT, cross_stability
+from .degrees import shifted_column
 from .expr_keys import expression_equality
 from .logical import CrossJoin, Join, Node, upper_rows
 from .relation import _Rel, _all_public, _col, _refs
@@ -41,12 +42,16 @@ class ThetaJoins:
         return left, right, keys
 
     def _with_keys(self, rel: _Rel, keys: dict[str, exp.Expression]) -> _Rel:
-        """``rel`` with computed join-key columns appended (no degree bound: see expr_keys)."""
+        """``rel`` with computed join-key columns appended.  A key that is an injective
+        integer shift of a column (``rn - 1``, planner/degrees.py) keeps that column's degree
+        bounds and unique sets; any other computed key has none (see expr_keys)."""
         from .aggregation import _project
 
         exprs = {c: _col(c) for c in rel.node.columns}
         exprs.update({name: self._expr(e, rel) for name, e in keys.items()})
-        return _Rel(_project(rel.node, exprs), {**rel.cols, **{("", n): n for n in keys}}, rel.aliases,
+        same = {name: rel.cols[k] for name, e in keys.items()
+                if (x := shifted_column(e)) is not None and (k := (x.table, x.name)) in rel.cols}
+        return _Rel(_project(rel.node, exprs, same), {**rel.cols, **{("", n): n for n in keys}}, rel.aliases,
                     rel.position, rel.scalar)
 
     def _refuse_multi_row_scalar(self, rels: list[_Rel]) -> None:
