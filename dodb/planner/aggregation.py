@@ -118,7 +118,9 @@ def plan_aggregation(builder, sel: exp.Select, rel):
         s = node.stability
         agg_s = builder._group_s(s) if keys else (1 if s > 0 else 0)
         node = Aggregate(pnode, keys, aggs, columns=keys + [a.name for a in aggs], stability=agg_s,
-                         unique=[frozenset(keys)] if keys else [], one_row=not keys,
+                         unique=[frozenset(keys)] if keys else [],
+                         # every key fixed by an equality filter below: one group at most
+                         one_row=not keys or set(keys) <= pnode.constant,
                          degrees={} if len(keys) != 1 else {keys[0]: 1})
         if having is not None:
             node = Filter(node, _replace(having, repl), columns=list(node.columns), stability=node.stability,
@@ -190,5 +192,8 @@ def _project(child, exprs: dict[str, exp.Expression], same: dict[str, str] | Non
                     if isinstance(c, frozenset) and c <= set(mapping)})
     unique = [frozenset(mapping[c] for c in u) for u in child.unique if u <= set(mapping)]
     degrees, unique = rename_keys(degrees, unique, {n: mapping[c] for n, c in also.items()})
+    # a column fixed to one value stays fixed under any name (and any function of it too)
+    constant = frozenset({mapping[c] for c in child.constant if c in mapping}
+                         | {n for n, c in also.items() if c in child.constant})
     return Project(child, dict(exprs), columns=list(exprs), stability=child.stability, degrees=degrees,
-                   unique=unique, one_row=child.one_row, max_rows=child.max_rows)
+                   unique=unique, one_row=child.one_row, max_rows=child.max_rows, constant=constant)

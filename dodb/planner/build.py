@@ -328,9 +328,11 @@ class PlanBuilder(ThetaJoins):
             return rel
         # columns the filter fixes to one value shrink unique sets and degree keys (planner/degrees.py)
         fixed = {rel.cols[key] for key in fixed_columns(preds) if key in rel.cols}
+        unique = reduce_unique(node.unique, fixed)
+        # a unique set left empty means at most one row (every key fixed: one group at most)
         f = Filter(node, pred, columns=list(node.columns), stability=node.stability,
-                   degrees=reduce_degrees(node.degrees, fixed), unique=reduce_unique(node.unique, fixed),
-                   one_row=node.one_row)
+                   degrees=reduce_degrees(node.degrees, fixed), unique=unique,
+                   one_row=node.one_row or frozenset() in unique, constant=node.constant | fixed)
         return _Rel(f, rel.cols, rel.aliases, rel.position, rel.scalar)
 
     def _select(self, sel: exp.Select, ctes) -> BuiltQuery:
