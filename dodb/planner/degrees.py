@@ -27,7 +27,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 __all__ = ["fixed_columns", "reduce_unique", "reduce_degrees", "unique_reason", "window_unique", "shifted_column",
-           "rename_keys"]
+           "rename_keys", "unique_degrees", "substituted_degrees"]
 
 _NUMERIC = exp.DataType.NUMERIC_TYPES
 _TEXT = exp.DataType.TEXT_TYPES
@@ -195,3 +195,39 @@ def rename_keys(degrees: dict, unique: list[frozenset[str]], same: dict[str, str
                 degrees[nk] = min(d, degrees.get(nk, d))
         unique += [(u - {old}) | {new} for u in list(unique) if old in u]
     return degrees, unique
+
+
+def _as_key(cols: frozenset[str]):
+    return next(iter(cols)) if len(cols) == 1 else cols
+
+
+def unique_degrees(unique: list[frozenset[str]], times: int) -> dict:
+    """Degree bounds a side's unique sets leave after a join in which each of its rows
+    appears at most ``times`` times (the other side's degree): ``times`` rows per value.
+
+    >>> unique_degrees([frozenset({"wk", "store"}), frozenset({"id"}), frozenset()], 7) == {frozenset({"wk", "store"}): 7, "id": 7}
+    True
+    """
+    return {_as_key(u): times for u in unique if u}
+
+
+def substituted_degrees(degrees: dict, unique: list[frozenset[str]], key: str, per_value: dict[str, int]) -> dict:
+    """Bounds after joining on ``key`` to a relation unique on its key, whose column ``c``
+    has at most ``per_value[c]`` rows per value: a bound ``d`` on ``{key} ∪ R`` gives
+    ``d · per_value[c]`` on ``{c} ∪ R``.  Rows sharing (R, c = v) come from the right rows
+    with c = v (at most ``per_value[c]``, each with its own key value), each matched by at
+    most ``d`` left rows sharing (R, key).
+
+    >>> substituted_degrees({frozenset({"wk", "sk"}): 7}, [], "sk", {"store_id": 2})[frozenset({"wk", "store_id"})]
+    14
+    """
+    out: dict = {}
+    bounds = [(k, d) for k, d in degrees.items() if isinstance(k, frozenset)] + [(u, 1) for u in unique]
+    for k, d in bounds:
+        if key not in k or len(k) < 2:
+            continue
+        rest = k - {key}
+        for c, per in per_value.items():
+            nk = _as_key(rest | {c})
+            out[nk] = min(d * max(per, 1), out.get(nk, d * max(per, 1)))
+    return out

@@ -153,3 +153,60 @@ def test_fixed_key_through_a_join_is_not_claimed(db):
              "WHERE s.yr = 2001 AND c.region = 'r1' GROUP BY s.yr, c.region")
     plan = db.plan(f"SELECT t, count(*) FROM ({inner}) g GROUP BY t", epsilon=1.0, delta=1e-6)
     assert not any(n.one_row for n in walk(plan.root) if isinstance(n, Aggregate) and n.keys)
+
+
+# -- bounds that survive a join: unique sets as degrees, composite keys through a unique key ----
+@pytest.fixture(scope="module")
+def pdb(db):  # noqa: F811
+    """``db`` plus two public tables: days (3 rows per yr, a NULL yr) and stores (sk unique,
+    2 sk per sid, a NULL sid)."""
+    db.con.execute("CREATE TABLE days AS SELECT 2000 + range % 4 AS yr, range AS day FROM range(12) "
+                   "UNION ALL SELECT NULL, 99")
+    db.con.execute("CREATE TABLE stores AS SELECT range AS sk, CASE WHEN range = 5 THEN NULL ELSE range // 2 END AS sid "
+                   "FROM range(6)")
+    db.oracle.execute("CREATE TABLE days AS SELECT * FROM (VALUES (NULL::INTEGER, 0)) t(yr, day) WHERE false")
+    db.oracle.execute("INSERT INTO days SELECT 2000 + range % 4, range FROM range(12) UNION ALL SELECT NULL, 99")
+    db.oracle.execute("CREATE TABLE stores AS SELECT range AS sk, CASE WHEN range = 5 THEN NULL ELSE range // 2 END AS sid "
+                      "FROM range(6)")
+    return db
+
+
+Y = ("WITH g AS (SELECT yr, amt % 6 AS st, sum(amt) AS s FROM sales GROUP BY yr, amt % 6), "
+     "y AS (SELECT g.yr, stores.sid, g.s, days.day FROM g, days, stores WHERE g.yr = days.yr AND g.st = stores.sk) ")
+
+
+def test_unique_set_becomes_a_degree_and_reaches_a_column_through_a_unique_key(pdb):
+    """TPC-DS Q59's shape: (yr, st) unique, ×3 days per yr, st → sid with 2 st per sid:
+    at most 3·2 rows per (yr, sid); the self-join on (sid, yr - 1) uses that bound."""
+    sql = Y + "SELECT a.sid, a.yr, a.s, b.s, a.day, b.day FROM y a JOIN y b ON a.sid = b.sid AND a.yr = b.yr - 1"
+    j = _top_join(pdb, sql)
+    assert j.left_degree <= 6 and j.right_degree <= 6, j.describe()
+    _check(pdb, sql)
+
+
+def test_composite_bound_does_not_pass_a_key_that_is_not_unique(pdb):
+    """Joined to days (3 rows per yr) on yr, (yr, st) bounds nothing about days' columns."""
+    sql = ("WITH g AS (SELECT yr, amt % 6 AS st, sum(amt) AS s FROM sales GROUP BY yr, amt % 6), "
+           "y AS (SELECT g.st, days.day, g.s FROM g, days WHERE g.yr = days.yr) "
+           "SELECT a.st, a.day, b.s FROM y a JOIN y b ON a.st = b.st AND a.day = b.day")
+    j = _top_join(pdb, sql)
+    assert j.left_degree > 6 and j.right_degree > 6, j.describe()
+    _check(pdb, sql)
+
+
+def test_planted_unsound_substitution_gives_a_wrong_answer_that_the_oracle_catches(pdb, monkeypatch):
+    """Guards the guard: ignoring that 2 stores share a sid claims 3 rows per (yr, sid)
+    where there are 6; the join drops real rows and DuckDB's answer differs."""
+    from dodb.planner import build, degrees
+
+    def one_per_value(deg, unique, key, per_value):
+        return degrees.substituted_degrees(deg, unique, key, {c: 1 for c in per_value})
+
+    sql = Y + "SELECT a.sid, a.yr, a.day, b.day FROM y a JOIN y b ON a.sid = b.sid AND a.yr = b.yr"
+    monkeypatch.setattr(build, "substituted_degrees", one_per_value)
+    assert _top_join(pdb, sql).left_degree <= 3
+    with pytest.raises(AssertionError, match="row counts differ"):
+        _check(pdb, sql)
+    monkeypatch.undo()
+    assert _top_join(pdb, sql).left_degree >= 6
+    _check(pdb, sql)
