@@ -210,3 +210,47 @@ def test_planted_unsound_substitution_gives_a_wrong_answer_that_the_oracle_catch
     monkeypatch.undo()
     assert _top_join(pdb, sql).left_degree >= 6
     _check(pdb, sql)
+
+
+# -- INTERSECT with a public side: a computed key's degree from the public side's distinct values --
+INTERSECT_JOIN = ("SELECT s.city, s.amt, v.yr FROM sales s JOIN ({v}) v ON s.qtr + 999 = v.yr // 2")
+
+
+def test_intersect_with_a_public_side_bounds_a_computed_key(pdb):
+    """TPC-DS Q8's shape: the INTERSECT is distinct and a subset of days' years; yr // 2
+    takes each value for 2 distinct years there (2000..2003), so at most 2 rows per value."""
+    sql = INTERSECT_JOIN.format(v="SELECT yr FROM days INTERSECT SELECT yr FROM sales")
+    j = _top_join(pdb, sql)
+    assert j.right_degree == 2, j.describe()
+    _check(pdb, sql)
+    private_first = INTERSECT_JOIN.format(v="SELECT yr FROM sales INTERSECT SELECT yr FROM days")
+    assert _top_join(pdb, private_first).right_degree == 2
+    _check(pdb, private_first)
+
+
+@pytest.mark.parametrize("v", [
+    # projected after the INTERSECT to fewer columns: not distinct on yr any more
+    "SELECT yr FROM (SELECT yr, day FROM days INTERSECT SELECT yr, amt FROM sales) t",
+    "SELECT yr FROM days UNION ALL SELECT yr FROM sales",            # not a subset of days
+    "SELECT yr FROM days UNION SELECT yr FROM sales",                # distinct, but not a subset
+    "SELECT yr FROM sales INTERSECT SELECT qtr + 1999 FROM sales",   # no public side
+])
+def test_planted_set_operations_without_a_public_superset_get_no_small_bound(pdb, v):
+    sql = INTERSECT_JOIN.format(v=v)
+    j = _top_join(pdb, sql)
+    assert j.right_degree is None or j.right_degree > 2, j.describe()
+    _check(pdb, sql)
+
+
+def test_planted_unsound_intersect_bound_gives_a_wrong_answer_that_the_oracle_catches(pdb, monkeypatch):
+    """Guards the guard: a bound of 1 where two years share yr // 2 drops real rows."""
+    from dodb.planner.build import PlanBuilder
+
+    sql = INTERSECT_JOIN.format(v="SELECT yr FROM days INTERSECT SELECT yr FROM sales")
+    monkeypatch.setattr(PlanBuilder, "_intersect_degree", lambda self, node, key: 1)
+    assert _top_join(pdb, sql).right_degree == 1
+    with pytest.raises(AssertionError, match="row counts differ"):
+        _check(pdb, sql)
+    monkeypatch.undo()
+    assert _top_join(pdb, sql).right_degree == 2
+    _check(pdb, sql)
