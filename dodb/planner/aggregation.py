@@ -13,6 +13,7 @@ from ..errors import UnsupportedQueryError
 from ..operators.aggregate import Agg
 from ..operators.sort_limit import SortKey
 from .agg_calls import agg_call
+from .degrees import rename_keys
 from .logical import Aggregate, Distinct, Filter, Project
 from .rules.reject_unsupported import position_of
 from .widths import string_width
@@ -117,7 +118,9 @@ def plan_aggregation(builder, sel: exp.Select, rel):
         s = node.stability
         agg_s = builder._group_s(s) if keys else (1 if s > 0 else 0)
         node = Aggregate(pnode, keys, aggs, columns=keys + [a.name for a in aggs], stability=agg_s,
-                         unique=[frozenset(keys)] if keys else [], one_row=not keys,
+                         unique=[frozenset(keys)] if keys else [],
+                         # every key fixed by an equality filter below: one group at most
+                         one_row=not keys or set(keys) <= pnode.constant,
                          degrees={} if len(keys) != 1 else {keys[0]: 1})
         if having is not None:
             node = Filter(node, _replace(having, repl), columns=list(node.columns), stability=node.stability,
@@ -172,12 +175,25 @@ def plan_aggregation(builder, sel: exp.Select, rel):
     return BuiltQuery(node, [n for n, _ in outputs], internal)
 
 
-def _project(child, exprs: dict[str, exp.Expression]) -> Project:
-    """A projection node; plain column references keep their degree bounds and uniqueness."""
-    mapping = {e.name: n for n, e in exprs.items() if isinstance(e, exp.Column)}
+def _project(child, exprs: dict[str, exp.Expression], same: dict[str, str] | None = None) -> Project:
+    """A projection node; plain column references keep their degree bounds and uniqueness.
+
+    ``same`` maps further outputs to the input column they are an injective function of
+    (planner/degrees.py ``shifted_column``): they keep its bounds too.  A column projected
+    under several names keeps its bounds under each."""
+    mapping: dict[str, str] = {}
+    for n, e in exprs.items():
+        if isinstance(e, exp.Column) and (e.name not in mapping or n == e.name):
+            mapping[e.name] = n  # the column under its own name if it keeps it, else its first alias
+    also = {n: e.name for n, e in exprs.items() if isinstance(e, exp.Column) and mapping[e.name] != n}
+    also.update({n: c for n, c in (same or {}).items() if n in exprs and c in mapping})
     degrees = {mapping[c]: d for c, d in child.degrees.items() if not isinstance(c, frozenset) and c in mapping}
     degrees.update({frozenset(mapping[x] for x in c): d for c, d in child.degrees.items()
                     if isinstance(c, frozenset) and c <= set(mapping)})
     unique = [frozenset(mapping[c] for c in u) for u in child.unique if u <= set(mapping)]
+    degrees, unique = rename_keys(degrees, unique, {n: mapping[c] for n, c in also.items()})
+    # a column fixed to one value stays fixed under any name (and any function of it too)
+    constant = frozenset({mapping[c] for c in child.constant if c in mapping}
+                         | {n for n, c in also.items() if c in child.constant})
     return Project(child, dict(exprs), columns=list(exprs), stability=child.stability, degrees=degrees,
-                   unique=unique, one_row=child.one_row, max_rows=child.max_rows)
+                   unique=unique, one_row=child.one_row, max_rows=child.max_rows, constant=constant)

@@ -21,7 +21,7 @@ from ..operators.join import same_unit_stability
 from ..operators.sort_limit import SortKey
 from .catalog import Catalog
 from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, upper_rows, walk
-from .degrees import fixed_columns, reduce_degrees, reduce_unique, unique_reason
+from .degrees import fixed_columns, reduce_degrees, reduce_unique, substituted_degrees, unique_degrees, unique_reason
 from .exprs import conjuncts
 from .expr_keys import expression_equality
 from .relation import _Rel, _all_public, _col, _refs
@@ -328,9 +328,11 @@ class PlanBuilder(ThetaJoins):
             return rel
         # columns the filter fixes to one value shrink unique sets and degree keys (planner/degrees.py)
         fixed = {rel.cols[key] for key in fixed_columns(preds) if key in rel.cols}
+        unique = reduce_unique(node.unique, fixed)
+        # a unique set left empty means at most one row (every key fixed: one group at most)
         f = Filter(node, pred, columns=list(node.columns), stability=node.stability,
-                   degrees=reduce_degrees(node.degrees, fixed), unique=reduce_unique(node.unique, fixed),
-                   one_row=node.one_row)
+                   degrees=reduce_degrees(node.degrees, fixed), unique=unique,
+                   one_row=node.one_row or frozenset() in unique, constant=node.constant | fixed)
         return _Rel(f, rel.cols, rel.aliases, rel.position, rel.scalar)
 
     def _select(self, sel: exp.Select, ctes) -> BuiltQuery:
@@ -520,8 +522,11 @@ class PlanBuilder(ThetaJoins):
             degrees = {}
             if dr is not None:
                 degrees.update({c: d * max(dr, 1) for c, d in ln.degrees.items()})
+                _merge_min(degrees, unique_degrees(ln.unique, max(dr, 1)))
             if dl is not None:
                 degrees.update({c: d * max(dl, 1) for c, d in rn.degrees.items()})
+                if how != "left":  # a left join NULL-fills right columns of unmatched rows
+                    _merge_min(degrees, unique_degrees(rn.unique, max(dl, 1)))
             # the join keys themselves: rows per key value = (left rows) x (right rows)
             kl, kr = self.degree(ln, lk), self.degree(rn, rk)
             if kl is not None and kr is not None:
@@ -529,6 +534,10 @@ class PlanBuilder(ThetaJoins):
                     degrees[frozenset(keyset)] = d
                     if len(keyset) == 1:
                         degrees[keyset[0]] = min(d, degrees.get(keyset[0], d))
+            if how == "inner" and dr == 1:  # rn unique on rk: ln's composite bounds reach rn's columns
+                _merge_min(degrees, self._substituted(ln, rn, lk, rk))
+            if how == "inner" and dl == 1:
+                _merge_min(degrees, self._substituted(rn, ln, rk, lk))
             unique = [u for u in ln.unique if dr == 1] + [u for u in rn.unique if dl == 1 and how != "left"]
             cols = ln.columns + rn.columns
             rel_cols, aliases = {**left.cols, **right.cols}, left.aliases | right.aliases
@@ -539,6 +548,16 @@ class PlanBuilder(ThetaJoins):
                     degrees=degrees, unique=unique, same_unit=unit_path)
         node.degree_sources = sources
         return _Rel(node, rel_cols, aliases)
+
+    def _substituted(self, ln: Node, rn: Node, lk: list[str], rk: list[str]) -> dict:
+        """Bounds of ``ln`` (left side of an inner join with ``rn`` unique on ``rk``) that
+        carry over to ``rn``'s columns: a composite bound on (R, key) bounds (R, c) times
+        rows per value of c in ``rn`` (planner/degrees.py ``substituted_degrees``)."""
+        if len(lk) != 1 or not any(isinstance(k, frozenset) and lk[0] in k and len(k) > 1
+                                   for k in list(ln.degrees) + ln.unique):
+            return {}
+        per_value = {c: d for c in rn.columns if c not in rk and (d := self.degree(rn, [c])) is not None}
+        return substituted_degrees(ln.degrees, ln.unique, lk[0], per_value)
 
     def _lookup_node(self, left: _Rel, right: _Rel, how: str, lk: list[str], rk: list[str]) -> _Rel:
         """Join a private relation with a small public one by one pass per public row."""
@@ -551,6 +570,8 @@ class PlanBuilder(ThetaJoins):
             degrees[frozenset(rk)] = degrees[frozenset(lk)] = dl
             if len(rk) == 1:
                 degrees[rk[0]] = dl
+        if not semi:
+            _merge_min(degrees, self._substituted(ln, rn, lk, rk))
         node = Join(ln, rn, how, lk, rk, left_degree=dl, right_degree=1, columns=cols,
                     stability=ln.stability, degrees=degrees, unique=list(ln.unique), method="lookup")
         rel_cols = left.cols if semi else {**left.cols, **right.cols}
@@ -614,6 +635,12 @@ class PlanBuilder(ThetaJoins):
             s = min(2 * s, 2 * limit) if limit is not None else 2 * s
         return Sort(node, keys, limit, offset, columns=list(node.columns), stability=s,
                     degrees=dict(node.degrees), unique=list(node.unique), one_row=node.one_row)
+
+
+def _merge_min(degrees: dict, more: dict) -> None:
+    """Add the bounds ``more`` to ``degrees``, keeping the smaller of two bounds on one key."""
+    for k, d in more.items():
+        degrees[k] = min(d, degrees.get(k, d))
 
 
 def _nulls_first(o: exp.Ordered) -> bool:

@@ -26,10 +26,13 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-__all__ = ["fixed_columns", "reduce_unique", "reduce_degrees", "unique_reason", "window_unique"]
+__all__ = ["fixed_columns", "reduce_unique", "reduce_degrees", "unique_reason", "window_unique", "shifted_column",
+           "rename_keys", "unique_degrees", "substituted_degrees"]
 
 _NUMERIC = exp.DataType.NUMERIC_TYPES
 _TEXT = exp.DataType.TEXT_TYPES
+_INTEGER = exp.DataType.INTEGER_TYPES - {exp.DataType.Type.BIT}
+_SHIFT_LIMIT = 1 << 62  # a larger literal could make DuckDB type the sum as something wider than an integer
 
 
 def _literal_fixes(col: exp.Column, lit: exp.Expression) -> bool:
@@ -126,4 +129,105 @@ def window_unique(unique: list[frozenset[str]], partition: tuple[str, ...], orde
     for func, name in funcs:
         if func == "row_number" or (func in ("rank", "dense_rank") and no_ties):
             out.append(frozenset(partition) | {name})
+    return out
+
+
+def _int_literal(e: exp.Expression) -> bool:
+    """An integer literal (``7``, ``-7``), not ``7.0``, ``'7'`` or a huge constant."""
+    if isinstance(e, exp.Paren):
+        return _int_literal(e.this)
+    if isinstance(e, exp.Neg):
+        return _int_literal(e.this)
+    return (isinstance(e, exp.Literal) and not e.is_string and e.this.isdigit()
+            and int(e.this) < _SHIFT_LIMIT)
+
+
+def shifted_column(e: exp.Expression) -> exp.Column | None:
+    """The column ``x`` when ``e`` is an injective integer shift of it, else ``None``.
+
+    ``x + c``, ``c + x``, ``x - c``, ``c - x`` and ``-x`` (nested too) with ``c`` an integer
+    literal and ``x`` typed as an integer are one-to-one on ``x``'s values, NULL to NULL and
+    an overflow an error (DuckDB's and the evaluator's), so a bound on rows per value of
+    ``x`` bounds rows per value of ``e`` (docs/design.md §Degrees from structure).  Floats,
+    decimals, strings, casts, untyped columns, ``x * c`` and ``x % c`` are never claimed:
+    ``x * 0`` and ``x % 7`` merge values, and floats round.
+
+    >>> from sqlglot import parse_one
+    >>> e = parse_one("rn - 1"); e.this.type = exp.DataType.build("BIGINT")
+    >>> shifted_column(e).name
+    'rn'
+    >>> e = parse_one("rn * 2"); e.this.type = exp.DataType.build("BIGINT")
+    >>> shifted_column(e) is None
+    True
+    """
+    if isinstance(e, exp.Paren):
+        return shifted_column(e.this)
+    if isinstance(e, exp.Column):
+        t = e.type
+        return e if t is not None and t.this in _INTEGER else None
+    if isinstance(e, exp.Neg):
+        return shifted_column(e.this)
+    if isinstance(e, (exp.Add, exp.Sub)):
+        a, b = e.left, e.right
+        if _int_literal(b):
+            return shifted_column(a)
+        if _int_literal(a):
+            return shifted_column(b)
+    return None
+
+
+def rename_keys(degrees: dict, unique: list[frozenset[str]], same: dict[str, str]
+                ) -> tuple[dict, list[frozenset[str]]]:
+    """Degree keys and unique sets that also hold with a column replaced by one that is
+    an injective function of it (``same`` maps the new column to the old).
+
+    >>> degrees, unique = rename_keys({"x": 3}, [frozenset({"p", "x"})], {"k": "x"})
+    >>> degrees, [sorted(u) for u in unique]
+    ({'x': 3, 'k': 3}, [['p', 'x'], ['k', 'p']])
+    """
+    degrees, unique = dict(degrees), list(unique)
+    for new, old in same.items():
+        for k, d in list(degrees.items()):
+            if k == old:
+                degrees[new] = min(d, degrees.get(new, d))
+            elif isinstance(k, frozenset) and old in k:
+                nk = (k - {old}) | {new}
+                degrees[nk] = min(d, degrees.get(nk, d))
+        unique += [(u - {old}) | {new} for u in list(unique) if old in u]
+    return degrees, unique
+
+
+def _as_key(cols: frozenset[str]):
+    return next(iter(cols)) if len(cols) == 1 else cols
+
+
+def unique_degrees(unique: list[frozenset[str]], times: int) -> dict:
+    """Degree bounds a side's unique sets leave after a join in which each of its rows
+    appears at most ``times`` times (the other side's degree): ``times`` rows per value.
+
+    >>> unique_degrees([frozenset({"wk", "store"}), frozenset({"id"}), frozenset()], 7) == {frozenset({"wk", "store"}): 7, "id": 7}
+    True
+    """
+    return {_as_key(u): times for u in unique if u}
+
+
+def substituted_degrees(degrees: dict, unique: list[frozenset[str]], key: str, per_value: dict[str, int]) -> dict:
+    """Bounds after joining on ``key`` to a relation unique on its key, whose column ``c``
+    has at most ``per_value[c]`` rows per value: a bound ``d`` on ``{key} ∪ R`` gives
+    ``d · per_value[c]`` on ``{c} ∪ R``.  Rows sharing (R, c = v) come from the right rows
+    with c = v (at most ``per_value[c]``, each with its own key value), each matched by at
+    most ``d`` left rows sharing (R, key).
+
+    >>> substituted_degrees({frozenset({"wk", "sk"}): 7}, [], "sk", {"store_id": 2})[frozenset({"wk", "store_id"})]
+    14
+    """
+    out: dict = {}
+    bounds = [(k, d) for k, d in degrees.items() if isinstance(k, frozenset)] + [(u, 1) for u in unique]
+    for k, d in bounds:
+        if key not in k or len(k) < 2:
+            continue
+        rest = k - {key}
+        for c, per in per_value.items():
+            nk = _as_key(rest | {c})
+            out[nk] = min(d * max(per, 1), out.get(nk, d * max(per, 1)))
     return out

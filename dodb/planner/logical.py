@@ -31,6 +31,8 @@ class Node:
     degrees: dict[str, int] = field(default_factory=dict, kw_only=True)
     unique: list[frozenset[str]] = field(default_factory=list, kw_only=True)
     one_row: bool = field(default=False, kw_only=True)
+    # columns an equality filter fixed to one value: all rows agree on each (planner/degrees.py)
+    constant: frozenset[str] = field(default=frozenset(), kw_only=True)
     max_rows: int = field(default=0, kw_only=True)  # public bound on the padded size (scans; see upper_rows)
     aligned: bool = field(default=False, kw_only=True)  # rows in canonical slots (planner/rules/alignment.py)
     node_id: int = field(default_factory=lambda: next(_ids), kw_only=True)

@@ -14,8 +14,9 @@ from sqlglot import exp
 from ..errors import UnsupportedQueryError
 from ..operators.join import full_join_stability
 from ..operators.theta_join import CROSS_PRODUCT_LIMIT, cross_stability
+from .degrees import shifted_column
 from .expr_keys import expression_equality
-from .logical import CrossJoin, Join, Node, upper_rows
+from .logical import CrossJoin, Distinct, Filter, Join, Node, Project, SetOp, upper_rows
 from .relation import _Rel, _all_public, _col, _refs
 from .rules.reject_unsupported import position_of
 
@@ -41,13 +42,55 @@ class ThetaJoins:
         return left, right, keys
 
     def _with_keys(self, rel: _Rel, keys: dict[str, exp.Expression]) -> _Rel:
-        """``rel`` with computed join-key columns appended (no degree bound: see expr_keys)."""
+        """``rel`` with computed join-key columns appended.  A key that is an injective
+        integer shift of a column (``rn - 1``, planner/degrees.py) keeps that column's degree
+        bounds and unique sets; any other computed key has none (see expr_keys)."""
         from .aggregation import _project
 
         exprs = {c: _col(c) for c in rel.node.columns}
         exprs.update({name: self._expr(e, rel) for name, e in keys.items()})
-        return _Rel(_project(rel.node, exprs), {**rel.cols, **{("", n): n for n in keys}}, rel.aliases,
+        same = {name: rel.cols[k] for name, e in keys.items()
+                if (x := shifted_column(e)) is not None and (k := (x.table, x.name)) in rel.cols}
+        node = _project(rel.node, exprs, same)
+        for name in keys:
+            if name not in same and (d := self._intersect_degree(rel.node, exprs[name])) is not None:
+                node.degrees[name] = d
+        return _Rel(node, {**rel.cols, **{("", n): n for n in keys}}, rel.aliases,
                     rel.position, rel.scalar)
+
+    def _intersect_degree(self, node: Node, key: exp.Expression) -> int | None:
+        """A bound on rows per value of the computed ``key`` over ``node`` when ``node`` is
+        (filters and column projections of) ``A INTERSECT B`` with a public side, distinct on
+        the columns ``key`` reads: its rows are distinct values of those columns that the
+        public side holds too, so rows per key value ≤ the public side's distinct values per
+        key value, counted on public data at plan time (docs/design.md §Degrees from structure)."""
+        from .aggregation import _project
+
+        refs = {c.name for c in key.find_all(exp.Column)}
+        if not refs or not any(u <= refs for u in node.unique):
+            return None
+        mapping = {r: r for r in refs}
+        n = node
+        while isinstance(n, (Filter, Project)):
+            if isinstance(n, Project):
+                exprs = [n.exprs.get(c) for c in mapping.values()]
+                if not all(isinstance(e, exp.Column) for e in exprs):
+                    return None
+                mapping = {top: e.name for top, e in zip(mapping, exprs)}
+            n = n.child
+        if not (isinstance(n, SetOp) and n.op == "intersect"):
+            return None
+        pos = {c: i for i, c in enumerate(n.columns)}
+        for side in (n.left, n.right):
+            if not _all_public(side) or len(side.columns) != len(n.columns) or not set(mapping.values()) <= set(pos):
+                continue
+            at = {top: side.columns[pos[c]] for top, c in mapping.items()}
+            distinct = Distinct(_project(side, {c: _col(c) for c in sorted(set(at.values()))}),
+                                columns=sorted(set(at.values())))
+            keyed = _project(distinct, {"__key": key.transform(
+                lambda c: _col(at[c.name]) if isinstance(c, exp.Column) else c)})
+            return max(1, self._public_result_degree(keyed, ["__key"]))
+        return None
 
     def _refuse_multi_row_scalar(self, rels: list[_Rel]) -> None:
         """A scalar subquery not known to hold at most one row is not crossed or joined on a
