@@ -305,6 +305,9 @@ def _front_end(sql: str, catalog: Catalog, params) -> tuple[exp.Expression, list
     reject_unsupported(rewrite_grouping(parsed.copy()))
     guarded = guard(parsed, catalog)
     schema = result_schema(guarded, catalog)  # DuckDB names and types the query as written
+    as_written = duckdb_names(sql)  # DuckDB's own names for the text as written (parsed, never run)
+    if as_written is not None and len(as_written) == len(schema):
+        schema = [(name, t) for name, (_, t) in zip(as_written, schema)]
     check_window_defaults(guarded, catalog)   # lag(x::TINYINT, 1, 300) fails here, not after admission
     guarded.ast = rewrite_grouping(guarded.ast)  # grouping sets, FILTER, GROUP BY ALL (§Grouping)
     return parsed, schema, optimize(guarded.ast.copy(), catalog), frozenset(guarded.tables)
@@ -318,9 +321,6 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
     else:
         parsed, schema, optimized, tables = _front_end(sql, catalog, params)
     names = [n for n, _ in schema]
-    as_written = duckdb_names(sql)  # DuckDB's own names for the text as written (parsed, never run)
-    if as_written is not None and len(as_written) == len(names):
-        names = as_written
     builder = PlanBuilder(catalog, neighbour, tables=tables)
     built = builder.build(optimized.copy())
     prune_columns(built.root)
