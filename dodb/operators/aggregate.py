@@ -23,6 +23,7 @@ import pyarrow as pa
 from .aggregates_stats import PAIR_FUNCS, SORTED_FUNCS, STATS_FUNCS, stats_aggregate
 from .context import ExecContext, OpResult
 from .keys import KeyField, column_fields, encode_keys, pack_fields
+from .scalar_row import SCALAR_ROWS, SCALAR_ROWS_MESSAGE
 from .table import Column, PaddedTable
 
 __all__ = ["Agg", "group_by", "AGG_FUNCS", "SUM_OVERFLOW", "STATUS_MESSAGES"]
@@ -88,7 +89,8 @@ def _sum128(kern, lo: np.ndarray, hi: np.ndarray, starts: np.ndarray) -> tuple[n
 # status code (dodb.wire) of a SUM outside DECIMAL(38, s), the widest result dodb returns
 SUM_OVERFLOW = 1 << 20
 STATUS_MESSAGES = {SUM_OVERFLOW: "Out of Range Error: Overflow in SUM: the total does not fit in 38 digits "
-                                 "(DECIMAL(38)/HUGEINT)"}
+                                 "(DECIMAL(38)/HUGEINT)",
+                   SCALAR_ROWS: SCALAR_ROWS_MESSAGE}
 _TEN38 = [(10 ** 38 >> (32 * i)) & 0xFFFFFFFF for i in range(4)]  # 32-bit limbs, low first
 
 

@@ -20,7 +20,7 @@ Example:
 """
 from __future__ import annotations
 
-from .logical import CrossOne, Filter, Join, Node, Project, Scan, walk
+from .logical import CrossOne, Filter, Join, Node, Project, ScalarRow, Scan, walk
 
 __all__ = ["mark_alignment"]
 
@@ -35,6 +35,8 @@ def mark_alignment(root: Node, neighbour: str) -> Node:
             n.binned = n.child.aligned and not n.mark_only
             n.release_scale = scale if n.binned else 1
             n.aligned = n.mark_only and n.child.aligned
+        elif isinstance(n, ScalarRow):  # one slot, not the base table's
+            n.aligned = False
         elif isinstance(n, Project) or n.kind in ("AddRowId", "Window"):  # a window sorts its rows back
             n.aligned = n.children[0].aligned
         elif isinstance(n, CrossOne):

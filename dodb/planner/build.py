@@ -56,6 +56,7 @@ class BuiltQuery:
     root: Node
     names: list[str]          # display names of the result columns, in order
     internal: list[str]       # the root's internal column names, same order
+    scalar: bool = False      # a CTE made of an unnested scalar subquery (at most one row)
 
 
 def _int_literal(node: exp.Expression | None, what: str) -> int | None:
@@ -222,7 +223,9 @@ class PlanBuilder(ThetaJoins):
         with_ = e.args.get("with") or e.args.get("with_")
         if with_ is not None:
             for cte in with_.expressions:
-                ctes[cte.alias_or_name] = self._query(cte.this, ctes)
+                built = self._query(cte.this, ctes)
+                built.scalar = bool(cte.this.meta.get(SCALAR_MARK))
+                ctes[cte.alias_or_name] = built
         if isinstance(e, exp.Subquery):
             return self._query(e.this, ctes)
         if isinstance(e, (exp.Union, exp.Intersect, exp.Except)):
@@ -346,7 +349,8 @@ class PlanBuilder(ThetaJoins):
         for j in sel.args.get("joins") or []:
             rel = self._source(j.this, sel, ctes)
             rel.position = position_of(j)
-            rel.scalar = _is_unnested_scalar(j) or bool(j.this.meta.get(SCALAR_MARK))
+            rel.scalar = _is_unnested_scalar(j) or bool(j.this.meta.get(SCALAR_MARK)) or (
+                isinstance(j.this, exp.Table) and j.this.name in ctes and ctes[j.this.name].scalar)
             side, kind = (j.args.get("side") or "").upper(), (j.args.get("kind") or "").upper()
             on = conjuncts(j.args.get("on"))
             if side == "LEFT":
@@ -395,7 +399,7 @@ class PlanBuilder(ThetaJoins):
                 per_source.setdefault(owners[0], []).append(p)
             else:
                 spanning.append(p)
-        inner = [self._filter(r, per_source.get(i, [])) for i, r in enumerate(inner)]
+        inner = [self._scalar_row(self._filter(r, per_source.get(i, []))) for i, r in enumerate(inner)]
         if inner_aliases:
             outer = self._push_down_semi_joins(inner, outer)
         inner, deferred = _defer_to_outer(inner, spanning, post, outer)

@@ -25,13 +25,15 @@ from ..operators import (
     predicate_mask, project, set_operation,
 )
 from ..operators.lookup import lookup_join
+from ..operators.scalar_row import SCALAR_ROWS, scalar_row
 from ..operators.theta_join import cross_product
 from ..operators.window import window
 from ..operators.table import Column, column_from_arrow
 from .build import AddRowId
 from .catalog import Catalog
 from .guard import pushable
-from .logical import Aggregate, CrossJoin, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, leaks
+from .logical import (Aggregate, CrossJoin, CrossOne, Distinct, Filter, Join, Node, Project, ScalarRow, Scan, SetOp,
+                      Sort, leaks)
 from .windows import Window
 from ..storage.canonical import read_slots
 from .widths import string_width
@@ -107,6 +109,11 @@ class Executor:
                 ctx.trace.record("filter:mark", -1, t.padded_size)
                 return t.with_arrays(t.arrays()[:-1] + [t.is_real & mask], aligned=t.aligned)
             return filter_table(t, mask, epsilon=eps, delta=delta, ctx=ctx, bin_size=self.bin_size).table
+        if isinstance(node, ScalarRow):
+            one, too_many = scalar_row(inputs[0], ctx)
+            # the query's status, also when the subquery is public (run under public_ctx)
+            self.ctx.error_code = max(self.ctx.error_code, int(too_many) * SCALAR_ROWS)
+            return self._project(node, one, ctx)
         if isinstance(node, Project):
             return self._project(node, inputs[0], ctx)
         if isinstance(node, Join):

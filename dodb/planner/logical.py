@@ -17,7 +17,7 @@ from sqlglot import exp
 from ..operators.aggregate import Agg
 
 __all__ = [
-    "Node", "Scan", "Filter", "Project", "Join", "CrossOne", "CrossJoin", "Aggregate", "Sort", "Distinct", "SetOp",
+    "Node", "Scan", "Filter", "Project", "ScalarRow", "Join", "CrossOne", "CrossJoin", "Aggregate", "Sort", "Distinct", "SetOp",
     "walk", "leaking_nodes", "leaks", "upper_rows",
 ]
 
@@ -120,6 +120,15 @@ class Project(Unary):
 
 
 @dataclass(eq=False)
+class ScalarRow(Project):
+    """The row of a scalar subquery: one slot, and DuckDB's error in the query's status when
+    its input holds more than one real row (operators/scalar_row.py; docs/design.md §Subqueries)."""
+
+    def describe(self) -> str:
+        return "ScalarRow (at most one row: more is DuckDB's runtime error)"
+
+
+@dataclass(eq=False)
 class Join(Binary):
     how: str
     left_keys: list[str]
@@ -204,7 +213,7 @@ def upper_rows(node: Node) -> int:
     """A public upper bound on a node's padded output size (worst case, from the plan)."""
     if isinstance(node, Scan):
         return node.max_rows
-    if isinstance(node, Aggregate) and not node.keys:
+    if isinstance(node, Aggregate) and not node.keys or isinstance(node, ScalarRow):
         return 1
     if isinstance(node, (Filter, Project, Distinct, Aggregate)) or node.kind == "AddRowId":
         return upper_rows(node.children[0])

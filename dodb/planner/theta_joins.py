@@ -12,11 +12,13 @@ import re
 from sqlglot import exp
 
 from ..errors import UnsupportedQueryError
+from ..operators.scalar_row import SCALAR_ROWS_MESSAGE
+from ..wire import QueryRuntimeError
 from ..operators.join import full_join_stability
 from ..operators.theta_join import CROSS_PRODUCT_LIMIT, cross_stability
 from .degrees import shifted_column
 from .expr_keys import expression_equality
-from .logical import CrossJoin, Distinct, Filter, Join, Node, Project, SetOp, upper_rows
+from .logical import CrossJoin, Distinct, Filter, Join, Node, Project, ScalarRow, SetOp, upper_rows
 from .relation import _Rel, _all_public, _col, _refs
 from .rules.reject_unsupported import position_of
 
@@ -102,6 +104,21 @@ class ThetaJoins:
                     "scalar subquery that may return more than one row (DuckDB raises an error then, and "
                     "over private rows dodb cannot check the count without revealing it); aggregate its "
                     "column, e.g. (SELECT max(y) FROM …), which gives the same answer whenever the subquery returns at most one row", r.position)
+
+    def _scalar_row(self, r: _Rel) -> _Rel:
+        """A scalar subquery's source, after its own filters, as at most one row: a
+        ScalarRow node unless one row is known (planned, or public and counted at plan
+        time).  More rows raise DuckDB's error after the query, through the status word
+        (docs/design.md §Subqueries), instead of being joined as if they were one."""
+        if not r.scalar or r.node.one_row or self._public_one_row(r.node):
+            return r
+        n = r.node
+        if _all_public(n) and upper_rows(n) <= 1 << 20:
+            # public and counted at plan time: DuckDB's error before anything is charged
+            raise QueryRuntimeError(SCALAR_ROWS_MESSAGE)
+        node = ScalarRow(n, {c: _col(c) for c in n.columns}, columns=list(n.columns), stability=min(n.stability, 1),
+                         one_row=True, constant=n.constant, max_rows=1)
+        return _Rel(node, dict(r.cols), set(r.aliases), r.position, r.scalar)
 
     def _public_one_row(self, node: Node) -> bool:
         """A public sub-plan (e.g. a scalar subquery over public tables) that holds at most

@@ -17,6 +17,7 @@ from dodb.oblivious.rng import new_rng
 from dodb.operators.table import from_arrow
 from dodb.operators.theta_join import cross_product, cross_stability
 from dodb.planner.simulate import simulate_plan
+from dodb.wire import QueryRuntimeError
 
 from ..operators.util import assert_same_rows
 
@@ -188,19 +189,36 @@ def test_outer_semi_and_anti_joins_on_expressions_equal_duckdb(sql):
     assert_same_rows(db.sql(sql, epsilon=1.0).arrow(), raw.sql(sql).to_arrow_table())
 
 
-@pytest.mark.parametrize("sql", [
-    "SELECT p.id FROM p WHERE p.x > (SELECT y FROM t)",          # public, five rows: DuckDB raises
-    "SELECT p.id FROM p WHERE p.x > (SELECT q.y FROM q)",        # private: its row count is not known
-    "SELECT p.id FROM p WHERE p.x + 1 > (SELECT q.y FROM q WHERE q.y > 2)",
-])
-def test_a_scalar_subquery_is_never_crossed_as_a_relation(db, sql):
+def test_a_public_scalar_subquery_with_several_rows_fails_like_duckdb_before_admission(db):
     """sqlglot inlines ``(SELECT y FROM t)`` into ``JOIN t ON …``: crossing it would answer
-    where DuckDB raises 'more than one row returned by a subquery'."""
+    where DuckDB raises 'more than one row returned by a subquery'.  Over public rows the
+    count is known at plan time: DuckDB's error, nothing charged."""
     before = db.budget["spent"]
     for _ in range(2):  # the second plan comes from the optimiser's cache: the mark survives it
-        with pytest.raises(UnsupportedQueryError, match="scalar subquery that may return more than one row"):
-            db.sql(sql, epsilon=1.0)
+        with pytest.raises(QueryRuntimeError, match="More than one row returned by a subquery"):
+            db.sql("SELECT p.id FROM p WHERE p.x > (SELECT y FROM t)", epsilon=1.0)
     assert db.budget["spent"] == before
+
+
+@pytest.mark.parametrize("sql, several", [
+    ("SELECT p.id FROM p WHERE p.x > (SELECT q.y FROM q)", True),  # private: its row count is not known
+    ("SELECT p.id FROM p WHERE p.x + 1 > (SELECT q.y FROM q WHERE q.y > 2)", True),
+    ("SELECT p.id FROM p WHERE p.x + 1 > (SELECT q.y FROM q WHERE q.y > 5)", False),
+])
+def test_a_private_scalar_subquery_is_checked_at_run_time_like_duckdb(sql, several):
+    """A private source is never crossed as a relation: a ScalarRow node keeps its first real
+    row and raises DuckDB's error through the status word when it holds several
+    (tests/planner/test_scalar_rows.py)."""
+    raw, db = _databases([1, 2, None, 2, 4, 0], ["a", "b", None, "ab", "", "b"], [2, None, 2, 3, 7],
+                         ["a", "b", "ab", None, "a"])
+    for _ in range(2):  # the second plan comes from the optimiser's cache: the mark survives it
+        if several:
+            with pytest.raises(duckdb.InvalidInputException, match="More than one row returned"):
+                raw.sql(sql).fetchall()
+            with pytest.raises(QueryRuntimeError, match="More than one row returned by a subquery"):
+                db.sql(sql, epsilon=1.0).arrow()
+        else:
+            assert_same_rows(db.sql(sql, epsilon=1.0).arrow(), raw.sql(sql).to_arrow_table())
 
 
 @pytest.mark.parametrize("sql", [

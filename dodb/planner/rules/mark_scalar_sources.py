@@ -38,6 +38,13 @@ def mark_scalar_sources(expression: exp.Expression) -> exp.Expression:
                 or not _UNNESTED.fullmatch(sub.alias_or_name or "") or _one_row_aggregate(sub.this):
             continue
         sub.meta[SCALAR_MARK] = True  # kept as a derived table (DISTINCT, GROUP BY, …)
-        for table in sub.find_all(exp.Table):  # or inlined into the outer query
-            table.meta[SCALAR_MARK] = True
+        sub.this.meta[SCALAR_MARK] = True  # or moved into a CTE (eliminate_subqueries)
+        inner = sub.this
+        if isinstance(inner, exp.Select) and not inner.args.get("joins"):
+            # or inlined into the outer query: only a one-table subquery is merged into a
+            # JOIN, so its FROM table is marked; tables under joins or nested subqueries
+            # stay inside the derived table and are not scalar sources themselves
+            source = (inner.args.get("from") or inner.args.get("from_"))
+            if source is not None and isinstance(source.this, exp.Table):
+                source.this.meta[SCALAR_MARK] = True
     return expression

@@ -1,0 +1,106 @@
+"""Scalar subqueries hold at most one row, as DuckDB checks it (docs/design.md §Subqueries).
+
+DuckDB raises "More than one row returned by a subquery used as an expression" when a
+scalar subquery yields several rows.  dodb used to join such a source as if it were one
+row (``x = (SELECT y FROM t)`` became ``JOIN t ON x = t.y``; ``HAVING s > (SELECT … GROUP
+BY a, b)`` took the max over the product).  Now the source passes through a ScalarRow
+node: the same error through the status word, DuckDB's answer whenever it has one.
+"""
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+import dodb
+from dodb.compare import snapshot
+from dodb.planner.logical import ScalarRow, walk
+from dodb.planner.simulate import simulate_plan
+from dodb.wire import QueryRuntimeError
+
+from ..operators.util import assert_same_rows
+
+
+def _attach(pub_rows: list, protect_pub: bool) -> dodb.Database:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE people (id INTEGER, k INTEGER, amt INTEGER, name VARCHAR)")
+    con.execute("INSERT INTO people SELECT i, i % 3, i % 7, CASE WHEN i % 5 = 0 THEN NULL ELSE 'n' || (i % 4) END "
+                "FROM range(24) r(i)")
+    con.execute("CREATE TABLE pub (a INTEGER, b INTEGER, y INTEGER, s VARCHAR)")
+    if pub_rows:
+        con.executemany("INSERT INTO pub VALUES (?, ?, ?, ?)", pub_rows)
+    db = dodb.attach(con, seed=5, allow_insecure=True)
+    db.oracle = snapshot(con)
+    db.set_budget(epsilon=1e6, delta=0.5)
+    db.protect("people", "id", max_contributions=1, widths={"name": 4})
+    if protect_pub:
+        db.protect("pub", "a", max_contributions=4, widths={"s": 4})
+    return db
+
+
+PUB = [(1, 1, 5, "n1"), (1, 2, 6, None), (2, 1, 3, "n2"), (3, None, None, "n3")]
+
+# (query, True when DuckDB raises on PUB because the subquery holds several rows)
+QUERIES = [
+    ("SELECT id FROM people WHERE amt = (SELECT y FROM pub)", True),
+    ("SELECT id FROM people WHERE amt = (SELECT y FROM pub WHERE a = 2)", False),
+    ("SELECT id FROM people WHERE amt = (SELECT y FROM pub WHERE a = 1)", True),
+    ("SELECT id FROM people WHERE amt = (SELECT y FROM pub WHERE a = 9)", False),  # empty: NULL
+    ("SELECT id FROM people WHERE amt < (SELECT y FROM pub WHERE b IS NULL)", False),  # one row, NULL y
+    ("SELECT id FROM people WHERE name = (SELECT s FROM pub WHERE a = 2)", False),
+    ("SELECT id FROM people WHERE name = (SELECT s FROM pub WHERE y > 4)", True),
+    ("SELECT k, sum(amt) FROM people GROUP BY k HAVING sum(amt) > (SELECT sum(y) FROM pub GROUP BY a, b)", True),
+    ("SELECT k, sum(amt) FROM people GROUP BY k HAVING sum(amt) > (SELECT sum(y) FROM pub GROUP BY b "
+     "HAVING b IS NULL)", False),
+    ("SELECT k, count(*) FROM people GROUP BY k HAVING count(*) > (SELECT DISTINCT a FROM pub WHERE b = 2)", False),
+    ("SELECT k, count(*) FROM people GROUP BY k HAVING count(*) > (SELECT DISTINCT a FROM pub WHERE b = 1)", True),
+    # a subquery with a join inside: only its result must be one row, not each table
+    ("SELECT id FROM people WHERE amt = (SELECT p.y FROM pub p JOIN pub q ON p.a = q.a AND p.b = q.b "
+     "WHERE p.a = 2)", False),
+    ("SELECT id FROM people WHERE amt = (SELECT p.y FROM pub p JOIN pub q ON p.a = q.a)", True),
+    ("SELECT id FROM people WHERE amt > (SELECT y FROM pub ORDER BY y DESC LIMIT 1)", False),
+]
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["private_pub", "public_pub"])
+def db(request):
+    d = _attach(PUB, protect_pub=request.param)
+    yield d
+    d.close()
+
+
+@pytest.mark.parametrize("sql,raises", QUERIES)
+def test_scalar_subqueries_answer_or_raise_like_duckdb(db, sql, raises):
+    if raises:
+        with pytest.raises(duckdb.InvalidInputException, match="More than one row returned by a subquery"):
+            db.oracle.sql(sql).fetchall()
+        with pytest.raises(QueryRuntimeError, match="More than one row returned by a subquery"):
+            db.sql(sql, epsilon=1.0).arrow()
+    else:
+        assert_same_rows(db.sql(sql, epsilon=1.0).arrow(), db.oracle.sql(sql).to_arrow_table())
+
+
+@pytest.mark.parametrize("rows", [[], PUB[2:3], PUB[:2], PUB], ids=["empty", "one", "two", "four"])
+def test_a_private_scalar_source_is_one_slot_and_its_trace_is_public(rows):
+    """The ScalarRow pass reads every slot whatever the number of real rows: the whole
+    query's trace is reconstructed from public information alone."""
+    db = _attach(rows, protect_pub=True)
+    sql = "SELECT id FROM people WHERE amt = (SELECT y FROM pub WHERE b = 1)"
+    plan = db.plan(sql, epsilon=1.0)
+    assert any(isinstance(n, ScalarRow) for n in walk(plan.root)), plan.explain()
+    if sum(1 for r in rows if r[1] == 1) > 1:
+        with pytest.raises(QueryRuntimeError):
+            db.sql(sql, epsilon=1.0).arrow()
+    else:
+        assert_same_rows(db.sql(sql, epsilon=1.0).arrow(), db.oracle.sql(sql).to_arrow_table())
+    padded = plan.execute()
+    assert simulate_plan(plan, plan.trace.leaked_values()).events == plan.trace.events
+    assert padded.table.num_rows == plan.execute().table.num_rows
+    db.close()
+
+
+def test_known_one_row_sources_are_not_checked():
+    """A global aggregate is one row by construction: no ScalarRow is added."""
+    db = _attach(PUB, protect_pub=True)
+    plan = db.plan("SELECT id FROM people WHERE amt > (SELECT avg(y) FROM pub)", epsilon=1.0)
+    assert not any(isinstance(n, ScalarRow) for n in walk(plan.root))
+    db.close()
