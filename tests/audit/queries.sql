@@ -49,3 +49,5 @@ SELECT c_custkey, c_mktsegment FROM customer QUALIFY dense_rank() OVER (PARTITIO
 SELECT o_orderkey, sum(o_totalprice) OVER (ORDER BY o_orderdate, o_orderkey ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s, lag(o_orderstatus, 1, '-') OVER (ORDER BY o_orderkey) AS prev FROM orders
 SELECT c_nationkey, count(*) AS n, rank() OVER (ORDER BY count(*) DESC) AS r FROM customer GROUP BY c_nationkey
 SELECT l_orderkey, ntile(4) OVER (PARTITION BY l_orderkey ORDER BY l_linenumber) AS q, first_value(l_quantity) OVER (PARTITION BY l_orderkey ORDER BY l_linenumber) AS f, count(*) OVER (PARTITION BY l_orderkey) AS c FROM lineitem WHERE l_quantity > 10
+SELECT count(*) AS n FROM orders WHERE o_totalprice > (SELECT c_acctbal FROM customer WHERE c_custkey < 2) * 10;
+SELECT o_orderpriority, count(*) AS n FROM orders GROUP BY o_orderpriority HAVING count(*) > (SELECT c_nationkey FROM customer WHERE c_custkey BETWEEN 2 AND 2);
