@@ -1,12 +1,13 @@
 """The row of a scalar subquery, checked like DuckDB checks it (docs/design.md §Subqueries).
 
 DuckDB raises "More than one row returned by a subquery used as an expression" when a
-scalar subquery yields several rows, and uses NULL when it yields none.  Over private
-rows the number of real rows is not public, so it is never branched on: one linear pass
-counts the real rows, folds the error into the query's status word (dodb.wire; raised on
-the analyst's side after the query, like an expression error) and selects the first real
-row into a single slot with a masked OR over every slot.  The pass touches every slot
-once whatever the data, so its trace is ``("scalar:row", n)``; its output has one slot.
+scalar subquery yields several rows, and its value is NULL when it yields none.  Over
+private rows the number of real rows is not public, so it is never branched on: one
+linear pass counts the real rows, folds the error into the query's status word
+(dodb.wire; raised on the analyst's side after the query, like an expression error) and
+selects the first real row into a single slot with a masked OR over every slot (all
+NULLs when there is none).  The pass touches every slot once whatever the data, so its
+trace is ``("scalar:row", n)``; its output is one real row.
 
 Example:
     >>> import pyarrow as pa
@@ -16,6 +17,9 @@ Example:
     >>> out, too_many = scalar_row(t)
     >>> out.to_arrow().column("y").to_pylist(), too_many
     ([7], False)
+    >>> none, _ = scalar_row(t.with_arrays(t.arrays()[:-1] + [t.is_real & False]))
+    >>> none.to_arrow().column("y").to_pylist()
+    [None]
 """
 from __future__ import annotations
 
@@ -43,7 +47,7 @@ def _select_first(a: np.ndarray, first: np.ndarray) -> np.ndarray:
 
 
 def scalar_row(t: PaddedTable, ctx=None) -> tuple[PaddedTable, bool]:
-    """One slot holding ``t``'s first real row (a dummy when it has none), and whether
+    """One real row holding ``t``'s first real row (NULLs when it has none), and whether
     ``t`` holds more than one real row (the caller's status error)."""
     n = t.padded_size
     real = np.asarray(t.is_real, dtype=bool)
@@ -53,5 +57,5 @@ def scalar_row(t: PaddedTable, ctx=None) -> tuple[PaddedTable, bool]:
     if ctx is not None:
         ctx.trace.record("scalar:row", -1, n)
     lanes = [_select_first(a, first) for a in t.arrays()[:-1]]
-    out = t.with_arrays(lanes + [np.array([total > 0])], stability=t.stability)
+    out = t.with_arrays(lanes + [np.ones(1, dtype=bool)], stability=t.stability)
     return out, total > 1

@@ -25,7 +25,7 @@ from .degrees import fixed_columns, reduce_degrees, reduce_unique, substituted_d
 from .exprs import conjuncts
 from .expr_keys import expression_equality
 from .relation import _Rel, _all_public, _col, _refs
-from .theta_joins import ThetaJoins, _defer_to_outer, _is_unnested_scalar
+from .theta_joins import ThetaJoins, _defer_to_outer
 from .guard import pushable
 from .ownership import Owners, same_unit
 from .public_cache import content_fingerprints, scanned_tables, structural_key
@@ -349,7 +349,7 @@ class PlanBuilder(ThetaJoins):
         for j in sel.args.get("joins") or []:
             rel = self._source(j.this, sel, ctes)
             rel.position = position_of(j)
-            rel.scalar = _is_unnested_scalar(j) or bool(j.this.meta.get(SCALAR_MARK)) or (
+            rel.scalar = bool(j.this.meta.get(SCALAR_MARK)) or (
                 isinstance(j.this, exp.Table) and j.this.name in ctes and ctes[j.this.name].scalar)
             side, kind = (j.args.get("side") or "").upper(), (j.args.get("kind") or "").upper()
             on = conjuncts(j.args.get("on"))
@@ -399,7 +399,8 @@ class PlanBuilder(ThetaJoins):
                 per_source.setdefault(owners[0], []).append(p)
             else:
                 spanning.append(p)
-        inner = [self._scalar_row(self._filter(r, per_source.get(i, []))) for i, r in enumerate(inner)]
+        # a scalar subquery's value first, then the outer conditions on it
+        inner = [self._filter(self._scalar_row(r), per_source.get(i, [])) for i, r in enumerate(inner)]
         if inner_aliases:
             outer = self._push_down_semi_joins(inner, outer)
         inner, deferred = _defer_to_outer(inner, spanning, post, outer)

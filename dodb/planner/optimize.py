@@ -19,9 +19,12 @@ from sqlglot.errors import OptimizeError, ParseError, SqlglotError
 from sqlglot.optimizer import RULES
 from sqlglot.optimizer import optimize as sqlglot_optimize
 from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.optimizer.merge_subqueries import merge_subqueries
+from sqlglot.optimizer.pushdown_predicates import pushdown_predicates
 from sqlglot.optimizer.unnest_subqueries import unnest_subqueries
 
-from .rules.mark_scalar_sources import mark_scalar_sources
+from .rules.mark_scalar_sources import (mark_scalar_sources, merge_keeping_scalar_sources,
+                                        pushdown_keeping_scalar_sources)
 
 from ..errors import CatalogError, PlanningError, UnsupportedQueryError, one_line
 from .catalog import Catalog
@@ -89,13 +92,13 @@ def duckdb_literal_types(expression: exp.Expression) -> exp.Expression:
 
 
 def scalar_projections(expression: exp.Expression) -> exp.Expression:
-    """Parenthesise an uncorrelated one-row subquery used as a whole SELECT item.
+    """Parenthesise an uncorrelated scalar subquery used as a whole SELECT item.
 
     sqlglot's ``unnest_subqueries`` turns scalar subqueries inside a condition or an
     arithmetic expression into a cross join with the one-row relation, but leaves a bare
     ``(SELECT max(x) FROM t) AS m`` alone; a parenthesis puts it in the same position.
-    Only aggregates without GROUP BY (always exactly one row) are rewritten: a subquery that
-    may return no row is NULL there, not a cross join with nothing.
+    The cross join is with exactly one row: the subquery's value, NULL when it is empty,
+    DuckDB's error when it has several (rules/mark_scalar_sources.py, a ScalarRow).
     """
     for select in list(expression.find_all(exp.Select)):
         for proj in select.expressions:
@@ -104,8 +107,7 @@ def scalar_projections(expression: exp.Expression) -> exp.Expression:
                 continue
             inner = sub.this
             own = {s.alias_or_name for s in inner.find_all(exp.Table)}
-            if inner.args.get("group") or not any(e.find(exp.AggFunc) for e in inner.expressions) \
-                    or any(c.table not in own for c in inner.find_all(exp.Column)):
+            if len(inner.expressions) != 1 or any(c.table not in own for c in inner.find_all(exp.Column)):
                 continue
             sub.replace(exp.paren(sub.copy(), copy=False))
     return expression
@@ -164,6 +166,10 @@ def _optimize(e: exp.Expression, catalog: Catalog) -> exp.Expression:
         rules.append(rule)
         if rule is unnest_subqueries:
             rules.append(mark_scalar_sources)
+        if rule is merge_subqueries:
+            rules[-1] = merge_keeping_scalar_sources
+        if rule is pushdown_predicates:
+            rules[-1] = pushdown_keeping_scalar_sources
         if rule is annotate_types:
             rules.append(duckdb_literal_types)
     try:

@@ -18,7 +18,7 @@ from ..operators.join import full_join_stability
 from ..operators.theta_join import CROSS_PRODUCT_LIMIT, cross_stability
 from .degrees import shifted_column
 from .expr_keys import expression_equality
-from .logical import CrossJoin, Distinct, Filter, Join, Node, Project, ScalarRow, SetOp, upper_rows
+from .logical import Aggregate, CrossJoin, Distinct, Filter, Join, Node, Project, ScalarRow, SetOp, upper_rows
 from .relation import _Rel, _all_public, _col, _refs
 from .rules.reject_unsupported import position_of
 
@@ -106,18 +106,24 @@ class ThetaJoins:
                     "column, e.g. (SELECT max(y) FROM …), which gives the same answer whenever the subquery returns at most one row", r.position)
 
     def _scalar_row(self, r: _Rel) -> _Rel:
-        """A scalar subquery's source, after its own filters, as at most one row: a
-        ScalarRow node unless one row is known (planned, or public and counted at plan
-        time).  More rows raise DuckDB's error after the query, through the status word
-        (docs/design.md §Subqueries), instead of being joined as if they were one."""
-        if not r.scalar or r.node.one_row or self._public_one_row(r.node):
+        """A scalar subquery's source as exactly one row, its value (NULLs when it is
+        empty), before any outer condition on it: as it is when it always holds one row (a
+        global aggregate, or public and counted at plan time); DuckDB's error before
+        admission when it is public with several rows; otherwise a ScalarRow node, which
+        raises DuckDB's error after the query through the status word when the source
+        holds several (docs/design.md §Expression and cross joins)."""
+        if not r.scalar or _exactly_one_row(r.node):
             return r
         n = r.node
         if _all_public(n) and upper_rows(n) <= 1 << 20:
-            # public and counted at plan time: DuckDB's error before anything is charged
-            raise QueryRuntimeError(SCALAR_ROWS_MESSAGE)
+            count = self._public_table(n).real_count
+            if count > 1:  # public: DuckDB's error, nothing charged
+                raise QueryRuntimeError(SCALAR_ROWS_MESSAGE)
+            if count == 1:
+                n.one_row = True
+                return r
         node = ScalarRow(n, {c: _col(c) for c in n.columns}, columns=list(n.columns), stability=min(n.stability, 1),
-                         one_row=True, constant=n.constant, max_rows=1)
+                         one_row=True, max_rows=1)
         return _Rel(node, dict(r.cols), set(r.aliases), r.position, r.scalar)
 
     def _public_one_row(self, node: Node) -> bool:
@@ -165,11 +171,11 @@ class ThetaJoins:
         return _Rel(node, {**left.cols, **right.cols}, left.aliases | right.aliases)
 
 
-def _is_unnested_scalar(j: exp.Join) -> bool:
-    """sqlglot's unnest_subqueries puts an uncorrelated scalar subquery in FROM as
-    ``CROSS JOIN (SELECT …) AS _u_N``."""
-    return ((j.args.get("kind") or "").upper() == "CROSS" and isinstance(j.this, exp.Subquery)
-            and re.fullmatch(r"_u_\d+", j.this.alias_or_name or "") is not None)
+def _exactly_one_row(node: Node) -> bool:
+    """A global aggregate, perhaps under projections: one row whatever its input."""
+    while isinstance(node, Project) and not isinstance(node, ScalarRow):
+        node = node.child
+    return isinstance(node, (Aggregate, ScalarRow)) and not getattr(node, "keys", None)
 
 
 def _as_written(e: exp.Expression) -> str:

@@ -58,6 +58,21 @@ QUERIES = [
      "WHERE p.a = 2)", False),
     ("SELECT id FROM people WHERE amt = (SELECT p.y FROM pub p JOIN pub q ON p.a = q.a)", True),
     ("SELECT id FROM people WHERE amt > (SELECT y FROM pub ORDER BY y DESC LIMIT 1)", False),
+    # an outer condition on the value applies after the check, not to the subquery's rows
+    ("SELECT id FROM people WHERE (SELECT y FROM pub) > 5", True),
+    ("SELECT id FROM people WHERE (SELECT y FROM pub WHERE a = 2) > 2 AND amt < 3", False),
+    ("SELECT id FROM people WHERE (SELECT y FROM pub WHERE a = 2) > 5", False),
+    # an empty subquery is NULL, not "no row"
+    ("SELECT id FROM people WHERE (SELECT y FROM pub WHERE a = 9) IS NULL", False),
+    ("SELECT id FROM people WHERE amt < coalesce((SELECT y FROM pub WHERE a = 9), 2)", False),
+    ("SELECT k, count(*) FROM people GROUP BY k HAVING (SELECT sum(y) FROM pub GROUP BY a HAVING a = 9) IS NULL",
+     False),
+    # a whole SELECT item
+    ("SELECT id, (SELECT y FROM pub WHERE a = 2) AS v FROM people", False),
+    ("SELECT id, (SELECT s FROM pub WHERE a = 9) AS v FROM people", False),
+    ("SELECT id, (SELECT y FROM pub) AS v FROM people", True),
+    ("SELECT id, (SELECT DISTINCT a FROM pub WHERE y > 4) AS v FROM people", False),
+    ("SELECT k, sum(amt) + (SELECT y FROM pub WHERE a = 2) AS v FROM people GROUP BY k", False),
 ]
 
 
