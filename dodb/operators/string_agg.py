@@ -46,9 +46,10 @@ def check_string_agg(rows: int, total: int, w: int, s: int, grouped: bool) -> No
     cells = width * (total if grouped else 1) + (total * (w + s) if not grouped else 0)
     if cells > MAX_STRING_AGG_CELLS:
         raise UnsupportedQueryError(
-            f"string_agg: {total} padded rows × {width}-byte results need {cells} bytes of buffer, above "
-            f"{MAX_STRING_AGG_CELLS}; declare max_degree (or keys) for the group key in protect() or filter "
-            "the rows first")
+            f"string_agg: {total} padded rows × {width}-byte results (≤{rows} rows per group of "
+            f"{w}-byte values) need {cells} bytes of buffer, above {MAX_STRING_AGG_CELLS}; declare a smaller "
+            "max_degree (or keys) for the group key in protect(), filter the rows first, or shorten the values "
+            "(e.g. substring(x, 1, k))")
 
 
 def _pieces(col: Column, sep: bytes, inc: np.ndarray, first: np.ndarray):
