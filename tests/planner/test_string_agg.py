@@ -185,3 +185,13 @@ def test_view_is_independent_of_the_data(data, n, keys):
         views.append(_view(t, real, keys))
     assert len(views[0][0]) > 50  # the tracer saw the operator run
     assert views[0] == views[1]
+
+
+def test_memory_estimate_counts_the_concatenation_buffer():
+    d = _database([(i, i % 3, "abc", i) for i in range(300)], width=20)
+    try:
+        base = d.plan("SELECT g, min(x) FROM t GROUP BY g", epsilon=1.0).memory_bytes
+        agg = d.plan("SELECT g, string_agg(x, ',') FROM t GROUP BY g", epsilon=1.0).memory_bytes
+        assert agg - base >= 300 * 300 * 21  # n slots × R·(w + s) candidate bytes
+    finally:
+        d.close()
