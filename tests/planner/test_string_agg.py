@@ -58,7 +58,7 @@ rows_st = st.lists(st.tuples(st.one_of(st.none(), st.integers(0, 3)), st.one_of(
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
-@given(rows=rows_st, mode=st.sampled_from(["do", "oblivious"]))
+@given(rows=rows_st, mode=st.sampled_from(["do", "oblivious", "plain"]))
 def test_ordered_string_agg_equals_duckdb(rows, mode):
     d = _database([(i, g, x, y) for i, (g, x, y) in enumerate(rows)])
     try:
@@ -195,3 +195,20 @@ def test_memory_estimate_counts_the_concatenation_buffer():
         assert agg - base >= 300 * 300 * 21  # n slots × R·(w + s) candidate bytes
     finally:
         d.close()
+
+
+def test_view_detects_a_planted_data_dependent_branch(monkeypatch):
+    """The view above has teeth: a branch on whether any value is included shows up."""
+    real_pieces = string_agg_module._pieces
+
+    def leaky(col, sep, inc, first):
+        if inc.any():
+            inc = inc.copy()
+        return real_pieces(col, sep, inc, first)
+
+    monkeypatch.setattr(string_agg_module, "_pieces", leaky)
+    leaky.__code__ = leaky.__code__.replace(co_filename=_WATCHED[0])
+    real = np.ones(3, dtype=bool)
+    t1 = pa.table({"g": [1, 1, 2], "x": ["a", "b", "c"], "y": [1, 2, 3]})
+    t2 = pa.table({"g": [1, 1, 2], "x": pa.array([None, None, None], pa.string()), "y": [1, 2, 3]})
+    assert _view(t1, real, ["g"]) != _view(t2, real, ["g"])
