@@ -24,11 +24,12 @@ from .aggregates_stats import PAIR_FUNCS, SORTED_FUNCS, STATS_FUNCS, stats_aggre
 from .context import ExecContext, OpResult
 from .keys import KeyField, column_fields, encode_keys, pack_fields
 from .scalar_row import SCALAR_ROWS, SCALAR_ROWS_MESSAGE
+from .string_agg import string_agg
 from .table import Column, PaddedTable
 
 __all__ = ["Agg", "group_by", "AGG_FUNCS", "SUM_OVERFLOW", "STATUS_MESSAGES"]
 
-AGG_FUNCS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct") + STATS_FUNCS
+AGG_FUNCS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct", "string_agg") + STATS_FUNCS
 _M32 = np.uint64(0xFFFFFFFF)
 
 
@@ -36,13 +37,18 @@ _M32 = np.uint64(0xFFFFFFFF)
 class Agg:
     """One aggregate: ``func`` over ``column`` (None for COUNT(*)), output name ``name``;
     ``column2`` is the second argument of corr/covar/arg_min/arg_max, ``param`` a quantile's
-    fraction as written (public, exact)."""
+    fraction as written (public, exact).  ``string_agg``: ``param`` is the separator,
+    ``order`` the ORDER BY inside the call as ``(column, descending, nulls_first)``, ``rows``
+    the planner's public bound on rows per group and ``total`` on the padded input size."""
 
     func: str
     column: str | None
     name: str
     column2: str | None = None
     param: str | None = None
+    order: tuple = ()
+    rows: int | None = None
+    total: int | None = None
 
     def __post_init__(self) -> None:
         if self.func not in AGG_FUNCS:
@@ -130,8 +136,14 @@ def _int128_to_float(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def _aggregate(kern, agg: Agg, col: Column | None, real: np.ndarray, starts: np.ndarray,
-               dstarts: np.ndarray | None, overflow: np.ndarray | None = None, col2: Column | None = None) -> Column:
+               dstarts: np.ndarray | None, overflow: np.ndarray | None = None, col2: Column | None = None,
+               grouped: bool = True) -> Column:
     """One aggregate's column; a 128-bit SUM also ORs its per-run overflow flags into ``overflow``."""
+    if agg.func == "string_agg":
+        n = real.shape[0]
+        rows = n if agg.rows is None else agg.rows
+        total = n if agg.total is None else agg.total
+        return string_agg(kern, col, agg.param, rows, total, grouped, real, starts)
     if agg.func in STATS_FUNCS:
         return stats_aggregate(kern, agg.func, col, col2, agg.param, real, starts)
     if agg.func == "count_star":
@@ -193,7 +205,8 @@ def group_by(
     name = ctx.op_name("group_by" if keys else "aggregate")
     leaks_before = len(ctx.leaks)
     # COUNT(DISTINCT c) and quantiles of c need the runs sorted by c too: one pass per such c
-    distinct_cols = sorted({a.column for a in aggs if a.func == "count_distinct" or a.func in SORTED_FUNCS})
+    # (string_agg(… ORDER BY …) needs them sorted by its order keys: one pass per distinct ORDER BY)
+    distinct_cols = sorted({_pass_of(a) for a in aggs if _pass_of(a) is not None}, key=repr)
     if table.padded_size == 0 and not keys:
         table = _one_dummy(table)
     n = table.padded_size
@@ -203,8 +216,8 @@ def group_by(
     # one sorted pass per COUNT(DISTINCT) column (the other aggregates ride on the first)
     passes = []
     for i, d in enumerate(distinct_cols or [None]):
-        sub = [a for a in aggs if ((a.func == "count_distinct" or a.func in SORTED_FUNCS) and a.column == d)
-               or (i == 0 and a.func != "count_distinct" and a.func not in SORTED_FUNCS)]
+        sub = [a for a in aggs if (_pass_of(a) is not None and _pass_of(a) == d)
+               or (i == 0 and _pass_of(a) is None)]
         passes.append((sub, *_group_pass(kern, ctx, table, keys, sub, d)))
     if len(passes) == 1:
         out_cols, group_rows = passes[0][1], passes[0][2]
@@ -244,15 +257,31 @@ def group_by(
     return OpResult(out.with_stability(out_s), ctx.leaks[leaks_before:], ctx.trace)
 
 
-def _group_pass(kern, ctx, table: PaddedTable, keys: list[str], aggs: list[Agg], distinct: str | None):
+def _pass_of(a: Agg):
+    """What an aggregate needs its runs sorted by besides the keys: a column, an ORDER BY, or nothing."""
+    if a.func == "count_distinct" or a.func in SORTED_FUNCS:
+        return a.column
+    if a.func == "string_agg" and a.order:
+        return a.order
+    return None
+
+
+def _group_pass(kern, ctx, table: PaddedTable, keys: list[str], aggs: list[Agg], distinct):
     """Sort by ``(is_dummy, keys[, distinct])`` and scan: key + aggregate columns, and the
-    flags of each group's output row (the last real row of its run)."""
+    flags of each group's output row (the last real row of its run).  ``distinct`` is a
+    column name or a string_agg's ORDER BY (``(column, descending, nulls_first)`` triples)."""
     n = table.padded_size
-    sort_cols = [table.column(k) for k in keys] + ([table.column(distinct)] if distinct else [])
+    order = distinct if isinstance(distinct, tuple) else ()
+    if order:
+        distinct = None
+    sort_cols = [table.column(k) for k in keys] + ([table.column(distinct)] if distinct else []) \
+        + [table.column(c) for c, _, _ in order]
+    desc = [False] * (len(sort_cols) - len(order)) + [d for _, d, _ in order]
+    nf = [False] * (len(sort_cols) - len(order)) + [f for _, _, f in order]
     dummy = KeyField((~table.is_real).astype(np.uint64), 1)
     payload = table.arrays()
     if sort_cols:
-        enc = encode_keys(sort_cols, leading=[dummy], n=n)
+        enc = encode_keys(sort_cols, descending=desc, leading=[dummy], n=n, nulls_first=nf)
         _, payload = kern.sort(enc, payload)
     sorted_t = table.with_arrays(payload)
     real = sorted_t.is_real
@@ -268,7 +297,7 @@ def _group_pass(kern, ctx, table: PaddedTable, keys: list[str], aggs: list[Agg],
     for a in aggs:
         col = sorted_t.column(a.column) if a.column is not None else None
         col2 = sorted_t.column(a.column2) if a.column2 is not None else None
-        out_cols.append(_aggregate(kern, a, col, real, starts, dstarts, overflow, col2))
+        out_cols.append(_aggregate(kern, a, col, real, starts, dstarts, overflow, col2, grouped=bool(keys)))
     ends = np.zeros(n, dtype=bool)
     if n:
         ends[:-1] = starts[1:]

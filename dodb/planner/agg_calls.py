@@ -24,7 +24,7 @@ _ONE_ARG = {exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
 _TWO_ARG = {exp.Corr: "corr", exp.CovarPop: "covar_pop", exp.CovarSamp: "covar_samp",
             exp.ArgMin: "arg_min", exp.ArgMax: "arg_max"}
 _QUANTILES = {exp.PercentileCont: "quantile_cont", exp.PercentileDisc: "quantile_disc", exp.Quantile: "quantile_disc"}
-SUPPORTED_AGGREGATES = (exp.Count, exp.Median) + tuple(_ONE_ARG) + tuple(_TWO_ARG) + tuple(_QUANTILES)
+SUPPORTED_AGGREGATES = (exp.Count, exp.Median, exp.GroupConcat) + tuple(_ONE_ARG) + tuple(_TWO_ARG) + tuple(_QUANTILES)
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,7 @@ class AggCall:
     func: str
     args: tuple          # row expressions (0, 1 or 2)
     param: str | None = None
+    order: tuple = ()    # string_agg's ORDER BY: (expression, descending, nulls_first)
 
 
 def _named(a: exp.Expression) -> str:
@@ -60,6 +61,8 @@ def _fraction(q: exp.Expression | None, a: exp.Expression) -> str:
 def agg_call(a: exp.AggFunc) -> AggCall:
     """The operator aggregate behind ``a``; raises :class:`UnsupportedQueryError` naming it."""
     arg = a.this
+    if isinstance(a, exp.GroupConcat):
+        return _string_agg(a)
     if isinstance(a, exp.Count):
         if isinstance(arg, exp.Star) or arg is None:
             return AggCall("count_star", ())
@@ -84,3 +87,25 @@ def agg_call(a: exp.AggFunc) -> AggCall:
         q = a.args.get("quantile") if isinstance(a, exp.Quantile) else a.expression
         return AggCall(_QUANTILES[type(a)], (arg,), _fraction(q, a))
     raise UnsupportedQueryError(f"aggregate {_named(a)}", position_of(a))
+
+
+def _string_agg(a: exp.GroupConcat) -> AggCall:
+    """``string_agg/group_concat/listagg(x[, sep] [ORDER BY …])``: the separator must be a
+    string constant (its length is part of the public width); DISTINCT is refused."""
+    arg, order = a.this, ()
+    if isinstance(arg, exp.Order):
+        order = tuple((o.this, bool(o.args.get("desc")), bool(o.args.get("nulls_first")))
+                      for o in arg.expressions)
+        arg = arg.this
+    if isinstance(arg, exp.Distinct):
+        raise UnsupportedQueryError(f"string_agg(DISTINCT …): {_named(a)} (aggregate the distinct values of a "
+                                    "subquery instead: SELECT string_agg(x, sep) FROM (SELECT DISTINCT …))",
+                                    position_of(a))
+    sep = a.args.get("separator")
+    if sep is None:
+        sep_text = ","
+    elif isinstance(sep, exp.Literal) and sep.is_string:
+        sep_text = sep.this
+    else:
+        raise UnsupportedQueryError(f"{_named(a)}: the separator must be one string constant", position_of(a))
+    return AggCall("string_agg", (arg,), sep_text, order)

@@ -105,16 +105,25 @@ def plan_aggregation(builder, sel: exp.Select, rel):
                 out = f"_agg{len(aggs)}"
                 cols = []
                 for j, arg in enumerate(call.args):
+                    if call.func == "string_agg" and _not_text(arg):  # DuckDB casts the value to VARCHAR
+                        arg = exp.cast(arg.copy(), "VARCHAR")
                     col = arg.name if isinstance(arg, exp.Column) else f"_a{len(aggs)}_{j}"
                     pre[col] = arg
                     cols.append(col)
                 cols += [None] * (2 - len(cols))
-                aggs.append(Agg(call.func, cols[0], out, column2=cols[1], param=call.param))
+                order = []
+                for j, (oe, desc, nf) in enumerate(call.order):
+                    col = oe.name if isinstance(oe, exp.Column) else f"_a{len(aggs)}_o{j}"
+                    pre[col] = oe
+                    order.append((col, desc, nf))
+                aggs.append(Agg(call.func, cols[0], out, column2=cols[1], param=call.param, order=tuple(order)))
                 seen[key] = out
                 repl[key] = _col(out)
         if not pre:  # COUNT(*) only: keep one column so the row count is known
             pre[node.columns[0]] = _col(node.columns[0])
         pnode = _project(node, pre)
+        if any(a.func == "string_agg" for a in aggs):
+            aggs = _bound_string_aggs(builder, pnode, keys, aggs)
         s = node.stability
         agg_s = builder._group_s(s) if keys else (1 if s > 0 else 0)
         node = Aggregate(pnode, keys, aggs, columns=keys + [a.name for a in aggs], stability=agg_s,
@@ -173,6 +182,30 @@ def plan_aggregation(builder, sel: exp.Select, rel):
     from .build import BuiltQuery
 
     return BuiltQuery(node, [n for n, _ in outputs], internal)
+
+
+def _not_text(e: exp.Expression) -> bool:
+    """The optimiser typed ``e`` as something other than a string (then string_agg casts it)."""
+    t = getattr(e, "type", None)
+    return t is not None and t.this not in (exp.DataType.Type.UNKNOWN,) and not t.is_type(*exp.DataType.TEXT_TYPES)
+
+
+def _bound_string_aggs(builder, pnode, keys: list[str], aggs: list[Agg]) -> list[Agg]:
+    """string_agg's public bounds (operators/string_agg.py): rows per group — the group key's
+    degree bound when the planner has one, else the padded input's — and the padded input size."""
+    from dataclasses import replace
+
+    from .logical import upper_rows
+    total = max(1, upper_rows(pnode))
+    rows = total
+    if keys:
+        try:
+            d = builder.degree(pnode, list(keys))
+        except Exception:  # noqa: BLE001 - no bound known: the padded input's is public
+            d = None
+        if d is not None:
+            rows = max(1, min(rows, d))
+    return [replace(a, rows=rows, total=total) if a.func == "string_agg" else a for a in aggs]
 
 
 def _project(child, exprs: dict[str, exp.Expression], same: dict[str, str] | None = None) -> Project:

@@ -173,6 +173,11 @@ class Aggregate(Unary):
 
     def describe(self) -> str:
         aggs = ", ".join(f"{a.name}={a.func}({', '.join(x for x in (a.column or '*', a.column2, a.param) if x)})"
+                         if a.func != "string_agg" else
+                         f"{a.name}=string_agg({a.column}, {a.param!r}"
+                         + "".join(f"{' ORDER BY' if i == 0 else ','} {c}{' DESC' if d else ''}"
+                                   f"{' NULLS FIRST' if nf else ''}" for i, (c, d, nf) in enumerate(a.order))
+                         + f"; ≤{a.rows} rows/group of ≤{a.total})"
                          for a in self.aggs)
         return f"Aggregate by [{', '.join(self.keys)}] {aggs}"
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 
-from .logical import Filter, Node, Project, Scan, upper_rows, walk
+from .logical import Aggregate, Filter, Node, Project, Scan, upper_rows, walk
 
 __all__ = ["estimate_peak_bytes", "default_memory_limit", "format_bytes", "parse_bytes", "WORK_FACTOR"]
 
@@ -48,6 +48,28 @@ def _string_widths(root: Node) -> dict[str, int]:
     return out
 
 
+STRING_AGG_FACTOR = 32  # working bytes per candidate byte of string_agg's compaction (operators/string_agg.py)
+
+
+def _string_agg_bytes(node: Node, widths: dict[str, int]) -> int:
+    """string_agg's candidate buffer: ``n·R·(w + s)`` bytes (one row without GROUP BY), each
+    compacted with int64 displacements and masks, plus its results."""
+    if not isinstance(node, Aggregate):
+        return 0
+    from ..operators.string_agg import string_agg_width
+    n = upper_rows(node.child)
+    out = 0
+    for a in node.aggs:
+        if a.func != "string_agg":
+            continue
+        w = widths.get(a.column, 0)
+        s = len((a.param or "").encode())
+        rows = a.rows if a.rows is not None else n
+        width = string_agg_width(rows, w, s)
+        out += (STRING_AGG_FACTOR + 1) * (width * n if node.keys else width + n * (w + s))
+    return out
+
+
 def _row_bytes(node: Node, widths: dict[str, int]) -> int:
     return BYTES_PER_COLUMN * len(node.columns) + sum(widths.get(c, 0) for c in node.columns) + 1
 
@@ -63,7 +85,7 @@ def estimate_peak_bytes(root: Node) -> int:
         if isinstance(n, (Filter, Project)):
             held += EXPR_FACTOR * sum(upper_rows(c) * sum(widths.get(col, 0) for col in c.columns)
                                       for c in n.children)
-        return held
+        return held + _string_agg_bytes(n, widths)
 
     return BASE_BYTES + sum(outputs.values()) + max((work(n) for n in nodes), default=0)
 

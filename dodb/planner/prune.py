@@ -57,6 +57,7 @@ def prune_columns(root: Node) -> Node:
             child_need = [want | {k.column for k in node.keys}]
         elif isinstance(node, Aggregate):
             child_need = [set(node.keys) | {c for a in node.aggs for c in (a.column, a.column2) if c}
+                          | {c for a in node.aggs for c, _, _ in a.order}
                           or {node.child.columns[0]}]
         elif isinstance(node, (Distinct, SetOp)):
             child_need = [set(c.columns) for c in node.children]

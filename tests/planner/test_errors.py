@@ -19,7 +19,7 @@ def db():
 UNSUPPORTED = {
     "SELECT o_orderkey, sum(o_totalprice) OVER (ORDER BY o_orderdate RANGE BETWEEN INTERVAL 7 DAYS PRECEDING "
     "AND CURRENT ROW) FROM orders": "RANGE frame",
-    "SELECT o_custkey, string_agg(o_comment, ',') FROM orders GROUP BY 1": "STRING_AGG",
+    "SELECT o_custkey, string_agg(DISTINCT o_comment, ',') FROM orders GROUP BY 1": "string_agg(DISTINCT",
     "SELECT * FROM orders RIGHT JOIN customer ON o_custkey = c_custkey": "RIGHT OUTER JOIN",
     "SELECT * FROM orders FULL JOIN customer ON o_custkey < c_custkey": "FULL JOIN condition that is not an equality",
     "SELECT * FROM orders FULL JOIN customer ON o_custkey = c_custkey AND c_acctbal > 0":

@@ -48,7 +48,11 @@ def _rewrite(node: exp.Filter) -> exp.Expression:
         arg = agg.args.get(slot)
         if arg is None:
             continue
-        if isinstance(arg, exp.Distinct):  # count(DISTINCT x) FILTER (…): the distinct values of x where p
+        if isinstance(arg, exp.Order):  # string_agg(x, sep ORDER BY …) FILTER (…): the CASE goes on x
+            arg = arg.copy()
+            arg.set("this", _when(cond, arg.this.copy()))
+            agg.set(slot, arg)
+        elif isinstance(arg, exp.Distinct):  # count(DISTINCT x) FILTER (…): the distinct values of x where p
             if len(arg.expressions) != 1:
                 raise UnsupportedQueryError("aggregate (DISTINCT …) over several expressions with FILTER",
                                             position_of(node))
