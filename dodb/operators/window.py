@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from ..errors import UnsupportedQueryError
 from ..oblivious.scan import segmented_lex_scan, segmented_scan
-from .aggregate import SUM_OVERFLOW, _TEN38, _carry, _int128_parts, _int128_to_float, _words_differ
+from .aggregate import RANGE_OVERFLOW, SUM_OVERFLOW, _TEN38, _carry, _int128_parts, _int128_to_float, _words_differ
 from .context import ExecContext, OpResult
 from .keys import KeyField, column_fields, encode_keys, pack_fields
 from .sort_limit import SortKey
@@ -147,6 +147,7 @@ class _Ctx:
         self.peer_rn = segmented_scan(ones, peer, "sum", trace=trace)
         self.overflow = np.zeros(n, dtype=bool)  # rows whose SUM/AVG frame total leaves DECIMAL(38)
         self.q0 = self.idx - self.peer_rn + 1
+        self.range_overflow = np.zeros(n, dtype=bool)  # rows whose RANGE bound leaves INT64 (DuckDB raises)
 
     def first(self, arrays: list[np.ndarray], starts: np.ndarray) -> list[np.ndarray]:
         return [segmented_scan(a, starts, "first", trace=self.trace) for a in arrays]
@@ -256,13 +257,14 @@ def _probe_sums(c: _Ctx, words: list[np.ndarray], frame: Frame) -> list[np.ndarr
     the trace depends on ``n`` only."""
     n = c.n
     if frame.start is not None and frame.end is not None and frame.start > frame.end:
-        return [np.zeros_like(w) for w in words]  # an empty frame on every row (public)
+        raise UnsupportedQueryError(f"{frame.kind.upper()} frame whose start offset follows its end offset")
     v, valid, is_float, desc, nf = _probe_key(c, frame)
     sign = -1 if desc else 1
     pid = np.cumsum(c.pstart.astype(np.int64)).astype(np.uint64)  # the partition's number, in sorted order
     vals, sides, ties = [v], [np.ones(n, dtype=np.uint64)], [np.ones(n, dtype=np.uint64)]
     for tie, off in ((0, frame.start), (2, frame.end)):
         mv, side = _moved(v, sign * (off or 0), is_float)
+        c.range_overflow |= valid & (side != 1)
         if desc:
             side = np.uint64(2) - side
         vals.append(mv), sides.append(np.where(valid, side, np.uint64(1))), ties.append(np.full(n, tie, np.uint64))
@@ -529,7 +531,8 @@ def _spec_pass(t: PaddedTable, spec: WindowSpec, ctx: ExecContext) -> PaddedTabl
     c = _Ctx(pstart, peer, ctx.trace, okey, ctx.kernels.sort)
     cols = [_compute(c, t, f) for f in spec.funcs]
     # folded into the status word like the group-by's SUM: raised after the run, pattern-free
-    ctx.error_code = max(ctx.error_code, int(np.max(c.overflow & t.is_real, initial=False)) * SUM_OVERFLOW)
+    ctx.error_code = max(ctx.error_code, int(np.max(c.overflow & t.is_real, initial=False)) * SUM_OVERFLOW,
+                         int(np.max(c.range_overflow & t.is_real, initial=False)) * RANGE_OVERFLOW)
     return PaddedTable(t.names + [f.name for f in spec.funcs], t.columns + cols, t.is_real, t.stability,
                        dict(t.meta))
 

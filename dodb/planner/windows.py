@@ -186,6 +186,10 @@ def _frame(w: exp.Window, ordered: bool) -> Frame:
             raise UnsupportedQueryError(f"{kind.upper()} frame with an offset needs "
                                         f"{'exactly one ORDER BY key' if kind == 'range' else 'an ORDER BY'}: "
                                         f"{w.sql(dialect='duckdb')[:80]}", position_of(w))
+        if frame.probed and start is not None and end is not None and start > end:
+            # DuckDB's answer on such a frame is not an empty frame's: refused, not guessed
+            raise UnsupportedQueryError(f"{kind.upper()} frame whose start offset follows its end offset: "
+                                        f"{w.sql(dialect='duckdb')[:80]}", position_of(w))
         if frame.probed and kind == "range":
             key = order.expressions[0].this
             typ = getattr(key, "type", None)

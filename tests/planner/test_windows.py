@@ -158,7 +158,7 @@ def test_generated_window_queries_equal_duckdb(db, sql):
 
 _OFFSET_FRAMES = ["RANGE BETWEEN 2 PRECEDING AND 1 FOLLOWING", "RANGE BETWEEN 1 PRECEDING AND CURRENT ROW",
                   "RANGE BETWEEN UNBOUNDED PRECEDING AND 3 PRECEDING", "RANGE BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING",
-                  "RANGE BETWEEN 2 FOLLOWING AND 1 FOLLOWING", "RANGE 3 PRECEDING",
+                  "RANGE BETWEEN 1 FOLLOWING AND 2 FOLLOWING", "RANGE 3 PRECEDING",
                   "GROUPS BETWEEN 1 PRECEDING AND 1 FOLLOWING", "GROUPS BETWEEN CURRENT ROW AND 2 FOLLOWING",
                   "GROUPS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING", "GROUPS UNBOUNDED PRECEDING"]
 
@@ -194,6 +194,8 @@ def test_float_range_key_equals_duckdb(db):
 @pytest.mark.parametrize("sql,construct", [
     ("SELECT min(qty) OVER (ORDER BY id RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM sales", "MIN over a RANGE"),
     ("SELECT first_value(qty) OVER (ORDER BY id GROUPS 1 PRECEDING) FROM sales", "FIRST_VALUE over a GROUPS"),
+    ("SELECT sum(qty) OVER (ORDER BY id RANGE BETWEEN 2 FOLLOWING AND 1 FOLLOWING) FROM sales",
+     "start offset follows its end"),
     ("SELECT lag(qty IGNORE NULLS) OVER (ORDER BY id) FROM sales", "IGNORE NULLS"),
     ("SELECT nth_value(qty, id) OVER (ORDER BY id) FROM sales", "NTH_VALUE's position"),
     ("SELECT median(qty) OVER (ORDER BY id) FROM sales", "MEDIAN"),
