@@ -280,11 +280,13 @@ def _probe_sums(c: _Ctx, words: list[np.ndarray], frame: Frame) -> list[np.ndarr
     back = np.concatenate([np.full(n, 2, np.uint64), np.zeros(n, np.uint64), np.ones(n, np.uint64)])
     lanes = [np.concatenate([w, np.zeros_like(w), np.zeros_like(w)]) for w in words]
     pid3 = np.concatenate([pid] * 3)
-    _, out = c.sort(EncodedKey(*pack_fields(fields, 3 * n)), lanes + [pid3, slot, back])
-    starts = _words_differ([out[len(lanes)]])
-    pre = [segmented_scan(a, starts, "sum", trace=c.trace) for a in out[:len(lanes)]]
-    _, res = c.sort(EncodedKey(*pack_fields([KeyField(out[len(lanes) + 2], 2), KeyField(out[len(lanes) + 1], 64)],
-                                            3 * n)), pre)
+    key = EncodedKey(*pack_fields(fields, 3 * n))
+    _, out = c.sort(key, lanes + [pid3, slot, back])  # lint: public the oblivious network on 3n rows
+    *sums, pid_s, slot_s, back_s = out
+    starts = _words_differ([pid_s])
+    pre = [segmented_scan(a, starts, "sum", trace=c.trace) for a in sums]
+    key = EncodedKey(*pack_fields([KeyField(back_s, 2), KeyField(slot_s, 64)], 3 * n))
+    _, res = c.sort(key, pre)  # lint: public the oblivious network, back to (probe kind, row)
     totals = None
     if frame.end is None:
         totals = c.last([segmented_scan(w, c.pstart, "sum", trace=c.trace) for w in words], c.pstart)

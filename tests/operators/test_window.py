@@ -326,3 +326,14 @@ def test_probed_frames_same_padded_shape_same_view(data):
     vb = _view(_same_shape(tb, 2, n), specs)
     assert va[0] == vb[0], "the window operator's trace depends on the data"
     assert va[1] == vb[1], _first_difference(va[1], vb[1])
+
+
+@pytest.mark.parametrize("mode", ["do", "oblivious"])
+@settings(max_examples=5, deadline=None)
+@given(data=st.data())
+def test_probed_frames_trace_is_simulatable(mode, data):
+    t, specs = data.draw(probed_case())
+    pt = from_arrow(t, stability=2, widths=WIDTHS)
+    ctx = ExecContext(mode=mode, rng=new_rng(3))
+    res = window(pt, specs, restore=True, ctx=ctx)
+    assert simulate(window, [pt], [], mode=mode, specs=specs, restore=True) == res.trace
