@@ -27,7 +27,7 @@ from .scalar_row import SCALAR_ROWS, SCALAR_ROWS_MESSAGE
 from .string_agg import string_agg
 from .table import Column, PaddedTable
 
-__all__ = ["Agg", "group_by", "AGG_FUNCS", "SUM_OVERFLOW", "STATUS_MESSAGES"]
+__all__ = ["Agg", "group_by", "AGG_FUNCS", "SUM_OVERFLOW", "RANGE_OVERFLOW", "STATUS_MESSAGES"]
 
 AGG_FUNCS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct", "string_agg") + STATS_FUNCS
 _M32 = np.uint64(0xFFFFFFFF)
@@ -94,9 +94,13 @@ def _sum128(kern, lo: np.ndarray, hi: np.ndarray, starts: np.ndarray) -> tuple[n
 
 # status code (dodb.wire) of a SUM outside DECIMAL(38, s), the widest result dodb returns
 SUM_OVERFLOW = 1 << 20
+RANGE_OVERFLOW = 1 << 21  # a window's RANGE bound (ORDER BY key ± offset) outside INT64, as DuckDB raises
 STATUS_MESSAGES = {SUM_OVERFLOW: "Out of Range Error: Overflow in SUM: the total does not fit in 38 digits "
                                  "(DECIMAL(38)/HUGEINT)",
+                   RANGE_OVERFLOW: "Out of Range Error: Overflow in a RANGE frame bound: the ORDER BY key plus "
+                                   "the offset does not fit in INT64",
                    SCALAR_ROWS: SCALAR_ROWS_MESSAGE}
+assert len(STATUS_MESSAGES) == 3, "status codes must differ"
 _TEN38 = [(10 ** 38 >> (32 * i)) & 0xFFFFFFFF for i in range(4)]  # 32-bit limbs, low first
 
 

@@ -30,7 +30,7 @@ from .table import PaddedTable
 __all__ = ["scalar_row", "SCALAR_ROWS", "SCALAR_ROWS_MESSAGE"]
 
 # status code (dodb.wire) and DuckDB's message for a scalar subquery with several rows
-SCALAR_ROWS = 1 << 21
+SCALAR_ROWS = 1 << 22  # beside SUM_OVERFLOW and RANGE_OVERFLOW (operators/aggregate.py)
 SCALAR_ROWS_MESSAGE = ("Invalid Input Error: More than one row returned by a subquery used as an expression - "
                        "scalar subqueries can only return a single row.")
 

@@ -155,10 +155,10 @@ def _bound(value, side, kind: str, w: exp.Window) -> int | None:
         return None
     if text is not None and text.upper() == "CURRENT ROW":
         return 0
-    if kind == "range":
-        raise UnsupportedQueryError("RANGE frame with an offset (use ROWS, or UNBOUNDED / CURRENT ROW): "
+    if isinstance(value, exp.Interval):
+        raise UnsupportedQueryError("RANGE frame with an INTERVAL offset (a numeric ORDER BY key only): "
                                     f"{w.sql(dialect='duckdb')[:80]}", position_of(w))
-    k = _int_arg(value, "a ROWS frame offset", 0, w)
+    k = _int_arg(value, f"a {kind.upper()} frame offset", 0, w)
     if k < 0:
         raise UnsupportedQueryError(f"negative frame offset {k}", position_of(w))
     return -k if side == "PRECEDING" else k
@@ -169,7 +169,7 @@ def _frame(w: exp.Window, ordered: bool) -> Frame:
     if spec is None:
         return Frame("range", None, 0) if ordered else WHOLE
     kind = (spec.args.get("kind") or "").lower()
-    if kind not in ("rows", "range") or spec.args.get("exclude"):
+    if kind not in ("rows", "range", "groups") or spec.args.get("exclude"):
         what = "EXCLUDE" if spec.args.get("exclude") else (kind.upper() or "this")
         raise UnsupportedQueryError(f"{what} frame: {w.sql(dialect='duckdb')[:80]}", position_of(w))
     start = _bound(spec.args.get("start"), spec.args.get("start_side"), kind, w)
@@ -177,14 +177,44 @@ def _frame(w: exp.Window, ordered: bool) -> Frame:
     if start is None and (spec.args.get("start_side") or "").upper() == "FOLLOWING" or \
             end is None and (spec.args.get("end_side") or "").upper() == "PRECEDING":
         raise UnsupportedQueryError(f"frame bound {w.sql(dialect='duckdb')[:80]}", position_of(w))
-    if kind == "range":
-        if not ordered:  # every row is a peer of every other
+    if kind in ("range", "groups"):
+        frame = Frame(kind, start, end)
+        if not ordered and not frame.probed:  # every row is a peer of every other
             return WHOLE
-        return Frame("range", start, end)
+        order = w.args.get("order")
+        if frame.probed and (not ordered or kind == "range" and len(order.expressions) != 1):
+            raise UnsupportedQueryError(f"{kind.upper()} frame with an offset needs "
+                                        f"{'exactly one ORDER BY key' if kind == 'range' else 'an ORDER BY'}: "
+                                        f"{w.sql(dialect='duckdb')[:80]}", position_of(w))
+        if frame.probed and start is not None and end is not None and start > end:
+            # DuckDB's answer on such a frame is not an empty frame's: refused, not guessed
+            raise UnsupportedQueryError(f"{kind.upper()} frame whose start offset follows its end offset: "
+                                        f"{w.sql(dialect='duckdb')[:80]}", position_of(w))
+        if frame.probed and kind == "range":
+            key = order.expressions[0].this
+            typ = getattr(key, "type", None)
+            if typ is not None and not typ.is_type(exp.DataType.Type.UNKNOWN) and not typ.is_type(
+                    *_RANGE_KEYS):
+                raise UnsupportedQueryError(f"RANGE frame with an offset over an ORDER BY key of type "
+                                            f"{typ.sql(dialect='duckdb')}: {w.sql(dialect='duckdb')[:80]}",
+                                            position_of(w))
+        return frame
     if start is not None and end is not None and end - start + 1 > MAX_FRAME_ROWS:
         raise UnsupportedQueryError(f"ROWS frame of more than {MAX_FRAME_ROWS} rows with both ends bounded: "
                                     f"{w.sql(dialect='duckdb')[:80]}", position_of(w))
     return Frame("rows", start, end)
+
+
+_RANGE_KEYS = ("TINYINT", "SMALLINT", "INT", "BIGINT", "UTINYINT", "USMALLINT", "UINT", "FLOAT", "DOUBLE")
+
+
+def _unprobed(w: exp.Window, ordered: bool, what: str) -> Frame:
+    """The frame of a function that does not take RANGE offsets or GROUPS frames."""
+    frame = _frame(w, ordered)
+    if frame.probed:
+        raise UnsupportedQueryError(f"{what} over a {frame.kind.upper()} frame with an offset: "
+                                    f"{w.sql(dialect='duckdb')[:80]}", position_of(w))
+    return frame
 
 
 def _function(w: exp.Window, name: str, cols: dict[str, str]) -> tuple[WindowFunc, bool]:
@@ -222,15 +252,16 @@ def _function(w: exp.Window, name: str, cols: dict[str, str]) -> tuple[WindowFun
         k = _int_arg(f.args.get("offset"), "NTH_VALUE's position", 1, w)
         if k < 1:
             raise UnsupportedQueryError("NTH_VALUE's position must be positive", position_of(w))
-        return WindowFunc("nth_value", col(f.this), name, offset=k, frame=_frame(w, ordered)), True
+        return WindowFunc("nth_value", col(f.this), name, offset=k, frame=_unprobed(w, ordered, "NTH_VALUE")), True
     if isinstance(f, (exp.FirstValue, exp.LastValue)):
         func = "first_value" if isinstance(f, exp.FirstValue) else "last_value"
-        return WindowFunc(func, col(f.this), name, frame=_frame(w, ordered), ignore_nulls=ignore_nulls), True
+        return WindowFunc(func, col(f.this), name, frame=_unprobed(w, ordered, func.upper()),
+                          ignore_nulls=ignore_nulls), True
     if isinstance(f, (exp.Count, *_AGGS)):
         arg = f.this
         if isinstance(arg, exp.Distinct):
             raise UnsupportedQueryError(f"{f.key.upper()}(DISTINCT …) OVER (…)", position_of(w))
-        frame = _frame(w, ordered)
+        frame = _frame(w, ordered) if type(f) not in (exp.Min, exp.Max) else _unprobed(w, ordered, f.key.upper())
         if isinstance(f, exp.Count):
             func, column = ("count_star", None) if arg is None or isinstance(arg, exp.Star) else ("count", col(arg))
         else:

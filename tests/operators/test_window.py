@@ -242,3 +242,98 @@ def test_trace_is_simulatable(mode, data):
     res = window(pt, specs, restore=True, ctx=ctx)
     assert not res.leaks  # a window releases nothing
     assert simulate(window, [pt], [], mode=mode, specs=specs, restore=True) == res.trace
+
+
+# -- RANGE frames with offsets and GROUPS frames (probe rows) -------------------------------------
+PROBED_FRAMES = [Frame("range", -2, 1), Frame("range", -1, 0), Frame("range", None, -1), Frame("range", 1, None),
+                 Frame("range", 0, 3), Frame("range", 1, 2), Frame("range", -3, -1), Frame("groups", -1, 1),
+                 Frame("groups", 0, 2), Frame("groups", None, -1), Frame("groups", 1, None), Frame("groups", 0, 0)]
+
+
+@st.composite
+def probed_case(draw):
+    kinds = ["int", draw(st.sampled_from(["int", "float", "bigint"])), draw(st.sampled_from(["int", "dec", "float",
+                                                                                            "bigint"]))]
+    t = draw(tables(kinds=kinds, max_rows=24, names={0: "p", 1: "o", 2: "v"}))
+    t = t.append_column("id", pa.array(range(t.num_rows), type=pa.int64()))
+    part = ("p",) if draw(st.booleans()) else ()
+    order = (SortKey("o", draw(st.booleans()), draw(st.booleans())),)
+    funcs = tuple(WindowFunc(fn, None if fn == "count_star" else "v", f"f{i}", frame=draw(st.sampled_from(PROBED_FRAMES)))
+                  for i, fn in enumerate(["count_star", "count", "sum", "avg"]))
+    return t, [WindowSpec(part, order, funcs)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_probed_frames_equal_duckdb(mode, data):
+    t, specs = data.draw(probed_case())
+    _, pt = data.draw(padded(st.just(t), stability=1))
+    out = window(pt, specs, restore=True, ctx=ExecContext(mode=mode, rng=new_rng(1))).table
+    names = ["id"] + [f.name for s in specs for f in s.funcs]
+    assert_same_rows(out.select(names).to_arrow(), duck(_sql(specs), t=t))
+
+
+@settings(max_examples=5, deadline=None)
+@given(data=st.data())
+def test_probed_frames_on_empty_inputs(data):
+    t, specs = data.draw(probed_case())
+    _, pt = data.draw(padded(st.just(t.slice(0, 0)), stability=1))
+    out = window(pt, specs, ctx=ExecContext(mode="do", rng=new_rng(1))).table
+    assert out.padded_size == pt.padded_size and out.real_count == 0
+
+
+def test_range_offsets_at_the_int64_limits():
+    """DuckDB raises when a key plus an offset leaves INT64: the status word says so (no branch)."""
+    big, small = 2**63 - 1, -(2**63)
+    t = pa.table({"o": pa.array([big - 3, big - 5, small + 4, small + 6, 0, None], pa.int64()),
+                  "v": pa.array([1, 2, 3, 4, 5, 6], pa.int64()), "id": pa.array(range(6), pa.int64())})
+    frames = [Frame("range", -2, 2), Frame("range", 1, 3), Frame("range", -3, -1), Frame("range", 0, None)]
+    for desc in (False, True):
+        specs = [WindowSpec((), (SortKey("o", desc),), tuple(
+            WindowFunc("sum", "v", f"s{i}", frame=f) for i, f in enumerate(frames)))]
+        ctx = ExecContext(mode="do", rng=new_rng(1))
+        out = window(from_arrow(t, stability=1), specs, ctx=ctx).table
+        names = ["id"] + [f.name for f in specs[0].funcs]
+        assert ctx.error_code == 0
+        assert_same_rows(out.select(names).to_arrow(), duck(_sql(specs), t=t))
+        specs = [WindowSpec((), (SortKey("o", desc),), (WindowFunc("sum", "v", "s", frame=Frame("range", -7, 0)),))]
+        ctx = ExecContext(mode="do", rng=new_rng(1))
+        window(from_arrow(t, stability=1), specs, ctx=ctx)
+        assert ctx.error_code == W.RANGE_OVERFLOW
+        with pytest.raises(Exception, match="Overflow"):
+            duck(_sql(specs), t=t)
+
+
+def test_probed_frames_refuse_min_max_and_value_functions():
+    t = from_arrow(pa.table({"o": pa.array([1, 2], pa.int64()), "v": pa.array([1, 2], pa.int64())}), stability=1)
+    for fn in ["min", "max", "first_value", "last_value", "nth_value"]:
+        spec = WindowSpec((), (SortKey("o"),), (WindowFunc(fn, "v", "x", frame=Frame("range", -1, 1)),))
+        with pytest.raises(W.UnsupportedQueryError, match=fn.upper()):
+            window(t, [spec], ctx=ExecContext(mode="do", rng=new_rng(1)))
+
+
+@settings(max_examples=6, deadline=None)
+@given(data=st.data())
+def test_probed_frames_same_padded_shape_same_view(data):
+    ta, specs = data.draw(probed_case())
+    rows_b = data.draw(st.integers(0, 24))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
+    tb = ta.take(pa.array(rng.integers(0, ta.num_rows, rows_b))) if ta.num_rows and rows_b else ta.slice(0, 0)
+    tb = pa.table({c: tb.column(c).take(pa.array(rng.permutation(tb.num_rows))) for c in tb.column_names})
+    n = 30
+    va = _view(_same_shape(ta, 1, n), specs)
+    vb = _view(_same_shape(tb, 2, n), specs)
+    assert va[0] == vb[0], "the window operator's trace depends on the data"
+    assert va[1] == vb[1], _first_difference(va[1], vb[1])
+
+
+@pytest.mark.parametrize("mode", ["do", "oblivious"])
+@settings(max_examples=5, deadline=None)
+@given(data=st.data())
+def test_probed_frames_trace_is_simulatable(mode, data):
+    t, specs = data.draw(probed_case())
+    pt = from_arrow(t, stability=2, widths=WIDTHS)
+    ctx = ExecContext(mode=mode, rng=new_rng(3))
+    res = window(pt, specs, restore=True, ctx=ctx)
+    assert simulate(window, [pt], [], mode=mode, specs=specs, restore=True) == res.trace

@@ -156,14 +156,51 @@ def test_generated_window_queries_equal_duckdb(db, sql):
     assert_same_rows(got, db.oracle.sql(sql).to_arrow_table())
 
 
+_OFFSET_FRAMES = ["RANGE BETWEEN 2 PRECEDING AND 1 FOLLOWING", "RANGE BETWEEN 1 PRECEDING AND CURRENT ROW",
+                  "RANGE BETWEEN UNBOUNDED PRECEDING AND 3 PRECEDING", "RANGE BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING",
+                  "RANGE BETWEEN 1 FOLLOWING AND 2 FOLLOWING", "RANGE 3 PRECEDING",
+                  "GROUPS BETWEEN 1 PRECEDING AND 1 FOLLOWING", "GROUPS BETWEEN CURRENT ROW AND 2 FOLLOWING",
+                  "GROUPS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING", "GROUPS UNBOUNDED PRECEDING"]
+
+
+@st.composite
+def offset_frame_query(draw):
+    func = draw(st.sampled_from(["sum(qty)", "avg(amount)", "count(*)", "count(region)", "sum(amount)",
+                                 "avg(qty)"]))
+    part = draw(st.sampled_from(["", "region", "cust % 3"]))
+    key = draw(st.sampled_from(["qty", "cust", "id % 4", "qty * 2 - 3"]))
+    order = key + draw(st.sampled_from(["", " DESC", " NULLS FIRST", " DESC NULLS FIRST", " DESC NULLS LAST"]))
+    frame = draw(st.sampled_from(_OFFSET_FRAMES))
+    over = " ".join(x for x in [f"PARTITION BY {part}" if part else "", f"ORDER BY {order}", frame] if x)
+    where = draw(st.sampled_from(["", " WHERE qty > 1", " WHERE id > 100"]))
+    return f"SELECT id, {func} OVER ({over}) AS w FROM sales{where}"
+
+
+@settings(max_examples=30, deadline=None)
+@given(sql=offset_frame_query())
+def test_range_offset_and_groups_frames_equal_duckdb(db, sql):
+    got = db.sql(sql, epsilon=1.0, delta=1e-6).arrow()
+    assert_same_rows(got, db.oracle.sql(sql).to_arrow_table())
+
+
+def test_float_range_key_equals_duckdb(db):
+    sql = ("SELECT id, sum(qty) OVER (PARTITION BY zone ORDER BY score DESC RANGE BETWEEN 1 PRECEDING AND "
+           "2 FOLLOWING) AS s, count(*) OVER (ORDER BY score RANGE BETWEEN 2 PRECEDING AND 1 PRECEDING) AS c "
+           "FROM sales")
+    got = db.sql(sql, epsilon=1.0, delta=1e-6).arrow()
+    assert_same_rows(got, db.oracle.sql(sql).to_arrow_table())
+
+
 @pytest.mark.parametrize("sql,construct", [
-    ("SELECT sum(qty) OVER (ORDER BY id RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM sales", "RANGE frame"),
-    ("SELECT sum(qty) OVER (ORDER BY id GROUPS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM sales", "GROUPS frame"),
+    ("SELECT min(qty) OVER (ORDER BY id RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM sales", "MIN over a RANGE"),
+    ("SELECT first_value(qty) OVER (ORDER BY id GROUPS 1 PRECEDING) FROM sales", "FIRST_VALUE over a GROUPS"),
+    ("SELECT sum(qty) OVER (ORDER BY id RANGE BETWEEN 2 FOLLOWING AND 1 FOLLOWING) FROM sales",
+     "start offset follows its end"),
     ("SELECT lag(qty IGNORE NULLS) OVER (ORDER BY id) FROM sales", "IGNORE NULLS"),
     ("SELECT nth_value(qty, id) OVER (ORDER BY id) FROM sales", "NTH_VALUE's position"),
     ("SELECT median(qty) OVER (ORDER BY id) FROM sales", "MEDIAN"),
     ("SELECT sum(qty) OVER (ORDER BY day RANGE BETWEEN INTERVAL 2 DAYS PRECEDING AND CURRENT ROW) FROM sales",
-     "RANGE frame"),
+     "INTERVAL offset"),
     ("SELECT ntile(qty) OVER (ORDER BY id) FROM sales", "NTILE"),
     ("SELECT lag(qty, id) OVER (ORDER BY id) FROM sales", "LAG's offset"),
     ("SELECT count(DISTINCT qty) OVER (PARTITION BY region) FROM sales", "COUNT(DISTINCT"),
