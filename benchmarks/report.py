@@ -274,17 +274,19 @@ def write_tpch_reports(data: dict, out: Path, plots: bool = True) -> Path:
 
     cmd = (f"python -m benchmarks tpch --scale {scale:g} --queries {_qspec(p['queries'])} --epsilons "
            f"{' '.join(f'{e:g}' for e in p['epsilons'])} --repeats {p['repeats']} --warmup {p['warmup']} "
-           f"--timeout {p['timeout']:g}" + (" --quick" if p.get("quick") else ""))
+           f"--timeout {p['timeout']:g}" + (" --quick" if p.get("quick") else "")
+           + (f" --engines {' '.join(p['engines'])}" if p.get("engines") and len(p["engines"]) < 4 else ""))
     setup = data["setup"]
     lines = [f"# TPC-H end to end, scale factor {scale:g}", "", f"Command: `{cmd}`", "",
              *machine_lines(data["machine"]),
              f"- Data: {setup['generator']}; rows: " + ", ".join(f"{k} {v}" for k, v in setup["rows"].items()),
              f"- Privacy: customer is the privacy unit (orders, lineitem reach it by keys); part, partsupp, supplier, "
              f"nation, region public. δ = {p['delta']:g} per query; budget large enough for every run.",
-             "", f"> {NOISE_CAVEAT} Runs longer than {p['long']:g} s were measured once. dodb runs single-threaded "
-             "numpy; DuckDB uses all cores. Peak memory = resident-set high-water mark of the worker process during "
+             "", f"> {NOISE_CAVEAT} Runs longer than {p['long']:g} s were measured once. dodb runs numpy and numba "
+             "kernels (the sort on up to 2 threads); DuckDB uses all cores. Peak memory = resident-set high-water mark of the worker process during "
              "a run minus its resident set before (reset with `/proc/self/clear_refs`), so it includes DuckDB's and "
              "Arrow's memory.", ""]
+    lines += [line for n in data.get("notes", []) for line in (f"> {n}", "")]
     bad = [r for r in res if r["status"] == "ok" and not r.get("match", True)]
     failed = [r for r in res if r["status"] != "ok"]
     lines += ["## Correctness", ""]
