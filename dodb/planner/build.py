@@ -463,7 +463,6 @@ class PlanBuilder(ThetaJoins):
                 pick = next((i for i, r in enumerate(rest) if r.node.one_row or cur.node.one_row
                              or self._public_one_row(r.node)), None)
                 if pick is None:  # no equality links cur to any source: an oblivious product
-                    self._refuse_multi_row_scalar([cur] + rest)
                     pick = min(range(len(rest)), key=lambda i: upper_rows(rest[i].node))
                     cur = self._cross_join(cur, rest.pop(pick), pending)
                     ready = [p for p in pending if _refs(p) <= cur.aliases]
@@ -483,8 +482,6 @@ class PlanBuilder(ThetaJoins):
                 r = rest.pop(pick)
                 used = [p for p in pending if self._joins_on(p, cur, r)]
                 pending = [p for p in pending if p not in used]
-                if not all(self._equi(p, cur, r) for p in used):
-                    self._refuse_multi_row_scalar([cur, r])
                 cur, r, keys = self._key_pairs(cur, r, used)
                 cur = self._join_node(cur, r, "inner", [k[0] for k in keys], [k[1] for k in keys])
             ready = [p for p in pending if _refs(p) <= cur.aliases]

@@ -7,15 +7,13 @@ joins a FROM item linked only to an outer-joined source after the outer joins.
 """
 from __future__ import annotations
 
-import re
-
 from sqlglot import exp
 
 from ..errors import UnsupportedQueryError
-from ..operators.scalar_row import SCALAR_ROWS_MESSAGE
-from ..wire import QueryRuntimeError
 from ..operators.join import full_join_stability
+from ..operators.scalar_row import SCALAR_ROWS_MESSAGE
 from ..operators.theta_join import CROSS_PRODUCT_LIMIT, cross_stability
+from ..wire import QueryRuntimeError
 from .degrees import shifted_column
 from .expr_keys import expression_equality
 from .logical import Aggregate, CrossJoin, Distinct, Filter, Join, Node, Project, ScalarRow, SetOp, upper_rows
@@ -94,17 +92,6 @@ class ThetaJoins:
             return max(1, self._public_result_degree(keyed, ["__key"]))
         return None
 
-    def _refuse_multi_row_scalar(self, rels: list[_Rel]) -> None:
-        """A scalar subquery not known to hold at most one row is not crossed or joined on a
-        computed key: DuckDB raises an error when it holds several, and over private rows
-        its row count cannot be checked without revealing it."""
-        for r in rels:
-            if r.scalar and not r.node.one_row and not self._public_one_row(r.node):
-                raise UnsupportedQueryError(
-                    "scalar subquery that may return more than one row (DuckDB raises an error then, and "
-                    "over private rows dodb cannot check the count without revealing it); aggregate its "
-                    "column, e.g. (SELECT max(y) FROM …), which gives the same answer whenever the subquery returns at most one row", r.position)
-
     def _scalar_row(self, r: _Rel) -> _Rel:
         """A scalar subquery's source as exactly one row, its value (NULLs when it is
         empty), before any outer condition on it: as it is when it always holds one row (a
@@ -115,23 +102,28 @@ class ThetaJoins:
         if not r.scalar or _exactly_one_row(r.node):
             return r
         n = r.node
-        if _all_public(n) and upper_rows(n) <= 1 << 20:
-            count = self._public_table(n).real_count
-            if count > 1:  # public: DuckDB's error, nothing charged
-                raise QueryRuntimeError(SCALAR_ROWS_MESSAGE)
-            if count == 1:
-                n.one_row = True
-                return r
+        count = self._public_rows(n)
+        if count is not None and count > 1:  # public: DuckDB's error, nothing charged
+            raise QueryRuntimeError(SCALAR_ROWS_MESSAGE)
+        if count == 1:
+            n.one_row = True
+            return r
         node = ScalarRow(n, {c: _col(c) for c in n.columns}, columns=list(n.columns), stability=min(n.stability, 1),
                          one_row=True, max_rows=1)
         return _Rel(node, dict(r.cols), set(r.aliases), r.position, r.scalar)
 
+    def _public_rows(self, node: Node) -> int | None:
+        """The real rows of a public sub-plan of at most 2^20 slots, counted by running it at
+        plan time (no privacy cost); None for a private or larger one."""
+        if not _all_public(node) or upper_rows(node) > 1 << 20:
+            return None
+        return self._public_table(node).real_count
+
     def _public_one_row(self, node: Node) -> bool:
         """A public sub-plan (e.g. a scalar subquery over public tables) that holds at most
-        one row, found by running it at plan time (no privacy cost): it is broadcast."""
-        if not _all_public(node) or upper_rows(node) > 1 << 20:
-            return False
-        if self._public_table(node).real_count > 1:
+        one row: it is broadcast."""
+        count = self._public_rows(node)
+        if count is None or count > 1:
             return False
         node.one_row = True
         return True
