@@ -119,3 +119,24 @@ def test_known_one_row_sources_are_not_checked():
     plan = db.plan("SELECT id FROM people WHERE amt > (SELECT avg(y) FROM pub)", epsilon=1.0)
     assert not any(isinstance(n, ScalarRow) for n in walk(plan.root))
     db.close()
+
+
+def test_a_planted_count_dependent_pass_is_caught_by_the_simulator(monkeypatch):
+    """A ScalarRow whose pass depended on the number of real rows (here: one more trace
+    event when there are several) makes the real trace differ from the one rebuilt from
+    public information: the check above can fail."""
+    import dodb.planner.execute as execute
+    from dodb.operators.scalar_row import scalar_row
+
+    def leaky(t, ctx=None):
+        out, too_many = scalar_row(t, ctx)
+        if too_many:  # planted: control flow on private data
+            ctx.trace.record("scalar:again", -1, t.padded_size)
+        return out, too_many
+
+    monkeypatch.setattr(execute, "scalar_row", leaky)
+    db = _attach(PUB, protect_pub=True)
+    plan = db.plan("SELECT id FROM people WHERE amt = (SELECT y FROM pub WHERE a = 1)", epsilon=1.0)
+    plan.execute()
+    assert simulate_plan(plan, plan.trace.leaked_values()).events != plan.trace.events
+    db.close()
