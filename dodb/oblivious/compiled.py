@@ -4,8 +4,8 @@ The numpy modules (``sort``, ``compact``, ``scan``) are the *reference*: they re
 trace and, with the ``numpy`` backend (:mod:`.backend`), do the work.  With the default
 ``compiled`` backend the same Python wrappers record the same trace events from public
 sizes and call the kernels below instead.  Each kernel applies exactly the reference's
-operations (same comparators of the same network, same shift rounds, same doubling
-rounds), so outputs are identical; only the loop order inside a stage may differ, and
+operations (same comparators of the same network, same shift rounds, same one-pass
+scans), so outputs are identical; only the loop order inside a stage may differ, and
 every comparator / select inside one stage or round is independent of the others.
 
 Rules every ``@njit`` kernel here follows (checked by ``tests/oblivious``):
@@ -34,8 +34,8 @@ from numba import uint64 as _ix
 from numba.extending import intrinsic
 
 __all__ = [
-    "compact_rounds", "distribute_rounds", "fill_rounds",
-    "scan_rounds", "lex_scan_rounds", "lookup_passes", "SCAN_OPS",
+    "compact_rounds", "distribute_rounds", "fill_pass",
+    "scan_pass", "lex_scan_pass", "lookup_passes", "SCAN_OPS",
 ]
 
 
@@ -166,19 +166,20 @@ def distribute_rounds(occ, dist, cols, words, n, rounds, msk):
 
 
 @njit(**_OPTS)
-def fill_rounds(has, cols, words, n, msk):
-    """Forward fill (``scan.forward_fill``): doubling rounds, descending ``i``, in place."""
-    s = 1
-    while s < n:
-        for i in range(n - 1, s - 1, -1):
-            take = (np.uint8(1) ^ has[_ix(i)]) & has[_ix(i - s)]
-            msk[_ix(i)] = np.uint64(0) - np.uint64(take)
-            has[_ix(i)] = has[_ix(i)] | has[_ix(i - s)]
-        for w in range(words):
-            o = w * n
-            for i in range(n - 1, s - 1, -1):
-                cols[_ix(o + i)] = _sel64(msk[_ix(i)], cols[_ix(o + i - s)], cols[_ix(o + i)])
-        s *= 2
+def fill_pass(has, cols, words, n, msk):
+    """Forward fill (``scan.forward_fill``): one ascending pass, in place.
+
+    Row ``i`` takes row ``i - 1``'s (already filled) words when it has none of its own;
+    ``has`` becomes the running OR.  Every row is read and written once per word.
+    """
+    for i in range(1, n):
+        take = (np.uint8(1) ^ has[_ix(i)]) & has[_ix(i - 1)]
+        msk[_ix(i)] = np.uint64(0) - np.uint64(take)
+        has[_ix(i)] = has[_ix(i)] | has[_ix(i - 1)]
+    for w in range(words):
+        o = w * n
+        for i in range(1, n):
+            cols[_ix(o + i)] = _sel64(msk[_ix(i)], cols[_ix(o + i - 1)], cols[_ix(o + i)])
 
 
 # --------------------------------------------------------------------------- segmented scans
@@ -205,78 +206,50 @@ def _combine(op, cur: Data, prev: Data):
 
 
 @njit(**_OPTS)
-def scan_rounds(acc, seg, n, op, reverse):
-    """Hillis–Steele segmented scan (``scan.segmented_scan``) over 64-bit words, in place.
+def scan_pass(acc, seg, n, op, reverse):
+    """Segmented scan (``scan.segmented_scan``) over 64-bit words: one pass, in place.
 
-    Round ``s`` combines row ``i`` with row ``i - s`` (``i + s`` when ``reverse``) where
-    both carry the same segment id.  The loop runs against the shift direction, so the
-    other row still holds its value from before the round.
+    Row ``i`` combines with row ``i - 1`` (``i + 1`` when ``reverse``), which already holds
+    its running value, where both carry the same segment id.
     """
-    s = 1
-    while s < n:
-        if reverse:
-            for i in range(n - s):
-                same = np.uint64(0) - np.uint64(seg[_ix(i + s)] == seg[_ix(i)])
-                cur = acc[_ix(i)]
-                acc[_ix(i)] = _sel64(same, _combine(op, cur, acc[_ix(i + s)]), cur)
-        else:
-            for i in range(n - 1, s - 1, -1):
-                same = np.uint64(0) - np.uint64(seg[_ix(i - s)] == seg[_ix(i)])
-                cur = acc[_ix(i)]
-                acc[_ix(i)] = _sel64(same, _combine(op, cur, acc[_ix(i - s)]), cur)
-        s *= 2
+    if reverse:
+        for i in range(n - 2, -1, -1):
+            same = np.uint64(0) - np.uint64(seg[_ix(i + 1)] == seg[_ix(i)])
+            cur = acc[_ix(i)]
+            acc[_ix(i)] = _sel64(same, _combine(op, cur, acc[_ix(i + 1)]), cur)
+    else:
+        for i in range(1, n):
+            same = np.uint64(0) - np.uint64(seg[_ix(i - 1)] == seg[_ix(i)])
+            cur = acc[_ix(i)]
+            acc[_ix(i)] = _sel64(same, _combine(op, cur, acc[_ix(i - 1)]), cur)
 
 
 @njit(**_OPTS)
-def lex_scan_rounds(W, nw, P, npay, seg, n, is_max, reverse, msk):
-    """Segmented lexicographic min/max (``scan.segmented_lex_scan``), in place.
+def lex_scan_pass(W, nw, P, npay, seg, n, is_max, reverse):
+    """Segmented lexicographic min/max (``scan.segmented_lex_scan``): one pass, in place.
 
-    Per round: one pass computes, for every row, whether it takes the row ``s`` before it
-    (after it when ``reverse``): same segment and that row's words compare lower (min) or
-    not higher (max); then every word and payload word is selected under that mask.
+    Row ``i`` takes row ``i - 1``'s running winner (``i + 1`` when ``reverse``) when both
+    are in one segment and that winner's words compare lower (min) or not higher (max);
+    every word of both rows is read whatever the outcome, then selected under the mask.
     """
-    s = 1
     flip = np.uint64(0) - np.uint64(is_max)
-    while s < n:
-        d = s
-        lo = s
-        hi = n
+    for t in range(n - 1):
+        i = t + 1
+        d = 1
         if reverse:
-            d = -s
-            lo = 0
-            hi = n - s
+            i = n - 2 - t
+            d = -1
         last = (nw - 1) * n
-        for i in range(lo, hi):
-            msk[_ix(i)] = np.uint64(0) - np.uint64(W[_ix(last + i - d)] < W[_ix(last + i)])
+        m = np.uint64(0) - np.uint64(W[_ix(last + i - d)] < W[_ix(last + i)])
         for w in range(nw - 2, -1, -1):
-            o = w * n
-            for i in range(lo, hi):
-                a = W[_ix(o + i - d)]
-                b = W[_ix(o + i)]
-                lt = np.uint64(0) - np.uint64(a < b)
-                eq = np.uint64(0) - np.uint64(a == b)
-                msk[_ix(i)] = lt | (eq & msk[_ix(i)])
-        for i in range(lo, hi):
-            same = np.uint64(0) - np.uint64(seg[_ix(i - d)] == seg[_ix(i)])
-            msk[_ix(i)] = same & (msk[_ix(i)] ^ flip)
-        # apply against the shift direction so row i - d is still the old one
+            a = W[_ix(w * n + i - d)]
+            b = W[_ix(w * n + i)]
+            m = (np.uint64(0) - np.uint64(a < b)) | ((np.uint64(0) - np.uint64(a == b)) & m)
+        m = (np.uint64(0) - np.uint64(seg[_ix(i - d)] == seg[_ix(i)])) & (m ^ flip)
         for w in range(nw):
-            o = w * n
-            if reverse:
-                for i in range(lo, hi):
-                    W[_ix(o + i)] = _sel64(msk[_ix(i)], W[_ix(o + i - d)], W[_ix(o + i)])
-            else:
-                for i in range(hi - 1, lo - 1, -1):
-                    W[_ix(o + i)] = _sel64(msk[_ix(i)], W[_ix(o + i - d)], W[_ix(o + i)])
+            W[_ix(w * n + i)] = _sel64(m, W[_ix(w * n + i - d)], W[_ix(w * n + i)])
         for w in range(npay):
-            o = w * n
-            if reverse:
-                for i in range(lo, hi):
-                    P[_ix(o + i)] = _sel64(msk[_ix(i)], P[_ix(o + i - d)], P[_ix(o + i)])
-            else:
-                for i in range(hi - 1, lo - 1, -1):
-                    P[_ix(o + i)] = _sel64(msk[_ix(i)], P[_ix(o + i - d)], P[_ix(o + i)])
-        s *= 2
+            P[_ix(w * n + i)] = _sel64(m, P[_ix(w * n + i - d)], P[_ix(w * n + i)])
 
 
 # --------------------------------------------------------------------------- lookup join

@@ -1,9 +1,12 @@
 """Segmented scans over sorted runs (per-group prefix aggregates).
 
-A segment is a maximal run of rows that starts where ``starts`` is true.  The scans are
-Hillis–Steele doubling: round ``r`` combines every row with the row ``2^r`` before it when
-both lie in the same segment.  ``log2 n`` rounds, each a fixed-stride shift plus
-element-wise selects over all rows, so the access pattern depends on ``n`` alone.
+A segment is a maximal run of rows that starts where ``starts`` is true.  Every scan is
+one linear pass (docs/design.md §Segmented scans): row ``i`` combines with the running
+value of row ``i - 1`` (``i + 1`` for suffix scans) under a mask saying whether both lie
+in the same segment.  Each row is read and written once, whatever the data, so the
+access pattern depends on ``n`` alone, and the work is ``O(n)`` (doubling rounds, the
+vectorised alternative, cost ``O(n log n)``).  The numpy reference below runs the same
+pass row by row (slow; it is the reference the compiled kernels are tested against).
 
 Supported operators: ``sum``, ``count`` (of a boolean), ``min``, ``max`` (numbers, or
 lexicographic tuples of ``uint64`` words for strings), ``first`` (propagate each
@@ -34,18 +37,6 @@ def segment_ends(starts: np.ndarray) -> np.ndarray:
     ends = np.ones_like(starts)
     ends[:-1] = starts[1:]
     return ends
-
-
-def _back(a: np.ndarray, s: int, reverse: bool) -> np.ndarray:
-    """``out[i] = a[i - s]`` (or ``a[i + s]`` when ``reverse``), zero outside (fixed stride)."""
-    out = np.zeros_like(a)
-    n = a.shape[0]
-    if s < n:
-        if reverse:
-            out[: n - s] = a[s:]
-        else:
-            out[s:] = a[: n - s]
-    return out
 
 
 def _sel(mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -81,7 +72,7 @@ def _scan_compiled(values: np.ndarray, seg: np.ndarray, op: str, reverse: bool) 
     else:
         acc = values.astype(work).view(np.uint64)
     code = compiled.SCAN_OPS[name]  # lint: public operator name
-    compiled.scan_rounds(acc, seg, int(values.shape[0]), code, bool(reverse))
+    compiled.scan_pass(acc, seg, int(values.shape[0]), code, bool(reverse))
     if values.dtype.kind == "f":
         return acc.view(np.float64).astype(values.dtype)
     return acc.view(work).astype(values.dtype)
@@ -109,24 +100,18 @@ def segmented_scan(
     trace = trace if trace is not None else Trace()
     buf = trace.alloc(n, 2, f"scan:{op}")
     seg = segment_ids(starts)
+    trace.record("scan:pass", buf, n, 1)
     if use_compiled():
         out = _scan_compiled(values, seg, op, reverse)
         if out is not None:
-            s = 1
-            while s < n:
-                trace.record("scan:round", buf, n, s)
-                s *= 2
             return out
     acc = values.copy()
-    s = 1
-    while s < n:
-        trace.record("scan:round", buf, n, s)
-        # rows [s, n) combine with rows [0, n-s) (the other way round for suffix scans);
-        # both sides are fixed-stride views, the right-hand side is evaluated before the write
-        if reverse:
-            cur, prev, same = acc[: n - s], acc[s:], seg[s:] == seg[: n - s]
-        else:
-            cur, prev, same = acc[s:], acc[: n - s], seg[: n - s] == seg[s:]
+    # a suffix scan is the prefix scan of the reversed views (writes go through)
+    a, sg = (acc[::-1], seg[::-1]) if reverse else (acc, seg)
+    for i in range(1, n):
+        # row i against the running value of row i - 1, selected by the segment mask
+        # (one-row slices, not scalars: integer sums wrap silently, as in the kernel)
+        cur, prev, same = a[i:i + 1], a[i - 1:i], sg[i - 1:i] == sg[i:i + 1]
         if op in ("sum", "count"):
             comb = cur + prev
         elif op == "min":
@@ -135,8 +120,7 @@ def segmented_scan(
             comb = np.maximum(cur, prev)
         else:  # first: keep the earlier row's value
             comb = prev
-        cur[...] = _sel(same, comb, cur)
-        s *= 2
+        a[i:i + 1] = np.where(same, comb, cur)
     return acc
 
 
@@ -146,8 +130,8 @@ def _lex_compiled(words: list[np.ndarray], pay: list[np.ndarray], seg: np.ndarra
 
     W = np.stack(words) if n else np.zeros((len(words), 0), dtype=np.uint64)
     P, widths = word_block(pay, n)
-    compiled.lex_scan_rounds(W.reshape(-1), W.shape[0], P.reshape(-1), P.shape[0], seg, n, op == "max",
-                             bool(reverse), np.empty(n, dtype=np.uint64))
+    compiled.lex_scan_pass(W.reshape(-1), W.shape[0], P.reshape(-1), P.shape[0], seg, n, op == "max",
+                           bool(reverse))
     return list(W), from_word_block(P, pay, widths, n)
 
 
@@ -173,29 +157,20 @@ def segmented_lex_scan(
     trace = trace if trace is not None else Trace()
     buf = trace.alloc(n, len(words) + 1, f"lexscan:{op}")
     seg = segment_ids(starts)
+    trace.record("lexscan:pass", buf, n, 1)
     if use_compiled() and words:
-        s = 1
-        while s < n:
-            trace.record("lexscan:round", buf, n, s)
-            s *= 2
         return _lex_compiled(words, pay, seg, n, op, reverse)
-    s = 1
-    while s < n:
-        trace.record("lexscan:round", buf, n, s)
-        prev = [_back(w, s, reverse) for w in words]
-        same = _back(seg, s, reverse) == seg
-        if reverse:
-            same[n - s:] = False
-        else:
-            same[:s] = False
-        # lexicographic prev < cur, evaluated over every word
-        lt = prev[-1] < words[-1]
-        for a, b in zip(reversed(prev[:-1]), reversed(words[:-1])):
-            lt = (a < b) | ((a == b) & lt)
-        take_prev = same & (lt if op == "min" else ~lt)
-        words = [np.where(take_prev, p, w) for p, w in zip(prev, words)]
-        pay = [_sel(take_prev, _back(p, s, reverse), p) for p in pay]
-        s *= 2
+    ws, ps, sg = ([w[::-1] for w in words], [p[::-1] for p in pay], seg[::-1]) if reverse else (words, pay, seg)
+    for i in range(1, n):
+        # lexicographic (running winner at i - 1) < (row i), evaluated over every word
+        lt = ws[-1][i - 1:i] < ws[-1][i:i + 1]
+        for w in reversed(ws[:-1]):
+            lt = (w[i - 1:i] < w[i:i + 1]) | ((w[i - 1:i] == w[i:i + 1]) & lt)
+        take_prev = (sg[i - 1:i] == sg[i:i + 1]) & (lt if op == "min" else ~lt)
+        for w in ws:
+            w[i:i + 1] = np.where(take_prev, w[i - 1:i], w[i:i + 1])
+        for p in ps:
+            p[i:i + 1] = _sel(take_prev, p[i - 1:i], p[i:i + 1])
     return words, pay
 
 
@@ -208,7 +183,7 @@ def forward_fill(
     """Copy each row with ``has`` forward onto the following rows without it.
 
     Returns ``(filled, payload)``: ``filled[i]`` is whether some row at or before ``i`` had
-    ``has``.  Doubling rounds, as above.
+    ``has``.  One ascending pass, as above.
     """
     has = np.asarray(has, dtype=bool).copy()
     cols = [np.array(p, copy=True) for p in payload]
@@ -216,23 +191,17 @@ def forward_fill(
     trace = trace if trace is not None else Trace()
     width = 1 + sum(int(np.prod(p.shape[1:], dtype=np.int64)) for p in payload)
     buf = trace.alloc(n, width, "fill")
+    trace.record("fill:pass", buf, n, 1)
     if use_compiled():
         from . import compiled
 
-        s = 1
-        while s < n:
-            trace.record("fill:round", buf, n, s)
-            s *= 2
         flags = has.view(np.uint8)
         block, widths = word_block(cols, n)
-        compiled.fill_rounds(flags, block.reshape(-1), block.shape[0], n, np.empty(n, dtype=np.uint64))
+        compiled.fill_pass(flags, block.reshape(-1), block.shape[0], n, np.empty(n, dtype=np.uint64))
         return flags.view(bool), from_word_block(block, cols, widths, n)
-    s = 1
-    while s < n:
-        trace.record("fill:round", buf, n, s)
-        take = ~has[s:] & has[: n - s]
+    for i in range(1, n):
+        take = ~has[i:i + 1] & has[i - 1:i]
         for c in cols:
-            c[s:] = _sel(take, c[: n - s], c[s:])
-        has[s:] = has[s:] | has[: n - s]
-        s *= 2
+            c[i:i + 1] = _sel(take, c[i - 1:i], c[i:i + 1])
+        has[i:i + 1] = has[i:i + 1] | has[i - 1:i]
     return has, cols

@@ -1,7 +1,7 @@
 """Kernel strategies: the same operator algorithm over oblivious or plain kernels.
 
 ``do`` and ``oblivious`` modes run on :class:`ObliviousKernels` (sorting networks,
-shifting-network compaction, doubling scans: access patterns fixed by public sizes).
+shifting-network compaction, one-pass segmented scans: access patterns fixed by public sizes).
 ``plain`` mode runs the identical operator logic on :class:`PlainKernels` — numpy's
 argsort, boolean masks and ``reduceat`` — the insecure fast baseline.  Sharing the logic
 keeps the three modes' answers identical by construction.

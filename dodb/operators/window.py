@@ -17,7 +17,7 @@ change a real row's result).  On the sorted array, with ``idx`` the position:
   first/last propagation), and bounded ``ROWS`` frames by combining the ``k`` fixed
   shifts of the frame element-wise.
 
-Every pass is a sorting-network stage, a doubling round of a segmented scan or an
+Every pass is a sorting-network stage, a linear pass of a segmented scan or an
 element-wise select over all ``n`` rows, so the trace depends on ``n`` and the
 specification only (docs/design.md §Invariants, 2).  The output has the input's padded size and
 releases nothing.  With ``restore=True`` the rows are sorted back to their input

@@ -47,7 +47,7 @@ def test_same_public_size_same_trace(n, extra, seed_a, seed_b):
 def test_trace_differs_with_size():
     # guards against a vacuous trace: different public sizes must be visible
     assert run_all(np.random.default_rng(0), 8, 0) != run_all(np.random.default_rng(0), 9, 0)
-    assert len(run_all(np.random.default_rng(0), 64, 0)) > 50
+    assert len(run_all(np.random.default_rng(0), 64, 0)) > 40  # 6 rounds each of 2 compactions, 2 distributions
 
 
 def test_sort_trace_is_the_network(monkeypatch):
