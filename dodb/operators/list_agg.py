@@ -67,14 +67,14 @@ class ListColumn(Column):
 
     def to_arrow(self, keep: np.ndarray | None = None) -> pa.Array:
         """Arrow ``list`` of the rows where ``keep`` (trusted side: the dummies are dropped)."""
-        c = self if keep is None else self.with_arrays([a[keep] for a in self.arrays()])
+        c = self if keep is None else self.with_arrays([a[keep] for a in self.arrays()])  # lint: public trusted side
         n, r = c.elem_valid.shape
         count = np.where(c.valid, c.count, 0).astype(np.int64)
         offsets = np.zeros(n + 1, dtype=np.int32)
         np.cumsum(count, out=offsets[1:])
         used = (np.arange(r)[None, :] < count[:, None]).reshape(n * r)
         items = c.element.to_arrow(used)
-        validity = pa.array(c.valid).buffers()[1] if (~c.valid).any() else None
+        validity = pa.array(c.valid).buffers()[1] if (~c.valid).any() else None  # lint: public trusted side
         return pa.ListArray.from_buffers(pa.list_(items.type), n, [validity, pa.py_buffer(offsets.tobytes())],
                                          null_count=int((~c.valid).sum()), children=[items])
 

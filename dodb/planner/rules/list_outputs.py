@@ -12,7 +12,7 @@ Example:
     >>> check_lists(sqlglot.parse_one("SELECT len(list(x)) FROM t", read="duckdb"))
     Traceback (most recent call last):
     ...
-    dodb.errors.UnsupportedQueryError: list/array_agg inside an expression: LEN(LIST(x)) (a list can only be a final output column: list functions, comparisons and casts of lists are not supported)
+    dodb.errors.UnsupportedQueryError: unsupported SQL: list/array_agg inside an expression: LENGTH(ARRAY_AGG(x)) (a list can only be a final output column: list functions, comparisons and casts of lists are not supported) (at line 1, col 10)
 """
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def _pass_through(root: exp.Select, names: set[str]) -> None:
             continue
         where = {"order": "in ORDER BY", "group": "in GROUP BY", "where": "in WHERE", "having": "in HAVING"}
         key = _clause(col, root)
-        _fail(f"column {where.get(key, 'inside an expression')}", col,
+        _fail(f"column {where.get(key, 'inside an expression')}", _enclosing(col),
               "a list column can only be passed through to the answer")
 
 
@@ -100,6 +100,14 @@ def _no_star_over_lists(root: exp.Select) -> None:
            for e in root.expressions):
         if root.args.get("distinct") is not None or root.args.get("group") is not None:
             _fail("column under SELECT DISTINCT * or GROUP BY", root, "a list column can only be passed through")
+
+
+def _enclosing(node: exp.Expression) -> exp.Expression:
+    """The whole expression ``node`` stands in (up to its SELECT item or clause), unaliased."""
+    while node.parent is not None and not isinstance(node.parent, (exp.Select, exp.Subquery, exp.Where, exp.Having,
+                                                                    exp.Group, exp.Ordered, exp.Alias)):
+        node = node.parent
+    return node
 
 
 def _clause(node: exp.Expression, root: exp.Select) -> str | None:
@@ -131,8 +139,10 @@ def check_lists(root: exp.Expression) -> None:
             _fail("(DISTINCT …)", a, "aggregate the distinct values of a subquery instead: "
                   "SELECT list(x) FROM (SELECT DISTINCT …)")
         item, sel = _item(a)
+        if a.find_ancestor(exp.Ordered) is not None:
+            _fail("in ORDER BY", a, "lists cannot be compared: order by other columns")
         if sel is None:
-            _fail("inside an expression", item, f"{_ONLY}: list functions, comparisons and casts of lists "
+            _fail("inside an expression", _enclosing(a), f"{_ONLY}: list functions, comparisons and casts of lists "
                                                  "are not supported")
         if sel is root or (src is not None and sel is src):
             _no_distinct(sel, item)

@@ -62,7 +62,6 @@ def reject_unsupported(expression: exp.Expression) -> exp.Expression:
     with_ = expression.args.get("with") or expression.args.get("with_")
     if with_ is not None and with_.args.get("recursive"):
         _fail("WITH RECURSIVE", with_)
-    check_lists(expression)  # list/array_agg only as a final output column (docs/design.md §list)
     for node in expression.walk():
         for cls, what in _BANNED.items():
             if isinstance(node, cls):
@@ -87,4 +86,5 @@ def reject_unsupported(expression: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Order) and isinstance(node.parent, exp.AggFunc) \
                 and not isinstance(node.parent, (exp.GroupConcat, exp.ArrayAgg)):
             _fail("ORDER BY inside an aggregate", node)
+    check_lists(expression)  # list/array_agg only as a final output column (docs/design.md §list)
     return expression
