@@ -72,6 +72,13 @@ QUERIES = [
     "SELECT g % 2 AS k, list(v ORDER BY id) AS l FROM {t} GROUP BY k ORDER BY k NULLS LAST",
     "SELECT list(x ORDER BY id) AS l, string_agg(x, ',' ORDER BY id) AS s FROM {t}",
     "SELECT g, list(y ORDER BY id) FILTER (WHERE x IS NULL) AS l FROM {t} GROUP BY g ORDER BY g NULLS LAST",
+    "SELECT a.g, list(b.y ORDER BY b.id, a.id) AS l FROM {t} AS a JOIN {t} AS b ON a.g = b.g GROUP BY a.g "
+    "ORDER BY a.g",
+    "SELECT a.id, list(b.x ORDER BY b.id) AS l FROM {t} AS a LEFT JOIN p AS b ON a.g = b.id GROUP BY a.id "
+    "ORDER BY a.id",
+    "SELECT list(x ORDER BY id) AS l FROM {t} WHERE g IN (SELECT g FROM p WHERE y > 2)",
+    "SELECT g, list(x ORDER BY id) AS l, rank() OVER (ORDER BY g) AS r FROM {t} GROUP BY g ORDER BY g",
+    "SELECT g, l FROM (SELECT g, list(x ORDER BY id) AS l FROM {t} GROUP BY g ORDER BY g LIMIT 2) ORDER BY g",
 ]
 
 
@@ -158,6 +165,7 @@ def test_random_tables_equal_duckdb(rows, mode):
     ("SELECT (SELECT list(y) FROM t) AS l", "inside a subquery"),
     ("SELECT g, list(y) AS l FROM t GROUP BY g UNION ALL SELECT g, list(y) FROM t GROUP BY g", "set operation"),
     ("SELECT list(y) OVER (PARTITION BY g) FROM t", "window"),
+    ("SELECT g, list(y) AS l FROM t GROUP BY ROLLUP (g)", "ROLLUP"),
     ("SELECT id FROM t WHERE id IN (SELECT unnest(list(y)) FROM t)", "unnest"),
 ])
 def test_refused_by_name_charging_nothing(db, sql, construct):

@@ -149,7 +149,9 @@ def check_lists(root: exp.Expression) -> None:
             if sel is src:
                 source_names.add(item.alias_or_name)
             continue
-        _fail("inside a subquery, CTE, join or set operation", a, _ONLY)
+        _fail("inside a subquery, CTE, join or set operation", a,
+              _ONLY + ("; GROUPING SETS, ROLLUP and CUBE run as a set operation" if isinstance(root, exp.Union)
+                       else ""))
     for sel in {id(s): s for s in (root, src) if isinstance(s, exp.Select)}.values():
         items = [e for e in sel.expressions if e.find(exp.ArrayAgg)]
         _check_order(sel, {e.alias for e in items if isinstance(e, exp.Alias)}, items)
