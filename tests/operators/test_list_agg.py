@@ -291,3 +291,24 @@ def test_view_detects_a_planted_data_dependent_branch(monkeypatch):
     real = np.ones(3, dtype=bool)
     t1 = pa.table({"g": [1, 1, 2], "x": ["a", "b", "c"], "y": [1, 2, 3], "f": [True, True, True]})
     assert _view(t1, np.zeros(3, dtype=bool), ["g"]) != _view(t1, real, ["g"])
+
+
+def test_unordered_lists_have_duckdbs_elements(db):
+    """Without ORDER BY the element order is unspecified (in DuckDB too): the multisets are equal."""
+    for sql in ("SELECT g, list(x) AS l FROM t GROUP BY g ORDER BY g NULLS LAST", "SELECT array_agg(y) AS l FROM t"):
+        got = db.sql(sql, epsilon=1.0).fetchall()
+        want = db.oracle.sql(sql).fetchall()
+
+        def norm(rows):
+            return [r[:-1] + (sorted(r[-1], key=lambda v: (v is None, v)),) for r in rows]
+        assert norm(got) == norm(want), sql
+
+
+def test_memory_estimate_counts_the_slot_buffer():
+    d = _database([(i, i % 3, "abc", i, None, None, None, None) for i in range(300)])
+    try:
+        base = d.plan("SELECT g, min(x) FROM t GROUP BY g", epsilon=1.0).memory_bytes
+        agg = d.plan("SELECT g, list(x) FROM t GROUP BY g", epsilon=1.0).memory_bytes
+        assert agg - base >= 300 * 300 * 12  # n rows × R slots × the element's bytes
+    finally:
+        d.close()
