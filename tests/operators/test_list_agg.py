@@ -79,6 +79,7 @@ QUERIES = [
     "SELECT list(x ORDER BY id) AS l FROM {t} WHERE g IN (SELECT g FROM p WHERE y > 2)",
     "SELECT g, list(x ORDER BY id) AS l, rank() OVER (ORDER BY g) AS r FROM {t} GROUP BY g ORDER BY g",
     "SELECT g, l FROM (SELECT g, list(x ORDER BY id) AS l FROM {t} GROUP BY g ORDER BY g LIMIT 2) ORDER BY g",
+    "SELECT b, a FROM (SELECT g, list(x ORDER BY id) FROM {t} GROUP BY g) AS s(a, b) ORDER BY a NULLS FIRST",
 ]
 
 
@@ -166,6 +167,9 @@ def test_random_tables_equal_duckdb(rows, mode):
     ("SELECT g, list(y) AS l FROM t GROUP BY g UNION ALL SELECT g, list(y) FROM t GROUP BY g", "set operation"),
     ("SELECT list(y) OVER (PARTITION BY g) FROM t", "window"),
     ("SELECT g, list(y) AS l FROM t GROUP BY ROLLUP (g)", "ROLLUP"),
+    ("WITH c(a, b) AS (SELECT g, list(x) FROM t GROUP BY g) SELECT a FROM c WHERE b IS NULL", "in WHERE"),
+    ("SELECT g, list(x) AS l FROM t GROUP BY g HAVING l IS NOT NULL", "inside an expression"),
+    ("SELECT g, list(list(x)) AS l FROM t GROUP BY g", "inside an expression"),
     ("SELECT id FROM t WHERE id IN (SELECT unnest(list(y)) FROM t)", "unnest"),
 ])
 def test_refused_by_name_charging_nothing(db, sql, construct):

@@ -61,6 +61,12 @@ def _source(root: exp.Select) -> exp.Select | None:
     return None
 
 
+def _renamed(src: exp.Select) -> list[str]:
+    """The column aliases a derived table or CTE gives its items (``AS s(a, b)``), if any."""
+    alias = src.parent.args.get("alias") if isinstance(src.parent, (exp.Subquery, exp.CTE)) else None
+    return [c.name for c in alias.columns] if isinstance(alias, exp.TableAlias) else []
+
+
 def _no_distinct(sel: exp.Select, item: exp.Expression) -> None:
     if sel.args.get("distinct") is not None:
         _fail("in a SELECT DISTINCT", item, "DISTINCT would compare lists")
@@ -148,6 +154,9 @@ def check_lists(root: exp.Expression) -> None:
             _no_distinct(sel, item)
             if sel is src:
                 source_names.add(item.alias_or_name)
+                renamed = _renamed(src)  # FROM (…) AS s(a, b): the outer SELECT says b
+                if item in src.expressions and src.expressions.index(item) < len(renamed):
+                    source_names.add(renamed[src.expressions.index(item)])
             continue
         _fail("inside a subquery, CTE, join or set operation", a,
               _ONLY + ("; GROUPING SETS, ROLLUP and CUBE run as a set operation" if isinstance(root, exp.Union)
