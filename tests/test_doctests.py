@@ -9,6 +9,7 @@ import pytest
 MODULES = [
     "dodb",
     "dodb.planner.rules.reject_unsupported",
+    "dodb.planner.rules.list_outputs",
     "dodb.planner.rules.unnest_exists",
     "dodb.planner.rules.factor_disjunctions",
     "dodb.planner.widths",

@@ -24,12 +24,13 @@ from .aggregates_stats import PAIR_FUNCS, SORTED_FUNCS, STATS_FUNCS, stats_aggre
 from .context import ExecContext, OpResult
 from .keys import KeyField, column_fields, encode_keys, pack_fields
 from .scalar_row import SCALAR_ROWS, SCALAR_ROWS_MESSAGE
+from .list_agg import list_agg
 from .string_agg import string_agg
 from .table import Column, PaddedTable
 
 __all__ = ["Agg", "group_by", "AGG_FUNCS", "SUM_OVERFLOW", "RANGE_OVERFLOW", "STATUS_MESSAGES"]
 
-AGG_FUNCS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct", "string_agg") + STATS_FUNCS
+AGG_FUNCS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct", "string_agg", "list") + STATS_FUNCS
 _M32 = np.uint64(0xFFFFFFFF)
 
 
@@ -39,7 +40,9 @@ class Agg:
     ``column2`` is the second argument of corr/covar/arg_min/arg_max, ``param`` a quantile's
     fraction as written (public, exact).  ``string_agg``: ``param`` is the separator,
     ``order`` the ORDER BY inside the call as ``(column, descending, nulls_first)``, ``rows``
-    the planner's public bound on rows per group and ``total`` on the padded input size."""
+    the planner's public bound on rows per group and ``total`` on the padded input size.
+    ``list`` (docs/design.md §list): ``order``, ``rows`` and ``total`` as string_agg's,
+    ``column2`` the FILTER's boolean column (None without FILTER)."""
 
     func: str
     column: str | None
@@ -55,7 +58,7 @@ class Agg:
             raise ValueError(f"unsupported aggregate {self.func!r}")
         if self.func != "count_star" and self.column is None:
             raise ValueError(f"{self.func} needs a column")
-        if (self.func in PAIR_FUNCS) != (self.column2 is not None):
+        if self.func != "list" and (self.func in PAIR_FUNCS) != (self.column2 is not None):
             raise ValueError(f"{self.func}: second column {'missing' if self.column2 is None else 'not taken'}")
 
 
@@ -148,6 +151,11 @@ def _aggregate(kern, agg: Agg, col: Column | None, real: np.ndarray, starts: np.
         rows = n if agg.rows is None else agg.rows
         total = n if agg.total is None else agg.total
         return string_agg(kern, col, agg.param, rows, total, grouped, real, starts)
+    if agg.func == "list":
+        n = real.shape[0]
+        include = None if col2 is None else col2.valid & np.asarray(col2.values, dtype=bool)
+        return list_agg(kern, col, include, n if agg.rows is None else agg.rows,
+                        n if agg.total is None else agg.total, grouped, real, starts)
     if agg.func in STATS_FUNCS:
         return stats_aggregate(kern, agg.func, col, col2, agg.param, real, starts)
     if agg.func == "count_star":
@@ -265,7 +273,7 @@ def _pass_of(a: Agg):
     """What an aggregate needs its runs sorted by besides the keys: a column, an ORDER BY, or nothing."""
     if a.func == "count_distinct" or a.func in SORTED_FUNCS:
         return a.column
-    if a.func == "string_agg" and a.order:
+    if a.func in ("string_agg", "list") and a.order:
         return a.order
     return None
 

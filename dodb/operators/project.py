@@ -21,6 +21,7 @@ from sqlglot import exp
 
 from .. import duckcalls
 from .context import ExecContext, OpResult
+from .list_agg import ListColumn
 from .table import Column, PaddedTable, column_from_arrow
 
 __all__ = ["evaluate", "project", "predicate_mask", "BATCH_NAME"]
@@ -84,6 +85,15 @@ def project(
     """
     ctx = ctx or ExecContext(mode=mode)
     widths = dict(widths or {})
+    # a list column (docs/design.md §list) is only ever passed through, by reference
+    lists = {name: table.column(e.name) for name, e in exprs.items()
+             if isinstance(e, exp.Column) and e.name in table.names and isinstance(table.column(e.name), ListColumn)}
+    if lists:
+        rest = project(table.select([n for n in table.names if not isinstance(table.column(n), ListColumn)]),
+                       {k: v for k, v in exprs.items() if k not in lists}, widths=widths, mode=mode, ctx=ctx)
+        cols = [lists[name] if name in lists else rest.table.column(name) for name in exprs]
+        res = PaddedTable(list(exprs), cols, table.is_real.copy(), table.stability, dict(table.meta), table.aligned)
+        return OpResult(res, [], ctx.trace)
     if _oblivious(table, ctx):
         from . import expressions
 

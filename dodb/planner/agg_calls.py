@@ -24,7 +24,7 @@ _ONE_ARG = {exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
 _TWO_ARG = {exp.Corr: "corr", exp.CovarPop: "covar_pop", exp.CovarSamp: "covar_samp",
             exp.ArgMin: "arg_min", exp.ArgMax: "arg_max"}
 _QUANTILES = {exp.PercentileCont: "quantile_cont", exp.PercentileDisc: "quantile_disc", exp.Quantile: "quantile_disc"}
-SUPPORTED_AGGREGATES = (exp.Count, exp.Median, exp.GroupConcat) + tuple(_ONE_ARG) + tuple(_TWO_ARG) + tuple(_QUANTILES)
+SUPPORTED_AGGREGATES = (exp.Count, exp.Median, exp.GroupConcat, exp.ArrayAgg) + tuple(_ONE_ARG) + tuple(_TWO_ARG) + tuple(_QUANTILES)
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class AggCall:
     func: str
     args: tuple          # row expressions (0, 1 or 2)
     param: str | None = None
-    order: tuple = ()    # string_agg's ORDER BY: (expression, descending, nulls_first)
+    order: tuple = ()    # string_agg's/list's ORDER BY: (expression, descending, nulls_first)
 
 
 def _named(a: exp.Expression) -> str:
@@ -60,6 +60,8 @@ def _fraction(q: exp.Expression | None, a: exp.Expression) -> str:
 
 def agg_call(a: exp.AggFunc) -> AggCall:
     """The operator aggregate behind ``a``; raises :class:`UnsupportedQueryError` naming it."""
+    if isinstance(a, (exp.ArrayAgg, exp.Filter)):
+        return _list(a)
     arg = a.this
     if isinstance(a, exp.GroupConcat):
         return _string_agg(a)
@@ -109,3 +111,24 @@ def _string_agg(a: exp.GroupConcat) -> AggCall:
     else:
         raise UnsupportedQueryError(f"{_named(a)}: the separator must be one string constant", position_of(a))
     return AggCall("string_agg", (arg,), sep_text, order)
+
+
+def _order(arg: exp.Expression):
+    if isinstance(arg, exp.Order):
+        return arg.this, tuple((o.this, bool(o.args.get("desc")), bool(o.args.get("nulls_first")))
+                               for o in arg.expressions)
+    return arg, ()
+
+
+def _list(node: exp.Expression) -> AggCall:
+    """``list/array_agg(x [ORDER BY …]) [FILTER (WHERE p)]`` (docs/design.md §list): the
+    FILTER stays a second row argument (the CASE rewrite would turn excluded rows into NULL
+    elements, which a list keeps); DISTINCT is refused."""
+    a, cond = (node.this, node.expression) if isinstance(node, exp.Filter) else (node, None)
+    if isinstance(cond, exp.Where):
+        cond = cond.this
+    arg, order = _order(a.this)
+    if isinstance(arg, exp.Distinct):
+        raise UnsupportedQueryError(f"list(DISTINCT …): {_named(node)} (aggregate the distinct values of a "
+                                    "subquery instead: SELECT list(x) FROM (SELECT DISTINCT …))", position_of(node))
+    return AggCall("list", (arg,) if cond is None else (arg, cond), None, order)

@@ -97,7 +97,7 @@ def plan_aggregation(builder, sel: exp.Select, rel):
         aggs: list[Agg] = []
         seen: dict[str, str] = {}
         for e in [p for _, p in outputs] + order_exprs + ([having] if having is not None else []) + extra:
-            for a in e.find_all(exp.AggFunc):
+            for a in _agg_calls(e):
                 key = a.sql(dialect="duckdb")
                 if key in seen:
                     continue
@@ -122,7 +122,7 @@ def plan_aggregation(builder, sel: exp.Select, rel):
         if not pre:  # COUNT(*) only: keep one column so the row count is known
             pre[node.columns[0]] = _col(node.columns[0])
         pnode = _project(node, pre)
-        if any(a.func == "string_agg" for a in aggs):
+        if any(a.func in ("string_agg", "list") for a in aggs):
             aggs = _bound_string_aggs(builder, pnode, keys, aggs)
         s = node.stability
         agg_s = builder._group_s(s) if keys else (1 if s > 0 else 0)
@@ -184,6 +184,15 @@ def plan_aggregation(builder, sel: exp.Select, rel):
     return BuiltQuery(node, [n for n, _ in outputs], internal)
 
 
+def _agg_calls(e: exp.Expression):
+    """The aggregate calls of ``e``; a list's FILTER is part of its call (planner/agg_calls.py)."""
+    for a in e.find_all(exp.AggFunc):
+        if isinstance(a, exp.ArrayAgg) and isinstance(a.parent, exp.Filter) and a.parent.this is a:
+            yield a.parent
+        else:
+            yield a
+
+
 def _not_text(e: exp.Expression) -> bool:
     """The optimiser typed ``e`` as something other than a string (then string_agg casts it)."""
     t = getattr(e, "type", None)
@@ -191,7 +200,7 @@ def _not_text(e: exp.Expression) -> bool:
 
 
 def _bound_string_aggs(builder, pnode, keys: list[str], aggs: list[Agg]) -> list[Agg]:
-    """string_agg's public bounds (operators/string_agg.py): rows per group — the group key's
+    """string_agg's and list's public bounds (operators/string_agg.py, list_agg.py): rows per group — the group key's
     degree bound when the planner has one, else the padded input's — and the padded input size."""
     from dataclasses import replace
 
@@ -205,7 +214,7 @@ def _bound_string_aggs(builder, pnode, keys: list[str], aggs: list[Agg]) -> list
             d = None
         if d is not None:
             rows = max(1, min(rows, d))
-    return [replace(a, rows=rows, total=total) if a.func == "string_agg" else a for a in aggs]
+    return [replace(a, rows=rows, total=total) if a.func in ("string_agg", "list") else a for a in aggs]
 
 
 def _project(child, exprs: dict[str, exp.Expression], same: dict[str, str] | None = None) -> Project:

@@ -208,7 +208,10 @@ def _holds(duck_type: str) -> bool:
 
 
 def check_type(duck_type: str, what: str) -> None:
-    if not _holds(duck_type):
+    """A result type dodb can return: a padded scalar, or a list of one (an output column of
+    list/array_agg, docs/design.md §list; planner/rules/list_outputs.py says where)."""
+    elem = duck_type[:-2] if duck_type.endswith("[]") else duck_type
+    if not _holds(elem) or elem.endswith("]"):
         raise UnsupportedQueryError(f"{what} has type {duck_type}, which dodb cannot return (numbers, DECIMAL, "
                                     "BOOLEAN, DATE, TIME, TIMESTAMP, VARCHAR and BLOB are supported)")
 

@@ -46,7 +46,7 @@ _STRUCTURE = _classes(
     "Rollup", "Cube", "GroupingSets", "Grouping", "Filter", "WithinGroup",
     # aggregates of docs/design.md §Aggregates (planner/agg_calls.py checks their arguments)
     "Median", "Stddev", "StddevSamp", "StddevPop", "Variance", "VariancePop", "Corr", "CovarPop", "CovarSamp",
-    "ArgMin", "ArgMax", "PercentileCont", "PercentileDisc", "Quantile", "GroupConcat",
+    "ArgMin", "ArgMax", "PercentileCont", "PercentileDisc", "Quantile", "GroupConcat", "ArrayAgg",
     # window functions (planner/windows.py refuses what it cannot run)
     "Window", "WindowSpec", "Qualify", "RowNumber", "Rank", "DenseRank", "Ntile", "Lag", "Lead", "FirstValue",
     "LastValue", "NthValue", "PercentRank", "CumeDist", "RespectNulls", "IgnoreNulls")

@@ -173,11 +173,11 @@ class Aggregate(Unary):
 
     def describe(self) -> str:
         aggs = ", ".join(f"{a.name}={a.func}({', '.join(x for x in (a.column or '*', a.column2, a.param) if x)})"
-                         if a.func != "string_agg" else
-                         f"{a.name}=string_agg({a.column}, {a.param!r}"
+                         if a.func not in ("string_agg", "list") else
+                         f"{a.name}={a.func}({a.column}" + (f", {a.param!r}" if a.func == "string_agg" else "")
                          + "".join(f"{' ORDER BY' if i == 0 else ','} {c}{' DESC' if d else ''}"
                                    f"{' NULLS FIRST' if nf else ''}" for i, (c, d, nf) in enumerate(a.order))
-                         + f"; ≤{a.rows} rows/group of ≤{a.total})"
+                         + (f" FILTER {a.column2}" if a.column2 else "") + f"; ≤{a.rows} rows/group of ≤{a.total})"
                          for a in self.aggs)
         return f"Aggregate by [{', '.join(self.keys)}] {aggs}"
 

@@ -67,6 +67,11 @@ def _string_agg_bytes(node: Node, widths: dict[str, int]) -> int:
         rows = a.rows if a.rows is not None else n
         width = string_agg_width(rows, w, s)
         out += (STRING_AGG_FACTOR + 1) * (width * n if node.keys else width + n * (w + s))
+    for a in node.aggs:  # list (operators/list_agg.py): n·R slots of the element's bytes + mask + length
+        if a.func == "list":
+            b = BYTES_PER_COLUMN + widths.get(a.column, 0) + 5
+            rows = a.rows if a.rows is not None else n
+            out += (STRING_AGG_FACTOR + 1) * b * (rows * n if node.keys else n)
     return out
 
 

@@ -260,6 +260,17 @@ def test_window_queries_have_identical_views_on_coupled_neighbours(db):
     assert report.ok, "\n".join(report.lines())
 
 
+LIST_QUERIES = [  # docs/design.md §list: the slots are public (R = degree bound or padded input)
+    "SELECT ward, list(age ORDER BY id) FILTER (WHERE age > 30) AS ages, count(*) AS n FROM patients GROUP BY ward",
+    "SELECT array_agg(amount ORDER BY amount, pid) AS a FROM visits WHERE amount > 20",
+]
+
+
+def test_list_queries_have_identical_views_on_coupled_neighbours(db):
+    report = audit(db, LIST_QUERIES, pairs=2, seed=1)
+    assert report.ok, "\n".join(report.lines())
+
+
 def test_planted_undercharged_window_is_caught(db, monkeypatch):
     """A window charged with its input's stability: one unit's removal renumbers every later
     row, so a filter on the row numbers moves by far more than charged."""

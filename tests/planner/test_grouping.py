@@ -118,7 +118,8 @@ def test_each_grouping_set_is_a_charged_release(db):
 
 @pytest.mark.parametrize("sql,construct", [
     ("SELECT grp, string_agg(DISTINCT name, ',') FROM people GROUP BY grp", "string_agg(DISTINCT"),
-    ("SELECT grp, list(name) FROM people GROUP BY grp", "list"),
+    ("SELECT grp, list(DISTINCT name) FROM people GROUP BY grp", "list/array_agg (DISTINCT"),
+    ("SELECT grp, len(list(name)) FROM people GROUP BY grp", "list/array_agg inside an expression"),
     ("SELECT quantile_cont(age, [0.1, 0.5]) FROM people", "list"),
     ("SELECT quantile_disc(age, -0.5) FROM people", "between 0 and 1"),
     ("SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY age DESC) FROM people", "DESC"),

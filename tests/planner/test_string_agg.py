@@ -124,8 +124,8 @@ def test_over_the_limit_is_refused_before_admission_charging_nothing():
 @pytest.mark.parametrize("sql,construct", [
     ("SELECT string_agg(DISTINCT x, ',') FROM t", "string_agg(DISTINCT"),
     ("SELECT string_agg(x, x) FROM t", "constant"),
-    ("SELECT list(x) FROM t", "list"),
-    ("SELECT array_agg(x ORDER BY id) FROM t", "list"),
+    ("SELECT list(x) = ['a'] FROM t", "list/array_agg inside an expression"),
+    ("SELECT array_agg(DISTINCT x ORDER BY id) FROM t", "list/array_agg (DISTINCT"),
 ])
 def test_refused_by_name_charging_nothing(sql, construct):
     d = _database([(1, 1, "a", 1)])

@@ -313,3 +313,14 @@ def test_params_are_typed_values_bound_on_the_server(served):
             raw.do_get(flight.Ticket(json.dumps(ticket).encode()), opts).read_all()
         raw.close()
         assert remote.budget["spent"] == spent
+
+
+def test_a_list_crosses_the_wire_as_fixed_lanes(served):
+    """list/array_agg (docs/design.md §list): padded fixed-size lanes on the wire, the client builds the lists."""
+    path, toks, start = served
+    srv = start()
+    with dodb.connect(srv.location, token=toks["alice"]) as remote:
+        res = remote.sql("SELECT g, list(s ORDER BY id) AS l FROM t GROUP BY g ORDER BY g", epsilon=0.5)
+        assert res.fetchall() == [(0, ["x0", "x3", "x6", "x9"]), (1, ["x1", "x4", "x7"]), (2, ["x2", "x5", "x8"])]
+        assert "c1:ev" in res.padded.table.column_names
+        assert str(res.arrow().schema.field("l").type) == "list<l: string>"

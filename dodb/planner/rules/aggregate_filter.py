@@ -7,6 +7,7 @@ runs ignores NULL arguments, so the clause is the same as feeding NULL on the ot
 ``arg_max`` …) get both columns wrapped (a row is ignored when either is NULL); a
 quantile's fraction and a separator are constants and stay as written.  The rewrite runs
 on the parsed query, before the guard, so the guard and DuckDB's bind see the CASE form.
+``list(x) FILTER (…)`` stays as written: a list keeps NULL elements (docs/design.md §list).
 
 Example:
     >>> import sqlglot
@@ -34,6 +35,8 @@ def _when(cond: exp.Expression, value: exp.Expression) -> exp.Expression:
 
 def _rewrite(node: exp.Filter) -> exp.Expression:
     agg = node.this
+    if isinstance(agg, exp.ArrayAgg):  # a list keeps NULL elements: its FILTER stays (planner/agg_calls.py)
+        return node
     where = node.expression
     cond = where.this if isinstance(where, exp.Where) else where
     if not isinstance(agg, exp.AggFunc):
@@ -66,6 +69,8 @@ def aggregate_filter(expression: exp.Expression) -> exp.Expression:
     """Replace every ``agg FILTER (WHERE p)`` of ``expression`` (in place) by its CASE form."""
     for node in reversed(list(expression.find_all(exp.Filter))):  # innermost first
         replacement = _rewrite(node)
+        if replacement is node:
+            continue
         if node is expression:
             return replacement
         node.replace(replacement)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...errors import UnsupportedQueryError
+from .list_outputs import check_lists
 
 __all__ = ["reject_unsupported", "position_of"]
 
@@ -20,14 +21,11 @@ _BANNED = {
     exp.Lateral: "LATERAL",
     exp.Unnest: "UNNEST",
     exp.Pivot: "PIVOT",
-    # dodb's columns hold scalars only (string_agg is supported: docs/design.md §string_agg)
-    exp.ArrayAgg: "list/array_agg (dodb has no LIST columns; string_agg(x, sep) concatenates with a "
-                  "public width bound):",
     exp.TableSample: "TABLESAMPLE",
 }
 _AGGS_OK = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Median, exp.Stddev, exp.StddevSamp, exp.StddevPop,
             exp.Variance, exp.VariancePop, exp.Corr, exp.CovarPop, exp.CovarSamp, exp.ArgMin, exp.ArgMax,
-            exp.PercentileCont, exp.PercentileDisc, exp.Quantile, exp.GroupConcat)
+            exp.PercentileCont, exp.PercentileDisc, exp.Quantile, exp.GroupConcat, exp.ArrayAgg)
 
 
 def position_of(node: exp.Expression) -> str | None:
@@ -86,6 +84,7 @@ def reject_unsupported(expression: exp.Expression) -> exp.Expression:
                 and node.args["distinct"].args.get("on"):
             _fail("DISTINCT ON", node)
         if isinstance(node, exp.Order) and isinstance(node.parent, exp.AggFunc) \
-                and not isinstance(node.parent, exp.GroupConcat):
+                and not isinstance(node.parent, (exp.GroupConcat, exp.ArrayAgg)):
             _fail("ORDER BY inside an aggregate", node)
+    check_lists(expression)  # list/array_agg only as a final output column (docs/design.md §list)
     return expression
