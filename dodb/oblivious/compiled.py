@@ -35,7 +35,7 @@ from numba.extending import intrinsic
 
 __all__ = [
     "compact_rounds", "distribute_rounds", "fill_pass",
-    "scan_pass", "lex_scan_pass", "lookup_passes", "SCAN_OPS",
+    "scan_pass", "lex_scan_pass", "lookup_rows", "SCAN_OPS",
 ]
 
 
@@ -256,27 +256,32 @@ def lex_scan_pass(W, nw, P, npay, seg, n, is_max, reverse):
 
 
 @njit(**_OPTS)
-def lookup_passes(LW, RW, nkw, ok, r_ok, PUB, OUT, words, n, k, matched, msk):
-    """``k`` passes of the lookup join (``operators.lookup``), one per public row ``j``.
+def lookup_rows(LW, RWT, nkw, ok, r_ok, PUBT, OUT, words, n, k, matched, msk):
+    """The lookup join's ``k × n`` comparisons row by row (``operators.lookup``); the same
+    results as the reference's ``k`` passes, as the real public keys are unique (checked).
 
-    A pass compares every private row's key words with public row ``j`` into a mask and
-    selects the public row's words into every matching output row; ``r_ok[j] = 0`` (a NULL
-    public key) clears the mask rather than skipping the pass, so every pass reads and
-    writes every row.
+    For every private row ``i`` (in order) and every public row ``j`` (in order): a mask of
+    key equality, then each output word is the OR over ``j`` of ``mask_j & public word`` —
+    at most one ``j`` matches, so the OR is the matched row's word or zero.  Every pair
+    ``(i, j)`` is read whatever the keys; the public side (``RWT``/``PUBT``: ``nkw``/``words``
+    runs of ``k`` words) stays in cache, so the work no longer streams ``n`` rows ``k`` times.
     """
-    for j in range(k):
-        rj = np.uint64(0) - np.uint64(r_ok[_ix(j)])
-        for i in range(n):
-            msk[_ix(i)] = rj & (np.uint64(0) - np.uint64(ok[_ix(i)]))
+    for i in range(n):
+        oki = np.uint64(0) - np.uint64(ok[_ix(i)])
+        for j in range(k):
+            msk[_ix(j)] = oki & (np.uint64(0) - np.uint64(r_ok[_ix(j)]))
         for w in range(nkw):
-            v = RW[_ix(w * k + j)]
-            o = w * n
-            for i in range(n):
-                msk[_ix(i)] &= np.uint64(0) - np.uint64(LW[_ix(o + i)] == v)
-        for i in range(n):
-            matched[_ix(i)] |= np.uint8(msk[_ix(i)] & _ONE)
+            v = LW[_ix(w * n + i)]
+            o = w * k
+            for j in range(k):
+                msk[_ix(j)] &= np.uint64(0) - np.uint64(RWT[_ix(o + j)] == v)
+        any_ = np.uint64(0)
+        for j in range(k):
+            any_ |= msk[_ix(j)]
+        matched[_ix(i)] = np.uint8(any_ & _ONE)
         for w in range(words):
-            v = PUB[_ix(w * k + j)]
-            o = w * n
-            for i in range(n):
-                OUT[_ix(o + i)] = _sel64(msk[_ix(i)], v, OUT[_ix(o + i)])
+            o = w * k
+            acc = np.uint64(0)
+            for j in range(k):
+                acc |= msk[_ix(j)] & PUBT[_ix(o + j)]
+            OUT[_ix(w * n + i)] = acc

@@ -85,17 +85,19 @@ def _passes_numpy(lw: list[np.ndarray], rw: list[np.ndarray], ok: np.ndarray, r_
 
 def _passes_compiled(lw: list[np.ndarray], rw: list[np.ndarray], ok: np.ndarray, r_ok: np.ndarray,
                      pub_words: list[np.ndarray], n: int, k: int) -> tuple[np.ndarray, list[np.ndarray]]:
-    """The ``k`` passes as the compiled kernel ``compiled.lookup_passes``; same results as
-    :func:`_passes_numpy` (a NULL public key, ``r_ok[j]`` false, clears the pass's mask
-    instead of skipping the pass, so every pass reads and writes every row)."""
+    """The ``k × n`` comparisons as the compiled kernel ``compiled.lookup_rows``; same results
+    as :func:`_passes_numpy` (a NULL public key, ``r_ok[j]`` false, clears its mask instead
+    of being skipped, so every pair of rows is read)."""
     from ..oblivious import compiled
 
     pub = np.concatenate(pub_words, axis=0) if pub_words else np.zeros((0, k), dtype=np.uint64)
     out = np.zeros((pub.shape[0], n), dtype=np.uint64)
     matched = np.zeros(n, dtype=np.uint8)
-    compiled.lookup_passes(np.concatenate(lw), np.concatenate(rw), len(lw), ok.astype(np.uint8),
-                           r_ok.astype(np.uint8), np.ascontiguousarray(pub).reshape(-1), out.reshape(-1),
-                           pub.shape[0], n, k, matched, np.empty(n, dtype=np.uint64))
+    # row by row: the public side stays in cache; the OR over public rows equals the
+    # reference's selects because the real public keys are unique (checked above)
+    compiled.lookup_rows(np.concatenate(lw), np.concatenate(rw), len(lw), ok.astype(np.uint8),
+                         r_ok.astype(np.uint8), np.ascontiguousarray(pub).reshape(-1), out.reshape(-1),
+                         pub.shape[0], n, k, matched, np.empty(k, dtype=np.uint64))
     bounds = np.cumsum([w.shape[0] for w in pub_words])[:-1]
     return matched.view(bool), np.split(out, bounds, axis=0) if pub_words else []
 

@@ -48,8 +48,8 @@ def _exercise() -> None:
         segmented_lex_scan([keys], starts, "max", payload=[np.arange(n)])
     k, w = 3, 2
     u64, u8 = np.zeros(n * w, np.uint64), np.zeros(n, np.uint8)
-    compiled.lookup_passes(u64[:n], np.zeros(k, np.uint64), 1, u8, np.ones(k, np.uint8), np.zeros(w * k, np.uint64),
-                           u64, w, n, k, u8.copy(), np.zeros(n, np.uint64))
+    compiled.lookup_rows(u64[:n], np.zeros(k, np.uint64), 1, u8, np.ones(k, np.uint8), np.zeros(w * k, np.uint64),
+                         u64, w, n, k, u8.copy(), np.zeros(k, np.uint64))
 
 
 def _kernels() -> list:
