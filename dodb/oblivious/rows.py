@@ -33,20 +33,42 @@ def row_bytes(a: np.ndarray) -> int:
     return int(a.dtype.itemsize * int(np.prod(a.shape[1:], dtype=np.int64)))
 
 
+def _row_words(a: np.ndarray) -> np.ndarray:
+    """The rows of ``a`` as ``(n, k)`` ``uint64`` words (row bytes zero-padded to whole words)."""
+    n, nbytes = int(a.shape[0]), row_bytes(a)
+    k = -(-nbytes // 8)
+    if not n or not nbytes:
+        return np.zeros((n, k), dtype=np.uint64)
+    flat = np.ascontiguousarray(a).reshape(n, nbytes // a.dtype.itemsize)
+    if nbytes == 8 * k:
+        return flat.view(np.uint64)  # whole words already: a view, no copy
+    raw = np.empty((n, 8 * k), dtype=np.uint8)
+    raw[:, nbytes:] = 0
+    raw[:, :nbytes] = flat.view(np.uint8)
+    return raw.view(np.uint64)
+
+
 def word_columns(a: np.ndarray, m: int) -> np.ndarray:
     """The rows of ``a`` as ``(words, m)`` ``uint64`` (row bytes and rows ``n..m`` zero-padded)."""
-    n, nbytes = int(a.shape[0]), row_bytes(a)
-    raw = np.zeros((n, -(-nbytes // 8) * 8), dtype=np.uint8)
-    raw[:, :nbytes] = np.ascontiguousarray(a).reshape(n, nbytes // a.dtype.itemsize).view(np.uint8)
-    out = np.zeros((raw.shape[1] // 8, m), dtype=np.uint64)
-    out[:, :n] = raw.view(np.uint64).T
+    n = int(a.shape[0])
+    rw = _row_words(a)
+    out = np.empty((rw.shape[1], m), dtype=np.uint64)
+    out[:, n:] = 0
+    for j in range(rw.shape[1]):  # one strided column at a time: far faster than a transposed copy
+        out[j, :n] = rw[:, j]
     return out
 
 
 def from_word_columns(words: np.ndarray, like: np.ndarray, n: int) -> np.ndarray:
     """Inverse of :func:`word_columns` for the first ``n`` rows, with ``like``'s dtype and shape."""
-    raw = np.ascontiguousarray(words[:, :n].T).view(np.uint8)
-    body = np.ascontiguousarray(raw[:, :row_bytes(like)])
+    k = int(words.shape[0])
+    rows = np.empty((n, k), dtype=np.uint64)
+    for j in range(k):
+        rows[:, j] = words[j, :n]
+    nbytes = row_bytes(like)
+    if nbytes == 8 * k and n:
+        return rows.view(like.dtype).reshape((n,) + like.shape[1:])
+    body = np.ascontiguousarray(rows.view(np.uint8)[:, :nbytes])
     return body.view(like.dtype).reshape((n,) + like.shape[1:])
 
 
@@ -62,14 +84,17 @@ def word_block(arrays: Sequence[np.ndarray], m: int) -> tuple[np.ndarray, list[i
     row take a direct widening copy instead of the byte-level path.
     """
     widths = [1 if _simple(a) else -(-row_bytes(a) // 8) for a in arrays]
-    out = np.zeros((sum(widths), m), dtype=np.uint64)
+    out = np.empty((sum(widths), m), dtype=np.uint64)
     w = 0
     for a, k in zip(arrays, widths):
         n = int(a.shape[0])
+        out[w:w + k, n:] = 0
         if _simple(a):
             out[w:w + 1, :n] = np.ascontiguousarray(a).view(f"u{a.dtype.itemsize}")
         else:
-            out[w:w + k] = word_columns(a, m)
+            rw = _row_words(a)
+            for j in range(k):
+                out[w + j:w + j + 1, :n] = rw[:, j]
         w += k
     return out, widths
 
