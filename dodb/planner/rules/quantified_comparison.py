@@ -28,7 +28,8 @@ from sqlglot import exp
 from ...errors import UnsupportedQueryError
 from ..exprs import aggregates, clause_of
 from .reject_unsupported import position_of
-from .unnest_exists import _equality_keys, _inner_aliases, _simple_subquery, _split_correlation
+from .unnest_exists import (_aliases, _equality_keys, _inner_aliases, _rename_alias, _simple_subquery, _sources,
+                            _split_correlation)
 
 __all__ = ["quantified_comparison"]
 
@@ -80,6 +81,10 @@ def summary_source(sub: exp.Expression, node: exp.Expression, what: str) -> tupl
         raise UnsupportedQueryError(f"{what} subquery must return exactly one column", position_of(node))
     body = sub.copy()
     body.set("distinct", None)
+    outer = _aliases(node.parent_select) if node.parent_select is not None else set()
+    for s in _sources(body):
+        if s.alias_or_name in outer:  # an inner name shadowing an outer one: x will be read inside
+            _rename_alias(body, s.alias_or_name, f"_s_{s.alias_or_name}")
     inner = _inner_aliases(body)
     if not any(c.table and c.table not in inner for c in body.find_all(exp.Column)):
         if _simple_subquery(body):
