@@ -19,8 +19,8 @@ Example:
     >>> schema = {"t": {"x": "int"}, "u": {"y": "int"}}
     >>> e = qualify(sqlglot.parse_one("SELECT x IN (SELECT y FROM u) AS f FROM t"), schema=schema)
     >>> print(in_values(e).sql())  # doctest: +NORMALIZE_WHITESPACE
-    SELECT (CASE WHEN (SELECT COUNT(*) FROM "u" AS "u" WHERE "u"."y" = "t"."x") > 0 THEN TRUE ELSE CASE (SELECT CASE
-    WHEN COUNT(*) = 0 THEN 0 WHEN COUNT(*) = COUNT("u"."y") THEN 1 ELSE 2 END FROM "u" AS "u") WHEN 0 THEN FALSE
+    SELECT (CASE WHEN (SELECT COUNT(*) AS _s FROM "u" AS "u" WHERE "u"."y" = "t"."x") > 0 THEN TRUE ELSE CASE (SELECT CASE
+    WHEN COUNT(*) = 0 THEN 0 WHEN COUNT(*) = COUNT("u"."y") THEN 1 ELSE 2 END AS _s FROM "u" AS "u") WHEN 0 THEN FALSE
     WHEN 2 THEN NULL ELSE CASE WHEN "t"."x" IS NULL THEN NULL ELSE FALSE END END END) AS "f" FROM "t" AS "t"
 """
 from __future__ import annotations
@@ -46,7 +46,7 @@ def _count_rows(sub: exp.Select) -> exp.Subquery:
     if _simple_subquery(sub):
         return summary(sub, exp.Count(this=exp.Star()))
     derived = exp.Subquery(this=sub.copy(), alias=exp.TableAlias(this=exp.to_identifier("_q")))
-    return exp.Subquery(this=exp.select(exp.Count(this=exp.Star())).from_(derived))
+    return exp.Subquery(this=exp.select(exp.alias_(exp.Count(this=exp.Star()), "_s")).from_(derived))
 
 
 def _in_value(node: exp.In) -> exp.Expression:

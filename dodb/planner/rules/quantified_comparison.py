@@ -17,8 +17,8 @@ Example:
     >>> import sqlglot
     >>> q = sqlglot.parse_one("SELECT a FROM t WHERE a > ALL (SELECT b FROM u)")
     >>> print(quantified_comparison(q).sql())  # doctest: +NORMALIZE_WHITESPACE
-    SELECT a FROM t WHERE (CASE WHEN a <= (SELECT MAX(b) FROM u) THEN FALSE ELSE CASE (SELECT CASE WHEN COUNT(*) = 0
-    THEN 0 WHEN COUNT(*) = COUNT(b) THEN 1 ELSE 2 END FROM u) WHEN 0 THEN TRUE WHEN 2 THEN NULL ELSE CASE WHEN a IS NULL
+    SELECT a FROM t WHERE (CASE WHEN a <= (SELECT MAX(b) AS _s FROM u) THEN FALSE ELSE CASE (SELECT CASE WHEN COUNT(*) = 0
+    THEN 0 WHEN COUNT(*) = COUNT(b) THEN 1 ELSE 2 END AS _s FROM u) WHEN 0 THEN TRUE WHEN 2 THEN NULL ELSE CASE WHEN a IS NULL
     THEN NULL ELSE TRUE END END END)
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ _ANY = {exp.GT: exp.Min, exp.GTE: exp.Min, exp.LT: exp.Max, exp.LTE: exp.Max}
 def summary(sub: exp.Select, agg: exp.Expression) -> exp.Subquery:
     """``(SELECT agg FROM … WHERE …)`` over ``sub``'s relation."""
     body = sub.copy()
-    body.set("expressions", [agg])
+    body.set("expressions", [exp.alias_(agg, "_s")])  # a public sub-plan's column needs a name
     return exp.Subquery(this=body)
 
 
@@ -126,7 +126,7 @@ def _rewrite(cmp: exp.Expression) -> exp.Expression:
         decisive = type(cmp)(this=x.copy(), expression=agg(_ANY[type(cmp)]))
     any_ = what == "ANY"
     st = state(sub, v)
-    value = three_valued(x, decisive, st.this.expressions[0] if correlated else st, on_decisive=any_,
+    value = three_valued(x, decisive, st.this.expressions[0].unalias() if correlated else st, on_decisive=any_,
                          on_empty=not any_)
     return summary(sub, value) if correlated else value
 
