@@ -13,6 +13,8 @@ and the subquery's expression reads each aggregate from ``_cN``, a COUNT as
 NULL), over no group it is the empty set's count, and every other aggregate of the empty set is
 NULL, as the LEFT JOIN gives.  A NULL outer key matches no group: the subquery is empty then
 too (``inner = NULL`` holds for no row).  The grouped side has one row per key (degree 1).
+The expression may read outer columns outside its aggregates (the same for every row of the
+subquery: ``rules/quantified_comparison.py`` puts a whole three-valued CASE there).
 
 Example:
     >>> import sqlglot
