@@ -14,8 +14,9 @@ from .reject_unsupported import reject_unsupported
 from .unnest_exists import unnest_exists
 from .within_group import within_group
 
-__all__ = ["aggregate_filter", "correlated_count", "factor_disjunctions", "group_by_all", "grouping_sets", "in_values", "quantified_comparison", "reject_unsupported",
-           "rewrite_grouping", "unnest_exists", "within_group"]
+__all__ = ["aggregate_filter", "correlated_count", "factor_disjunctions", "group_by_all", "grouping_sets",
+           "in_values", "quantified_comparison", "reject_unsupported", "rewrite_grouping", "unnest_exists",
+           "within_group"]
 
 
 def rewrite_grouping(expression: exp.Expression) -> exp.Expression:

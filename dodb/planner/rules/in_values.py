@@ -19,9 +19,10 @@ Example:
     >>> schema = {"t": {"x": "int"}, "u": {"y": "int"}}
     >>> e = qualify(sqlglot.parse_one("SELECT x IN (SELECT y FROM u) AS f FROM t"), schema=schema)
     >>> print(in_values(e).sql())  # doctest: +NORMALIZE_WHITESPACE
-    SELECT (CASE WHEN (SELECT COUNT(*) AS _s FROM "u" AS "u" WHERE "u"."y" = "t"."x") > 0 THEN TRUE ELSE CASE (SELECT CASE
-    WHEN COUNT(*) = 0 THEN 0 WHEN COUNT(*) = COUNT("u"."y") THEN 1 ELSE 2 END AS _s FROM "u" AS "u") WHEN 0 THEN FALSE
-    WHEN 2 THEN NULL ELSE CASE WHEN "t"."x" IS NULL THEN NULL ELSE FALSE END END END) AS "f" FROM "t" AS "t"
+    SELECT (CASE WHEN (SELECT COUNT(*) AS _s FROM "u" AS "u" WHERE "u"."y" = "t"."x") > 0 THEN TRUE ELSE CASE
+    (SELECT CASE WHEN COUNT(*) = 0 THEN 0 WHEN COUNT(*) = COUNT("u"."y") THEN 1 ELSE 2 END AS _s FROM "u" AS "u")
+    WHEN 0 THEN FALSE WHEN 2 THEN NULL ELSE CASE WHEN "t"."x" IS NULL THEN NULL ELSE FALSE END END END)
+    AS "f" FROM "t" AS "t"
 """
 from __future__ import annotations
 

@@ -17,9 +17,9 @@ Example:
     >>> import sqlglot
     >>> q = sqlglot.parse_one("SELECT a FROM t WHERE a > ALL (SELECT b FROM u)")
     >>> print(quantified_comparison(q).sql())  # doctest: +NORMALIZE_WHITESPACE
-    SELECT a FROM t WHERE (CASE WHEN a <= (SELECT MAX(b) AS _s FROM u) THEN FALSE ELSE CASE (SELECT CASE WHEN COUNT(*) = 0
-    THEN 0 WHEN COUNT(*) = COUNT(b) THEN 1 ELSE 2 END AS _s FROM u) WHEN 0 THEN TRUE WHEN 2 THEN NULL ELSE CASE WHEN a IS NULL
-    THEN NULL ELSE TRUE END END END)
+    SELECT a FROM t WHERE (CASE WHEN a <= (SELECT MAX(b) AS _s FROM u) THEN FALSE ELSE CASE (SELECT CASE
+    WHEN COUNT(*) = 0 THEN 0 WHEN COUNT(*) = COUNT(b) THEN 1 ELSE 2 END AS _s FROM u) WHEN 0 THEN TRUE WHEN 2 THEN NULL
+    ELSE CASE WHEN a IS NULL THEN NULL ELSE TRUE END END END)
 """
 from __future__ import annotations
 
