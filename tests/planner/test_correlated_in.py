@@ -91,6 +91,10 @@ QUERIES = [
     "FROM t",
     "SELECT id, EXISTS (SELECT * FROM u WHERE u.g = t.g) AS e FROM t",
     "SELECT id, x IN (SELECT y FROM u GROUP BY y HAVING count(*) > 1) AS f FROM t",
+    "SELECT id FROM t WHERE EXISTS (SELECT * FROM u WHERE u.w = 9) OR x = 1",
+    # a subquery inside the subquery: the inner one is rewritten first
+    "SELECT id FROM t WHERE x IN (SELECT y FROM u WHERE u.g = t.g AND u.w IN (SELECT pub.y FROM pub))",
+    "SELECT id, x IN (SELECT y FROM u WHERE u.w NOT IN (SELECT pub.y FROM pub WHERE pub.g = 2)) AS f FROM t",
 ]
 
 
@@ -125,6 +129,8 @@ REFUSED = [
     ("SELECT g, x IN (SELECT y FROM u) AS f, count(*) FROM t GROUP BY g, x", "IN (SELECT …) used as a value"),
     ("SELECT id, (g, x) IN (SELECT g, y FROM u) AS f FROM t", "row value (…) IN (SELECT …)"),
     ("SELECT id FROM t WHERE (g, x) NOT IN (SELECT g, y FROM u)", "NOT IN (SELECT …) over columns"),
+    ("SELECT id, x IN (SELECT y FROM u UNION SELECT y FROM pub) AS f FROM t", "IN over a set operation"),
+    ("SELECT id FROM t WHERE x IN (SELECT y FROM u UNION SELECT y FROM pub)", "IN over a set operation"),
 ]
 
 

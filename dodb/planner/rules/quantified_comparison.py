@@ -77,6 +77,8 @@ def summary_source(sub: exp.Expression, node: exp.Expression, what: str) -> tupl
     ``outer = inner`` equalities, and sit in WHERE or the SELECT list of a query without
     aggregates (where its per-group summaries can be LEFT JOINed to each row)."""
     sub = sub.this if isinstance(sub, exp.Subquery) else sub
+    if not isinstance(sub, exp.Select) and isinstance(sub, exp.Query):
+        raise UnsupportedQueryError(f"{what} over a set operation (UNION, INTERSECT, EXCEPT) here", position_of(node))
     if not isinstance(sub, exp.Select) or len(sub.expressions) != 1:
         raise UnsupportedQueryError(f"{what} subquery must return exactly one column", position_of(node))
     body = sub.copy()

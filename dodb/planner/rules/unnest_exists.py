@@ -81,7 +81,8 @@ def unnest_exists(expression: exp.Expression, not_null: dict[str, set[str]] | No
     """Rewrite WHERE-level [NOT] EXISTS / [NOT] IN subqueries as SEMI / ANTI joins."""
     not_null = not_null or {}
     counter = itertools.count()
-    for select in list(expression.find_all(exp.Select)):
+    # inner queries first: a subquery copied into a join then holds its own rewritten joins
+    for select in reversed(list(expression.find_all(exp.Select, bfs=False))):
         where = select.args.get("where")
         if where is None:
             continue
@@ -278,9 +279,11 @@ def _in_to_join(select: exp.Select, node: exp.In, negated: bool, counter, not_nu
     query = node.args["query"]
     query = query.this if isinstance(query, exp.Subquery) else query
     xs = node.this.expressions if isinstance(node.this, exp.Tuple) else [node.this]
+    if not isinstance(query, exp.Select) and isinstance(query, exp.Query):
+        raise UnsupportedQueryError("IN over a set operation (UNION, INTERSECT, EXCEPT)", position_of(node))
     if not isinstance(query, exp.Select) or len(query.expressions) != len(xs):
-        raise UnsupportedQueryError(f"IN subquery must return exactly {len(xs)} column{'s' * (len(xs) > 1)}",
-                                    position_of(node))
+        raise UnsupportedQueryError(f"IN subquery must return exactly {len(xs) if len(xs) > 1 else 'one'} column"
+                                    f"{'s' * (len(xs) > 1)}", position_of(node))
     outer = _aliases(select)
     if len(xs) > 1 or any(c.table in outer and c.table not in _inner_aliases(query)
                           for c in query.find_all(exp.Column)):
