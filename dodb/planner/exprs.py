@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-__all__ = ["aggregates", "clause_of", "conjuncts", "positive"]
+__all__ = ["aggregates", "clause_of", "conjuncts", "positive", "row_level"]
 
 
 def conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
@@ -39,3 +39,11 @@ def aggregates(select: exp.Select) -> bool:
     """Whether ``select`` groups (a GROUP BY, or an aggregate of its own in its SELECT list)."""
     return bool(select.args.get("group")) or any(
         a.parent_select is select for p in select.expressions for a in p.find_all(exp.AggFunc))
+
+
+def row_level(node: exp.Expression) -> bool:
+    """Whether ``node`` is evaluated once per input row of its query — in WHERE, or in the SELECT
+    list of a query without aggregates — so a value LEFT JOINed to each row can stand for it."""
+    select = node.parent_select
+    place = clause_of(node, select) if select is not None else ""
+    return place == "where" or (place == "expressions" and not aggregates(select))

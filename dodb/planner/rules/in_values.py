@@ -29,7 +29,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...errors import UnsupportedQueryError
-from ..exprs import aggregates, clause_of, positive
+from ..exprs import clause_of, positive, row_level
 from .quantified_comparison import state, summary, summary_source, three_valued
 from .reject_unsupported import position_of
 from .unnest_exists import _and, _inner_aliases, _simple_subquery
@@ -57,10 +57,7 @@ def _in_value(node: exp.In) -> exp.Expression:
         raise UnsupportedQueryError("a row value (…) IN (SELECT …) outside a WHERE condition of its own",
                                     position_of(node))
     body, v, correlated = summary_source(node.args["query"], node, "IN")
-    select = node.parent_select
-    if not correlated and x.find(exp.Column) and (
-            clause_of(node, select) not in ("where", "expressions") or aggregates(select)
-            and clause_of(node, select) == "expressions"):
+    if not correlated and x.find(exp.Column) and not row_level(node):  # the y = x count is correlated
         raise UnsupportedQueryError("IN (SELECT …) used as a value outside WHERE and the SELECT list of a query "
                                     "without aggregates", position_of(node))
     if not v.find(exp.Column) and x.find(exp.Column):

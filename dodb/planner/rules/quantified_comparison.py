@@ -8,9 +8,9 @@
 then (it is ``NOT (x = ALL (S))``); their other cases are those of ``> ALL`` / ``> ANY``.  Each
 reads one-row summaries of ``S``: its state (0 empty, 1 no NULL, 2 a NULL, as for NOT IN,
 docs/design.md §NOT IN and NULLs) and its max and / or min, as scalar subqueries.  A subquery
-correlated by ``outer = inner`` equalities keeps its correlation in those summaries, which are
-then per-group aggregates LEFT JOINed back (``rules/correlated_count.py`` for the state, whose
-COUNTs are 0 over an absent group; sqlglot's ``unnest_subqueries`` for MIN / MAX, NULL there).
+correlated by ``outer = inner`` equalities becomes one scalar subquery whose value is the whole
+CASE over ``x`` and the aggregates; ``rules/correlated_count.py`` makes it one per-group
+LEFT JOIN (an absent group reads counts 0, so state 0: the empty set's answer).
 ``= ANY`` is IN and ``<> ALL`` is NOT IN (``rules/unnest_exists.py``, ``rules/in_values.py``).
 
 Example:
@@ -26,7 +26,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...errors import UnsupportedQueryError
-from ..exprs import aggregates, clause_of
+from ..exprs import row_level
 from .reject_unsupported import position_of
 from .unnest_exists import (_aliases, _equality_keys, _inner_aliases, _rename_alias, _simple_subquery, _sources,
                             _split_correlation)
@@ -103,9 +103,7 @@ def summary_source(sub: exp.Expression, node: exp.Expression, what: str) -> tupl
     if any(c.table not in inner for c in v.find_all(exp.Column)) or not _equality_keys(correlated, inner):
         raise UnsupportedQueryError(f"{name} unless correlated only by outer = inner equalities in its WHERE "
                                     f"and returning an inner expression", position_of(node))
-    select = node.parent_select
-    place = clause_of(node, select)
-    if place != "where" and (place != "expressions" or aggregates(select)):
+    if not row_level(node):
         raise UnsupportedQueryError(f"{name} outside WHERE and the SELECT list of a query without aggregates",
                                     position_of(node))
     return body, v, True
