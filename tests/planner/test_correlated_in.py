@@ -195,3 +195,26 @@ def test_not_null_columns_use_the_plain_anti_join(sql):
         assert_same_rows(db.sql(sql, epsilon=1.0).arrow(), db.oracle.sql(sql).to_arrow_table())
     finally:
         db.close()
+
+
+def test_row_value_not_in_with_one_nullable_component():
+    """``(k, v) NOT IN (…)`` with ``k`` NOT NULL and ``v`` nullable: the anti join on ``k = k'``
+    and ``(v = v' OR v IS NULL OR v' IS NULL)`` is SQL's row comparison (NULL unless some
+    component differs)."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE a (id INTEGER NOT NULL, k INTEGER NOT NULL, v INTEGER)")
+    con.execute("CREATE TABLE b (bid INTEGER NOT NULL, k INTEGER NOT NULL, v INTEGER)")
+    con.execute("INSERT INTO a SELECT i, i % 3, CASE WHEN i % 4 = 0 THEN NULL ELSE i % 5 END FROM range(20) r(i)")
+    con.execute("INSERT INTO b SELECT i, i % 4, CASE WHEN i % 5 = 1 THEN NULL ELSE i % 3 END FROM range(9) r(i)")
+    db = dodb.attach(con, seed=2, allow_insecure=True)
+    db.oracle = snapshot(con)
+    db.set_budget(epsilon=1e6, delta=0.5)
+    db.protect("a", "id", max_contributions=1)
+    db.protect("b", "bid", max_contributions=1)
+    try:
+        for sql in ["SELECT id FROM a WHERE (k, v) NOT IN (SELECT k, v FROM b)",
+                    "SELECT id FROM a WHERE (k, v) NOT IN (SELECT k, v FROM b WHERE bid > 2)",
+                    "SELECT id FROM a WHERE (k, v) IN (SELECT k, v FROM b)"]:
+            assert_same_rows(db.sql(sql, epsilon=1.0).arrow(), db.oracle.sql(sql).to_arrow_table())
+    finally:
+        db.close()
