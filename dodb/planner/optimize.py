@@ -3,7 +3,8 @@
 sqlglot's rules do the heavy lifting (qualify, normalise, push predicates and
 projections down, decorrelate scalar subqueries, merge subqueries, simplify).  dodb adds
 :func:`~dodb.planner.rules.reject_unsupported` (before anything else) and
-:func:`~dodb.planner.rules.unnest_exists` (EXISTS/IN → SEMI/ANTI joins) and
+:func:`~dodb.planner.rules.unnest_exists` (EXISTS/IN → SEMI/ANTI joins),
+:func:`~dodb.planner.rules.in_values` (IN subqueries as values, with SQL's three values) and
 :func:`~dodb.planner.rules.correlated_count` (correlated COUNT subqueries → GROUP BY + LEFT
 JOIN), before sqlglot's ``unnest_subqueries``.
 """
@@ -29,7 +30,8 @@ from .rules.mark_scalar_sources import (mark_scalar_sources, merge_keeping_scala
 from ..errors import CatalogError, PlanningError, UnsupportedQueryError, one_line
 from .catalog import Catalog
 from .guard import check_nesting
-from .rules import correlated_count, factor_disjunctions, quantified_comparison, reject_unsupported, unnest_exists
+from .rules import (correlated_count, factor_disjunctions, in_values, quantified_comparison, reject_unsupported,
+                    unnest_exists)
 from .rules.reject_unsupported import position_of
 
 __all__ = ["parse", "optimize"]
@@ -161,6 +163,7 @@ def _optimize(e: exp.Expression, catalog: Catalog) -> exp.Expression:
             rules.append(quantified_comparison)
             rules.append(factor_disjunctions)
             rules.append(dodb_unnest_exists)
+            rules.append(in_values)
             rules.append(correlated_count)
             rules.append(scalar_projections)
         rules.append(rule)

@@ -208,8 +208,10 @@ def test_any_all_as_in_and_in_select_equal_duckdb(db, sql):
 
 
 @pytest.mark.parametrize("sql,construct", [
-    ("SELECT id FROM people p WHERE p.k = ALL (SELECT s.cust FROM sales s)", "only <, <=, >, >="),
-    ("SELECT id FROM people p WHERE p.k > ALL (SELECT s.cust FROM sales s WHERE s.amt = p.j)", "correlated ALL"),
+    ("SELECT p.k, count(*) FROM people p GROUP BY p.k HAVING p.k = ALL (SELECT s.cust FROM sales s "
+     "WHERE s.amt = p.k)", "correlated ALL subquery outside WHERE"),
+    ("SELECT id FROM people p WHERE p.k > ALL (SELECT s.cust FROM sales s GROUP BY s.cust HAVING s.cust = p.j)",
+     "correlated ALL subquery with GROUP BY"),
 ])
 def test_quantified_refusals_charge_nothing(db, sql, construct):
     before = db.budget["spent"]

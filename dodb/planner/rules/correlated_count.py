@@ -13,6 +13,8 @@ and the subquery's expression reads each aggregate from ``_cN``, a COUNT as
 NULL), over no group it is the empty set's count, and every other aggregate of the empty set is
 NULL, as the LEFT JOIN gives.  A NULL outer key matches no group: the subquery is empty then
 too (``inner = NULL`` holds for no row).  The grouped side has one row per key (degree 1).
+The expression may read outer columns outside its aggregates (the same for every row of the
+subquery: ``rules/quantified_comparison.py`` puts a whole three-valued CASE there).
 
 Example:
     >>> import sqlglot
@@ -30,7 +32,7 @@ import itertools
 
 from sqlglot import exp
 
-from .unnest_exists import _and, _equality_keys, _split_correlation
+from .unnest_exists import _and, _equality_keys, _inner_aliases, _split_correlation
 
 __all__ = ["correlated_count"]
 
@@ -44,8 +46,10 @@ def _candidate(sub: exp.Select) -> bool:
     value = sub.expressions[0].unalias()
     if value.find(exp.Window) or value.find(exp.Subquery) or not value.find(exp.Count):
         return False
-    # every column of the value is inside an aggregate (else it is not one value per group)
-    return all(c.find_ancestor(exp.AggFunc) is not None for c in value.find_all(exp.Column))
+    # every column of the value is inside an aggregate (else it is not one value per group) or
+    # an outer one, the same for every row of the subquery (rules/quantified_comparison.py)
+    inner = _inner_aliases(sub)
+    return all(c.find_ancestor(exp.AggFunc) is not None or c.table not in inner for c in value.find_all(exp.Column))
 
 
 def _rewrite(select: exp.Select, node: exp.Subquery, counter) -> bool:
@@ -53,7 +57,7 @@ def _rewrite(select: exp.Select, node: exp.Subquery, counter) -> bool:
     local, correlated, inner = _split_correlation(sub)
     keys = _equality_keys(correlated, inner)
     value = sub.expressions[0].unalias()
-    if not keys or any(c.table not in inner for c in value.find_all(exp.Column)):
+    if not keys or any(c.table not in inner for a in value.find_all(exp.AggFunc) for c in a.find_all(exp.Column)):
         return False
     alias = f"_c{next(counter)}"
     aggs: dict[str, tuple[str, exp.Expression]] = {}

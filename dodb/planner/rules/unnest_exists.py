@@ -81,7 +81,8 @@ def unnest_exists(expression: exp.Expression, not_null: dict[str, set[str]] | No
     """Rewrite WHERE-level [NOT] EXISTS / [NOT] IN subqueries as SEMI / ANTI joins."""
     not_null = not_null or {}
     counter = itertools.count()
-    for select in list(expression.find_all(exp.Select)):
+    # inner queries first: a subquery copied into a join then holds its own rewritten joins
+    for select in reversed(list(expression.find_all(exp.Select, bfs=False))):
         where = select.args.get("where")
         if where is None:
             continue
@@ -277,11 +278,17 @@ def _in_to_join(select: exp.Select, node: exp.In, negated: bool, counter, not_nu
     """Add the SEMI/ANTI join; returns the condition NOT IN's NULL semantics still need."""
     query = node.args["query"]
     query = query.this if isinstance(query, exp.Subquery) else query
-    if not isinstance(query, exp.Select) or len(query.expressions) != 1:
-        raise UnsupportedQueryError("IN subquery must return exactly one column", position_of(node))
+    xs = node.this.expressions if isinstance(node.this, exp.Tuple) else [node.this]
+    if not isinstance(query, exp.Select) and isinstance(query, exp.Query):
+        raise UnsupportedQueryError("IN over a set operation (UNION, INTERSECT, EXCEPT)", position_of(node))
+    if not isinstance(query, exp.Select) or len(query.expressions) != len(xs):
+        raise UnsupportedQueryError(f"IN subquery must return exactly {len(xs) if len(xs) > 1 else 'one'} column"
+                                    f"{'s' * (len(xs) > 1)}", position_of(node))
     outer = _aliases(select)
-    if any(c.table in outer and c.table not in _inner_aliases(query) for c in query.find_all(exp.Column)):
-        raise UnsupportedQueryError("correlated IN subquery", position_of(node))
+    if len(xs) > 1 or any(c.table in outer and c.table not in _inner_aliases(query)
+                          for c in query.find_all(exp.Column)):
+        _in_as_exists(select, node, query, xs, negated, counter, not_null)
+        return None
     nullable = negated and (_column_nullable(node.this, select, not_null)
                             or _column_nullable(query.expressions[0].unalias(), query, not_null))
     alias = f"_in{next(counter)}"
@@ -321,3 +328,42 @@ def _not_in_nulls(x: exp.Expression, sub: exp.Select, alias: str) -> exp.Express
     allowed = exp.Case(ifs=[exp.If(this=exp.Is(this=x.copy(), expression=exp.Null()), true=exp.Literal.number(0))],
                        default=exp.Literal.number(1))
     return exp.LTE(this=flag, expression=allowed)
+
+
+def _in_as_exists(select: exp.Select, node: exp.In, query: exp.Select, xs: list[exp.Expression], negated: bool,
+                  counter, not_null) -> None:
+    """A correlated (or row-valued) ``xs [NOT] IN (query)`` as ``[NOT] EXISTS`` over ``query``'s rows.
+
+    ``x IN (S)`` keeps a row iff some ``y`` of S equals ``x``: EXISTS with ``y = x`` added to
+    the subquery's WHERE.  ``x NOT IN (S)`` keeps it iff no ``y`` of S makes ``x = y`` TRUE or
+    NULL: NOT EXISTS with ``(y = x OR y IS NULL OR x IS NULL)`` — TRUE over an empty S, dropped
+    when ``x`` is NULL or S holds a NULL (S is the per-row correlated set).  A row value
+    ``(a, b)`` compares component-wise: AND of the per-component conditions.  When neither
+    side can be NULL the condition is the plain ``y = x``.
+    """
+    sub = query.copy()
+    sub.set("distinct", None)  # [NOT] IN does not depend on duplicates
+    if not _simple_subquery(sub):
+        raise UnsupportedQueryError("correlated or row-valued IN subquery with GROUP BY, HAVING, LIMIT, ORDER BY, "
+                                    "WITH or an aggregate", position_of(node))
+    outer = _aliases(select)
+    for s in _sources(sub):
+        if s.alias_or_name in outer:  # inner names shadow outer ones: rename before adding x
+            _rename_alias(sub, s.alias_or_name, f"_e{next(counter)}")
+    conds = []
+    for x, y in zip(xs, [e.unalias() for e in sub.expressions]):
+        eq = exp.EQ(this=y.copy(), expression=x.copy())
+        if negated and (_column_nullable(x, select, not_null) or _column_nullable(y, sub, not_null)):
+            eq = exp.paren(exp.or_(eq, exp.Is(this=y.copy(), expression=exp.Null()),
+                                   exp.Is(this=x.copy(), expression=exp.Null())), copy=False)
+        conds.append(eq)
+    _, correlated, inner = _split_correlation(sub)
+    if negated and all(isinstance(c, exp.Paren) for c in conds) and not _equality_keys(
+            [p for p in correlated if isinstance(p, exp.EQ)], inner):
+        # the anti join needs one equality to run on; NOT EXISTS's y = x alone is not NOT IN
+        raise UnsupportedQueryError("NOT IN (SELECT …) over columns that can be NULL, correlated by no outer = "
+                                    "inner equality", position_of(node))
+    where = sub.args.get("where")
+    sub.set("where", exp.Where(this=_and(([where.this] if where is not None else []) + conds)))
+    sub.set("expressions", [exp.Star()])
+    _exists_to_join(select, sub, negated, counter)
