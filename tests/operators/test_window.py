@@ -138,9 +138,10 @@ def test_empty_and_dummy_only_inputs(data):
 
 
 # -- the view: same padded shape, same trace and same executed lines ------------------------------
-WINDOW_FILES = {str(Path(W.__file__)), str(Path(W.__file__).parent.parent / "oblivious" / "scan.py")}
+WINDOW_FILES = {str(Path(W.__file__)), str(Path(W.__file__).parent / "window_frames.py"),
+                str(Path(W.__file__).parent.parent / "oblivious" / "scan.py")}
 HERE = str(Path(__file__))
-WIDTHS = {"p": 8, "o": 8, "v": 8, "v2": 8}
+WIDTHS = {"p": 8, "o": 8, "v": 8, "v2": 8, "u": 8}
 
 
 def _numpy_live() -> tuple[int, int]:
@@ -260,7 +261,19 @@ def probed_case(draw):
     order = (SortKey("o", draw(st.booleans()), draw(st.booleans())),)
     funcs = tuple(WindowFunc(fn, None if fn == "count_star" else "v", f"f{i}", frame=draw(st.sampled_from(PROBED_FRAMES)))
                   for i, fn in enumerate(["count_star", "count", "sum", "avg"]))
-    return t, [WindowSpec(part, order, funcs)]
+    funcs += tuple(WindowFunc(fn, "v", f"m{i}", frame=draw(st.sampled_from(PROBED_FRAMES)))
+                   for i, fn in enumerate(["min", "max"]))  # a sparse table read by lookups
+    # FIRST/LAST/NTH_VALUE read rows by position: ordered by a key without ties (DuckDB's
+    # order of peers is its own), at most one NULL
+    u = draw(st.lists(st.integers(-40, 40), min_size=t.num_rows, max_size=t.num_rows, unique=True))
+    if u and draw(st.booleans()):
+        u[draw(st.integers(0, len(u) - 1))] = None
+    t = t.append_column("u", pa.array(u, pa.int64()))
+    values = tuple(WindowFunc(fn, "v", f"g{i}", frame=draw(st.sampled_from(PROBED_FRAMES)),
+                              offset=draw(st.integers(1, 3)) if fn == "nth_value" else 1, ignore_nulls=i >= 3)
+                   for i, fn in enumerate(["first_value", "last_value", "nth_value", "first_value", "last_value"]))
+    uorder = (SortKey("u", draw(st.booleans()), draw(st.booleans())),)
+    return t, [WindowSpec(part, order, funcs), WindowSpec(part, uorder, values)]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -305,11 +318,14 @@ def test_range_offsets_at_the_int64_limits():
             duck(_sql(specs), t=t)
 
 
-def test_probed_frames_refuse_min_max_and_value_functions():
+def test_probed_frames_refuse_what_they_cannot_answer():
     t = from_arrow(pa.table({"o": pa.array([1, 2], pa.int64()), "v": pa.array([1, 2], pa.int64())}), stability=1)
-    for fn in ["min", "max", "first_value", "last_value", "nth_value"]:
-        spec = WindowSpec((), (SortKey("o"),), (WindowFunc(fn, "v", "x", frame=Frame("range", -1, 1)),))
-        with pytest.raises(W.UnsupportedQueryError, match=fn.upper()):
+    for fn in ["min", "max", "first_value", "last_value", "nth_value", "sum"]:
+        spec = WindowSpec((), (SortKey("o"), SortKey("v")), (WindowFunc(fn, "v", "x", frame=Frame("range", -1, 1)),))
+        with pytest.raises(W.UnsupportedQueryError, match="exactly one ORDER BY key"):
+            window(t, [spec], ctx=ExecContext(mode="do", rng=new_rng(1)))
+        spec = WindowSpec((), (SortKey("o"),), (WindowFunc(fn, "v", "x", frame=Frame("range", (0, 1), 0, True)),))
+        with pytest.raises(W.UnsupportedQueryError, match="INTERVAL offset over an ORDER BY key of type int64"):
             window(t, [spec], ctx=ExecContext(mode="do", rng=new_rng(1)))
 
 
