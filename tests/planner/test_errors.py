@@ -17,7 +17,7 @@ def db():
 
 
 UNSUPPORTED = {
-    "SELECT o_orderkey, sum(o_totalprice) OVER (ORDER BY o_orderdate RANGE BETWEEN INTERVAL 7 DAYS PRECEDING "
+    "SELECT o_orderkey, sum(o_totalprice) OVER (ORDER BY o_orderdate RANGE BETWEEN INTERVAL '7 days 2 hours' PRECEDING "
     "AND CURRENT ROW) FROM orders": "RANGE frame",
     "SELECT o_custkey, string_agg(DISTINCT o_comment, ',') FROM orders GROUP BY 1": "string_agg(DISTINCT",
     "SELECT * FROM orders RIGHT JOIN customer ON o_custkey = c_custkey": "RIGHT OUTER JOIN",
