@@ -21,6 +21,7 @@ from .table import Column
 __all__ = ["probe_prefixes", "frame_rows", "gather", "range_extreme", "value_at"]
 
 _I64_MAX, _I64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+_DATE_INF = (1 << 31) - 1  # DuckDB's DATE 'infinity' (TIMESTAMP's is INT64's maximum)
 
 
 def _probe_key(c, frame):
@@ -35,8 +36,12 @@ def _probe_key(c, frame):
     t = col.type
     if frame.interval:
         if t == pa.date32() or (pa.types.is_timestamp(t) and t.unit == "us" and t.tz is None):
-            us, bad = to_us(col.values.astype(np.int64), "date" if t == pa.date32() else "ts")
+            raw = col.values.astype(np.int64)
+            inf = np.abs(raw) == (_DATE_INF if t == pa.date32() else _I64_MAX)  # ±infinity: never moved
+            us, bad = to_us(np.where(inf, 0, raw), "date" if t == pa.date32() else "ts")
             c.range_overflow |= col.valid & bad  # a DATE outside TIMESTAMP's range: DuckDB raises
+            c.cache["inf"] = col.valid & inf  # lint: public a dict keyed by a constant name
+            us = np.where(inf, np.sign(raw) * _I64_MAX, us)
             return np.where(col.valid, us, 0), col.valid, False, desc, nf
         raise UnsupportedQueryError(f"RANGE frame with an INTERVAL offset over an ORDER BY key of type {t}")
     if pa.types.is_floating(t):
@@ -84,6 +89,9 @@ def probe_prefixes(c, words: list[np.ndarray], frame):
     vals, sides, ties = [v], [np.ones(n, dtype=np.uint64)], [np.ones(n, dtype=np.uint64)]
     for tie, off in ((0, frame.start), (2, frame.end)):
         mv, side = _moved(v, zero if off is None else off, is_float, sign)
+        if frame.interval:  # DuckDB: ±infinity plus an interval stays ±infinity
+            inf = c.cache["inf"]  # lint: public a dict keyed by a constant name
+            mv, side = np.where(inf, v, mv), np.where(inf, np.uint64(1), side)
         c.range_overflow |= valid & (side != 1)
         if desc:
             side = np.uint64(2) - side

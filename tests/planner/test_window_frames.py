@@ -171,3 +171,27 @@ def test_window_frame_queries_have_identical_views_on_coupled_neighbours():
         assert report.ok, "\n".join(report.lines())
     finally:
         db.close()
+
+
+def test_infinite_dates_and_timestamps_stay_put_like_duckdb():
+    """DuckDB: ±infinity plus or minus an interval is ±infinity (a peer group of its own)."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, d DATE, ts TIMESTAMP, x INTEGER)")
+    con.execute("INSERT INTO t VALUES (1, DATE 'infinity', TIMESTAMP 'infinity', 1), (2, DATE '2024-01-01', "
+                "TIMESTAMP '2024-01-01 10:00', 2), (3, DATE '-infinity', TIMESTAMP '-infinity', 4), (4, NULL, NULL, 3), "
+                "(5, DATE 'infinity', TIMESTAMP 'infinity', 7), (6, DATE '2024-01-02', TIMESTAMP '2024-01-01 11:00', 8)")
+    d = dodb.attach(con, seed=7, allow_insecure=True)
+    oracle = snapshot(con)
+    d.set_budget(epsilon=1e7, delta=0.5)
+    d.protect("t", "id", max_contributions=1, keys=[["id"]])
+    try:
+        for sql in ["SELECT id, sum(x) OVER (ORDER BY d RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT ROW) AS s, "
+                    "min(x) OVER (ORDER BY ts DESC RANGE BETWEEN INTERVAL 2 HOUR PRECEDING AND INTERVAL 1 MONTH "
+                    "FOLLOWING) AS m FROM t",
+                    "SELECT id, count(*) OVER (ORDER BY d RANGE BETWEEN CURRENT ROW AND INTERVAL 1 YEAR FOLLOWING) AS s, "
+                    "max(x) OVER (ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND INTERVAL 1 HOUR PRECEDING) AS m "
+                    "FROM t"]:
+            got = d.sql(sql, epsilon=1.0, delta=1e-6).arrow()
+            assert_same_rows(got, oracle.sql(sql).to_arrow_table())
+    finally:
+        d.close()
