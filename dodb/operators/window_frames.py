@@ -25,11 +25,12 @@ _DATE_INF = (1 << 31) - 1  # DuckDB's DATE 'infinity' (TIMESTAMP's is INT64's ma
 
 
 def _probe_key(c, frame):
-    """The frame's order value per row (int64 or float64; µs for an INTERVAL frame), its
-    validity, whether it is float, DESC and NULLS FIRST.  GROUPS: the dense peer rank."""
+    """The frame's order value per row (int64 or float64; µs for an INTERVAL frame, days for
+    a DATE's numeric offset), its validity, whether it is float, DESC, NULLS FIRST, and
+    where it is ±infinity (DATE/TIMESTAMP keys, else ``None``).  GROUPS: the dense peer rank."""
     if frame.kind == "groups":
         rank = segmented_scan(c.peer.astype(np.int64), c.pstart, "sum", trace=c.trace)
-        return rank, np.ones(c.n, dtype=bool), False, False, False
+        return rank, np.ones(c.n, dtype=bool), False, False, False, None
     if c.okey is None:
         raise UnsupportedQueryError("RANGE frame with an offset needs exactly one ORDER BY key")
     col, desc, nf = c.okey
@@ -40,16 +41,18 @@ def _probe_key(c, frame):
             inf = np.abs(raw) == (_DATE_INF if t == pa.date32() else _I64_MAX)  # ±infinity: never moved
             us, bad = to_us(np.where(inf, 0, raw), "date" if t == pa.date32() else "ts")
             c.range_overflow |= col.valid & bad  # a DATE outside TIMESTAMP's range: DuckDB raises
-            c.cache["inf"] = col.valid & inf  # lint: public a dict keyed by a constant name
             us = np.where(inf, np.sign(raw) * _I64_MAX, us)
-            return np.where(col.valid, us, 0), col.valid, False, desc, nf
+            return np.where(col.valid, us, 0), col.valid, False, desc, nf, col.valid & inf
         raise UnsupportedQueryError(f"RANGE frame with an INTERVAL offset over an ORDER BY key of type {t}")
+    if t == pa.date32():  # a number of days (DuckDB's DATE ± INTEGER)
+        raw = col.values.astype(np.int64)
+        return np.where(col.valid, raw, 0), col.valid, False, desc, nf, col.valid & (np.abs(raw) == _DATE_INF)
     if pa.types.is_floating(t):
         vals = col.values.astype(np.float64)
-        return np.where(col.valid, vals, 0.0), col.valid, True, desc, nf
+        return np.where(col.valid, vals, 0.0), col.valid, True, desc, nf, None
     if pa.types.is_integer(t) and t != pa.uint64():
         vals = col.values.astype(np.int64)
-        return np.where(col.valid, vals, 0), col.valid, False, desc, nf
+        return np.where(col.valid, vals, 0), col.valid, False, desc, nf, None
     raise UnsupportedQueryError(f"RANGE frame with an offset over an ORDER BY key of type {t}")
 
 
@@ -82,15 +85,16 @@ def probe_prefixes(c, words: list[np.ndarray], frame):
     n = c.n
     if not frame.interval and frame.start is not None and frame.end is not None and frame.start > frame.end:
         raise UnsupportedQueryError(f"{frame.kind.upper()} frame whose start offset follows its end offset")
-    v, valid, is_float, desc, nf = _probe_key(c, frame)
+    v, valid, is_float, desc, nf, inf = _probe_key(c, frame)
     sign = -1 if desc else 1
     zero = (0, 0) if frame.interval else 0
     pid = np.cumsum(c.pstart.astype(np.int64)).astype(np.uint64)  # the partition's number, in sorted order
     vals, sides, ties = [v], [np.ones(n, dtype=np.uint64)], [np.ones(n, dtype=np.uint64)]
     for tie, off in ((0, frame.start), (2, frame.end)):
         mv, side = _moved(v, zero if off is None else off, is_float, sign)
-        if frame.interval:  # DuckDB: ±infinity plus an interval stays ±infinity
-            inf = c.cache["inf"]  # lint: public a dict keyed by a constant name
+        if inf is not None:  # public: a DATE/TIMESTAMP key; ±infinity plus an offset stays ±infinity
+            if not frame.interval:  # public: days; a finite DATE leaving DATE's range raises in DuckDB
+                side = np.where(~inf & (np.abs(mv) > _DATE_INF - 1), np.uint64(0), side)
             mv, side = np.where(inf, v, mv), np.where(inf, np.uint64(1), side)
         c.range_overflow |= valid & (side != 1)
         if desc:

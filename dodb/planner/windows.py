@@ -243,7 +243,7 @@ def _frame(w: exp.Window, ordered: bool) -> Frame:
     return Frame("rows", start, end)
 
 
-_RANGE_KEYS = ("TINYINT", "SMALLINT", "INT", "BIGINT", "UTINYINT", "USMALLINT", "UINT", "FLOAT", "DOUBLE")
+_RANGE_KEYS = ("TINYINT", "SMALLINT", "INT", "BIGINT", "UTINYINT", "USMALLINT", "UINT", "FLOAT", "DOUBLE", "DATE")
 _INTERVAL_KEYS = ("DATE", "TIMESTAMP", "DATETIME")
 
 

@@ -76,6 +76,9 @@ QUERIES = [
     "INTERVAL 30 SECOND FOLLOWING) AS w FROM ev",
     "SELECT id, first_value(id) OVER (ORDER BY ts RANGE BETWEEN INTERVAL 2 HOUR PRECEDING AND CURRENT ROW) AS f, "
     "last_value(id) OVER (ORDER BY ts RANGE BETWEEN CURRENT ROW AND INTERVAL 5 HOUR FOLLOWING) AS l FROM ev",
+    # numeric offsets over a DATE key: days (DuckDB's DATE ± INTEGER)
+    "SELECT id, sum(v) OVER (ORDER BY d RANGE BETWEEN 3 PRECEDING AND 1 FOLLOWING) AS s, min(s) OVER (PARTITION BY g "
+    "ORDER BY d DESC NULLS FIRST RANGE BETWEEN 7 PRECEDING AND 2 PRECEDING) AS m FROM ev",
     # empty inputs, filters before the window, QUALIFY
     "SELECT id, min(v) OVER (ORDER BY d RANGE INTERVAL 3 DAY PRECEDING) AS m FROM nothing",
     "SELECT id, max(v) OVER (ORDER BY k RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS m FROM ev WHERE id > 100",
@@ -112,7 +115,7 @@ def frame_query(draw):
             a=f"{draw(st.integers(0, 40))} {draw(st.sampled_from(_UNITS))}",
             b=f"{draw(st.integers(0, 40))} {draw(st.sampled_from(_UNITS))}")
     else:
-        key = draw(st.sampled_from(["k", "v", "id % 5"]))
+        key = draw(st.sampled_from(["k", "v", "id % 5", "d"]))
         frame = draw(st.sampled_from(_FRAMES))
     positional = func.startswith(("first", "last", "nth"))  # DuckDB orders peers its own way: no ties
     if positional and "INTERVAL" in frame:
@@ -141,7 +144,8 @@ def test_generated_frame_queries_equal_duckdb(db, sql):
      "only one ORDER BY"),
     ("SELECT first_value(v) OVER (ORDER BY d GROUPS INTERVAL 1 DAY PRECEDING) FROM ev", "GROUPS frame with an INTERVAL"),
     ("SELECT sum(v) OVER (ORDER BY k RANGE INTERVAL 2 DAYS PRECEDING) FROM ev", "-(INTEGER, INTERVAL)"),
-    ("SELECT sum(v) OVER (ORDER BY d RANGE 2 PRECEDING) FROM ev", "offset over an ORDER BY key of type date"),
+    ("SELECT sum(v) OVER (ORDER BY CAST(v AS DECIMAL(8, 2)) RANGE 2 PRECEDING) FROM ev",
+     "offset over an ORDER BY key of type"),
     ("SELECT min(v) OVER (ORDER BY d RANGE BETWEEN INTERVAL 1 MONTH PRECEDING AND INTERVAL 20 DAYS PRECEDING) FROM ev",
      "start offset may follow its end"),
     ("SELECT min(v) OVER (ORDER BY d RANGE BETWEEN INTERVAL 3 DAY FOLLOWING AND INTERVAL 1 DAY FOLLOWING) FROM ev",
@@ -173,13 +177,15 @@ def test_window_frame_queries_have_identical_views_on_coupled_neighbours():
         db.close()
 
 
-def test_infinite_dates_and_timestamps_stay_put_like_duckdb():
-    """DuckDB: ±infinity plus or minus an interval is ±infinity (a peer group of its own)."""
+def test_infinite_and_extreme_dates_like_duckdb():
+    """DuckDB: ±infinity plus or minus an offset is ±infinity (a peer group of its own); a
+    finite DATE plus a number of days outside DATE's range raises."""
     con = duckdb.connect()
     con.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, d DATE, ts TIMESTAMP, x INTEGER)")
     con.execute("INSERT INTO t VALUES (1, DATE 'infinity', TIMESTAMP 'infinity', 1), (2, DATE '2024-01-01', "
                 "TIMESTAMP '2024-01-01 10:00', 2), (3, DATE '-infinity', TIMESTAMP '-infinity', 4), (4, NULL, NULL, 3), "
-                "(5, DATE 'infinity', TIMESTAMP 'infinity', 7), (6, DATE '2024-01-02', TIMESTAMP '2024-01-01 11:00', 8)")
+                "(5, DATE 'infinity', TIMESTAMP 'infinity', 7), (6, DATE '2024-01-02', TIMESTAMP '2024-01-01 11:00', 8), "
+                "(7, DATE '5881580-07-08', NULL, 5)")
     d = dodb.attach(con, seed=7, allow_insecure=True)
     oracle = snapshot(con)
     d.set_budget(epsilon=1e7, delta=0.5)
@@ -187,11 +193,18 @@ def test_infinite_dates_and_timestamps_stay_put_like_duckdb():
     try:
         for sql in ["SELECT id, sum(x) OVER (ORDER BY d RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT ROW) AS s, "
                     "min(x) OVER (ORDER BY ts DESC RANGE BETWEEN INTERVAL 2 HOUR PRECEDING AND INTERVAL 1 MONTH "
-                    "FOLLOWING) AS m FROM t",
+                    "FOLLOWING) AS m FROM t WHERE id <> 7",
                     "SELECT id, count(*) OVER (ORDER BY d RANGE BETWEEN CURRENT ROW AND INTERVAL 1 YEAR FOLLOWING) AS s, "
                     "max(x) OVER (ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND INTERVAL 1 HOUR PRECEDING) AS m "
-                    "FROM t"]:
+                    "FROM t WHERE id <> 7",
+                    "SELECT id, sum(x) OVER (ORDER BY d DESC RANGE BETWEEN 2 PRECEDING AND 1 FOLLOWING) AS s, "
+                    "min(x) OVER (ORDER BY d RANGE BETWEEN 5 PRECEDING AND 2 FOLLOWING) AS m FROM t"]:
             got = d.sql(sql, epsilon=1.0, delta=1e-6).arrow()
             assert_same_rows(got, oracle.sql(sql).to_arrow_table())
+        sql = "SELECT id, sum(x) OVER (ORDER BY d RANGE BETWEEN CURRENT ROW AND 3 FOLLOWING) AS s FROM t"
+        with pytest.raises(duckdb.OutOfRangeException):  # 5881580-07-08 + 3 is not a DATE
+            oracle.sql(sql).fetchall()
+        with pytest.raises(DodbError, match="Out of Range"):
+            d.sql(sql, epsilon=1.0, delta=1e-6).arrow()
     finally:
         d.close()

@@ -192,7 +192,7 @@ def test_float_range_key_equals_duckdb(db):
 
 
 @pytest.mark.parametrize("sql,construct", [
-    ("SELECT min(qty) OVER (ORDER BY day RANGE 2 PRECEDING) FROM sales", "offset over an ORDER BY key of type date"),
+    ("SELECT min(qty) OVER (ORDER BY amount RANGE 2 PRECEDING) FROM sales", "offset over an ORDER BY key of type"),
     ("SELECT first_value(qty) OVER (ORDER BY day RANGE BETWEEN INTERVAL 1 MONTH PRECEDING AND INTERVAL 2 DAYS "
      "PRECEDING) FROM sales", "start offset may follow its end"),
     ("SELECT sum(qty) OVER (ORDER BY id RANGE BETWEEN 2 FOLLOWING AND 1 FOLLOWING) FROM sales",
