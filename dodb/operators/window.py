@@ -60,11 +60,13 @@ class Frame:
     """``kind`` 'rows', 'range' or 'groups'; ``start``/``end`` relative offsets (negative =
     PRECEDING), ``None`` = UNBOUNDED.  A 'range' offset is on the single ORDER BY key's
     value (``0``: CURRENT ROW = the current row's peers), a 'groups' offset counts peer
-    groups.  Frames with a RANGE offset or GROUPS are found by probes (:func:`_probe_sums`)."""
+    groups.  ``interval``: RANGE offsets are ``(months, µs)`` of an INTERVAL on a DATE or
+    TIMESTAMP key.  Frames with a RANGE offset or GROUPS are found by probes (window_frames.py)."""
 
     kind: str = "range"
-    start: int | None = None
-    end: int | None = 0
+    start: int | tuple | None = None
+    end: int | tuple | None = 0
+    interval: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in ("rows", "range", "groups"):
@@ -73,8 +75,8 @@ class Frame:
     @property
     def probed(self) -> bool:
         """A RANGE frame with an offset, or a GROUPS frame: bounds found by probe rows."""
-        return self.kind == "groups" or (self.kind == "range" and
-                                         (self.start not in (None, 0) or self.end not in (None, 0)))
+        return self.kind == "groups" or (self.kind == "range" and (
+            self.interval or self.start not in (None, 0) or self.end not in (None, 0)))
 
 
 WHOLE = Frame("range", None, None)
@@ -148,6 +150,7 @@ class _Ctx:
         self.overflow = np.zeros(n, dtype=bool)  # rows whose SUM/AVG frame total leaves DECIMAL(38)
         self.q0 = self.idx - self.peer_rn + 1
         self.range_overflow = np.zeros(n, dtype=bool)  # rows whose RANGE bound leaves INT64 (DuckDB raises)
+        self.cache: dict = {}  # probed frames' row ranges (window_frames.frame_rows), by frame
 
     def first(self, arrays: list[np.ndarray], starts: np.ndarray) -> list[np.ndarray]:
         return [segmented_scan(a, starts, "first", trace=self.trace) for a in arrays]
@@ -211,91 +214,15 @@ class _State:
         return other.where(lt if self.op == "min" else gt, self)
 
 
-_I64_MAX, _I64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
-
-
-def _probe_key(c: _Ctx, frame: Frame) -> tuple[np.ndarray, np.ndarray, bool, bool, bool]:
-    """The frame's order value per row (int64 or float64), its validity, whether it is
-    float, DESC and NULLS FIRST.  GROUPS: the dense peer-group rank (ascending, no NULLs)."""
-    if frame.kind == "groups":
-        rank = segmented_scan(c.peer.astype(np.int64), c.pstart, "sum", trace=c.trace)
-        return rank, np.ones(c.n, dtype=bool), False, False, False
-    if c.okey is None:
-        raise UnsupportedQueryError("RANGE frame with an offset needs exactly one ORDER BY key")
-    col, desc, nf = c.okey
-    t = col.type
-    if pa.types.is_floating(t):
-        vals = col.values.astype(np.float64)
-        return np.where(col.valid, vals, 0.0), col.valid, True, desc, nf
-    if pa.types.is_integer(t) and t != pa.uint64():
-        vals = col.values.astype(np.int64)
-        return np.where(col.valid, vals, 0), col.valid, False, desc, nf
-    raise UnsupportedQueryError(f"RANGE frame with an offset over an ORDER BY key of type {t}")
-
-
-def _moved(v: np.ndarray, d: int, is_float: bool) -> tuple[np.ndarray, np.ndarray]:
-    """``v + d`` and its side (0 below every int64, 1 inside, 2 above), element-wise."""
-    if is_float:
-        return v + float(d), np.ones(v.shape[0], dtype=np.uint64)
-    if d >= 0:
-        over = v > _I64_MAX - d
-        return np.where(over, 0, np.minimum(v, _I64_MAX - d) + d), np.where(over, 2, 1).astype(np.uint64)
-    under = v < _I64_MIN - d
-    return np.where(under, 0, np.maximum(v, _I64_MIN - d) + d), np.where(under, 0, 1).astype(np.uint64)
-
-
 def _probe_sums(c: _Ctx, words: list[np.ndarray], frame: Frame) -> list[np.ndarray]:
-    """Each row's frame total of every ``words`` lane, for a RANGE frame with an offset or
-    a GROUPS frame (docs/design.md §Window functions, frames by probes).
+    """Each row's frame total of every ``words`` lane, for a probed frame: the end prefix
+    minus the start prefix (window_frames.probe_prefixes, docs/design.md §Window functions)."""
+    from .window_frames import probe_prefixes
 
-    Each row ``i`` (with order value ``v``) adds a start probe at ``v + start`` and an end
-    probe at ``v + end`` (offsets flipped for DESC); the ``3n`` rows are sorted obliviously
-    by (partition, NULL flag, side, value, start probe < row < end probe), a segmented
-    prefix sum over the rows' lanes (probes add 0) reaches every probe, and a second sort
-    on (probe kind, row) brings the two prefixes back to row ``i``'s slot: the frame's
-    total is the end prefix minus the start prefix.  Two sorts of ``3n`` rows and scans:
-    the trace depends on ``n`` only."""
-    n = c.n
-    if frame.start is not None and frame.end is not None and frame.start > frame.end:
-        raise UnsupportedQueryError(f"{frame.kind.upper()} frame whose start offset follows its end offset")
-    v, valid, is_float, desc, nf = _probe_key(c, frame)
-    sign = -1 if desc else 1
-    pid = np.cumsum(c.pstart.astype(np.int64)).astype(np.uint64)  # the partition's number, in sorted order
-    vals, sides, ties = [v], [np.ones(n, dtype=np.uint64)], [np.ones(n, dtype=np.uint64)]
-    for tie, off in ((0, frame.start), (2, frame.end)):
-        mv, side = _moved(v, sign * (off or 0), is_float)
-        c.range_overflow |= valid & (side != 1)
-        if desc:
-            side = np.uint64(2) - side
-        vals.append(mv), sides.append(np.where(valid, side, np.uint64(1))), ties.append(np.full(n, tie, np.uint64))
-    allv = np.concatenate(vals)
-    allvalid = np.concatenate([valid] * 3)
-    vcol = Column(pa.float64() if is_float else pa.int64(), np.where(allvalid, allv, 0), np.ones(3 * n, dtype=bool))
-    fields = [KeyField(np.concatenate([pid] * 3), 64),
-              KeyField(np.concatenate([valid if nf else ~valid] * 3).astype(np.uint64), 1),
-              KeyField(np.concatenate(sides), 2)] + column_fields(vcol, desc, nullable=False) + \
-        [KeyField(np.concatenate(ties), 2)]
-    from .keys import EncodedKey
-    slot = np.concatenate([c.idx.astype(np.uint64)] * 3)
-    back = np.concatenate([np.full(n, 2, np.uint64), np.zeros(n, np.uint64), np.ones(n, np.uint64)])
-    lanes = [np.concatenate([w, np.zeros_like(w), np.zeros_like(w)]) for w in words]
-    pid3 = np.concatenate([pid] * 3)
-    key = EncodedKey(*pack_fields(fields, 3 * n))
-    _, out = c.sort(key, lanes + [pid3, slot, back])  # lint: public the oblivious network on 3n rows
-    *sums, pid_s, slot_s, back_s = out
-    starts = _words_differ([pid_s])
-    pre = [segmented_scan(a, starts, "sum", trace=c.trace) for a in sums]
-    key = EncodedKey(*pack_fields([KeyField(back_s, 2), KeyField(slot_s, 64)], 3 * n))
-    _, res = c.sort(key, pre)  # lint: public the oblivious network, back to (probe kind, row)
-    totals = None
-    if frame.end is None:
-        totals = c.last([segmented_scan(w, c.pstart, "sum", trace=c.trace) for w in words], c.pstart)
-    result = []
-    for j, r in enumerate(res):
-        lo = np.zeros_like(words[j]) if frame.start is None else r[:n]
-        hi = totals[j] if frame.end is None else r[n:2 * n]
-        result.append(hi - lo)
-    return result
+    lo, hi = probe_prefixes(c, words, frame)
+    if hi is None:
+        hi = c.last([segmented_scan(w, c.pstart, "sum", trace=c.trace) for w in words], c.pstart)
+    return list(hi) if lo is None else [h - low for h, low in zip(hi, lo)]
 
 
 def _empty(st: _State, n: int) -> _State:
@@ -306,8 +233,9 @@ def _empty(st: _State, n: int) -> _State:
 def _frame_state(c: _Ctx, st: _State, frame: Frame) -> _State:
     """The state of every row's frame, read with fixed-access primitives only (module doc)."""
     if frame.probed:
-        if st.op != "add":
-            raise UnsupportedQueryError(f"MIN/MAX over a {frame.kind.upper()} frame with an offset")
+        if st.op != "add":  # MIN/MAX: a sparse table read by lookups
+            from .window_frames import range_extreme
+            return range_extreme(c, st, frame)
         return _State("add", _probe_sums(c, st.words, frame))
     if frame.start is None and frame.end is None:
         return st.with_arrays(c.last(st.scan(c.pstart, False, c.trace).arrays(), c.pstart))
@@ -341,6 +269,9 @@ def _frame_state(c: _Ctx, st: _State, frame: Frame) -> _State:
 # -- the functions ------------------------------------------------------------------------------
 def _value_at(c: _Ctx, col: Column, frame: Frame, at_start: bool) -> Column:
     """``col`` read at the frame's first (``at_start``) or last row; NULL on an empty frame."""
+    if frame.probed:
+        from .window_frames import value_at
+        return value_at(c, col, frame, "first" if at_start else "last")
     arrays = col.arrays()
     lo, hi = c.bounds(frame)
     bound = frame.start if at_start else frame.end
@@ -372,6 +303,9 @@ def _nth_value(c: _Ctx, col: Column, frame: Frame, k: int) -> Column:
 
     The frame's first row is a fixed offset from the current row, or a partition / peer
     start: read the column shifted by ``k - 1`` there (a shift, then a propagation)."""
+    if frame.probed:
+        from .window_frames import value_at
+        return value_at(c, col, frame, "nth", k)
     lo, hi = c.bounds(frame)
     arrays = [_shift(a, k - 1, 0) for a in col.arrays()]
     if frame.start is None:
@@ -487,8 +421,6 @@ def _compute(c: _Ctx, t: PaddedTable, f: WindowFunc) -> Column:
         _, q1 = c.bounds(Frame("range", None, 0))
         return Column(pa.float64(), (q1 - c.p0 + 1) / c.cnt, np.ones(c.n, dtype=bool))
     col = t.column(f.column) if f.column is not None else None
-    if f.frame.probed and f.func in VALUE + ("min", "max"):
-        raise UnsupportedQueryError(f"{f.func.upper()} over a {f.frame.kind.upper()} frame with an offset")
     if f.func in ("lag", "lead"):
         default = t.column(f.default) if f.default is not None else None
         if default is not None and str(default.type) != str(col.type):

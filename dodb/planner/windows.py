@@ -156,12 +156,48 @@ def _bound(value, side, kind: str, w: exp.Window) -> int | None:
     if text is not None and text.upper() == "CURRENT ROW":
         return 0
     if isinstance(value, exp.Interval):
-        raise UnsupportedQueryError("RANGE frame with an INTERVAL offset (a numeric ORDER BY key only): "
-                                    f"{w.sql(dialect='duckdb')[:80]}", position_of(w))
+        months, us = _interval(value, w)
+        return (-months, -us) if side == "PRECEDING" else (months, us)
     k = _int_arg(value, f"a {kind.upper()} frame offset", 0, w)
     if k < 0:
         raise UnsupportedQueryError(f"negative frame offset {k}", position_of(w))
     return -k if side == "PRECEDING" else k
+
+
+_US = {"MICROSECOND": 1, "MILLISECOND": 1000, "SECOND": 10**6, "MINUTE": 60 * 10**6, "HOUR": 3600 * 10**6,
+       "DAY": 86400 * 10**6, "WEEK": 7 * 86400 * 10**6}
+_MONTHS = {"MONTH": 1, "QUARTER": 3, "YEAR": 12}
+
+
+def _interval(value: exp.Interval, w: exp.Window) -> tuple[int, int]:
+    """``INTERVAL n UNIT`` as (months, µs): a non-negative integer count of one unit."""
+    n, unit = value.this, (value.args.get("unit").name if value.args.get("unit") is not None else "").upper()
+    while isinstance(n, exp.Paren):
+        n = n.this
+    unit = unit[:-1] if unit.endswith("S") else unit
+    if not (isinstance(n, exp.Literal) and n.this.isdigit() and (unit in _US or unit in _MONTHS)):
+        raise UnsupportedQueryError("RANGE frame offset other than INTERVAL <integer> <unit> (MICROSECOND … YEAR): "
+                                    f"{value.sql(dialect='duckdb')}", position_of(w))
+    k = int(n.this)
+    return (k * _MONTHS[unit], 0) if unit in _MONTHS else (0, k * _US[unit])
+
+
+def _interval_frame(kind: str, start, end, w: exp.Window) -> Frame:
+    """A frame with an INTERVAL offset: RANGE only, both offsets INTERVALs (or CURRENT ROW /
+    UNBOUNDED), and a start that surely does not follow the end."""
+    sql = w.sql(dialect="duckdb")[:80]
+    if kind != "range":
+        raise UnsupportedQueryError(f"{kind.upper()} frame with an INTERVAL offset: {sql}", position_of(w))
+    if isinstance(start, int) and start != 0 or isinstance(end, int) and end != 0:
+        raise UnsupportedQueryError(f"RANGE frame mixing an INTERVAL and a numeric offset: {sql}", position_of(w))
+    start, end = ((0, 0) if b == 0 else b for b in (start, end))
+    if start is not None and end is not None:
+        sign = [(b[0] > 0 or b[1] > 0) - (b[0] < 0 or b[1] < 0) for b in (start, end)]
+        mixed = (start[0] != 0 or end[0] != 0) and (start[1] != 0 or end[1] != 0)
+        if sign[0] > sign[1] or sign[0] == sign[1] != 0 and (mixed or start > end):
+            raise UnsupportedQueryError(f"RANGE frame whose start offset may follow its end offset: {sql}",
+                                        position_of(w))
+    return Frame("range", start, end, interval=True)
 
 
 def _frame(w: exp.Window, ordered: bool) -> Frame:
@@ -177,8 +213,9 @@ def _frame(w: exp.Window, ordered: bool) -> Frame:
     if start is None and (spec.args.get("start_side") or "").upper() == "FOLLOWING" or \
             end is None and (spec.args.get("end_side") or "").upper() == "PRECEDING":
         raise UnsupportedQueryError(f"frame bound {w.sql(dialect='duckdb')[:80]}", position_of(w))
-    if kind in ("range", "groups"):
-        frame = Frame(kind, start, end)
+    interval = isinstance(start, tuple) or isinstance(end, tuple)
+    if kind in ("range", "groups") or interval:
+        frame = _interval_frame(kind, start, end, w) if interval else Frame(kind, start, end)
         if not ordered and not frame.probed:  # every row is a peer of every other
             return WHOLE
         order = w.args.get("order")
@@ -186,7 +223,7 @@ def _frame(w: exp.Window, ordered: bool) -> Frame:
             raise UnsupportedQueryError(f"{kind.upper()} frame with an offset needs "
                                         f"{'exactly one ORDER BY key' if kind == 'range' else 'an ORDER BY'}: "
                                         f"{w.sql(dialect='duckdb')[:80]}", position_of(w))
-        if frame.probed and start is not None and end is not None and start > end:
+        if not interval and frame.probed and start is not None and end is not None and start > end:
             # DuckDB's answer on such a frame is not an empty frame's: refused, not guessed
             raise UnsupportedQueryError(f"{kind.upper()} frame whose start offset follows its end offset: "
                                         f"{w.sql(dialect='duckdb')[:80]}", position_of(w))
@@ -194,8 +231,9 @@ def _frame(w: exp.Window, ordered: bool) -> Frame:
             key = order.expressions[0].this
             typ = getattr(key, "type", None)
             if typ is not None and not typ.is_type(exp.DataType.Type.UNKNOWN) and not typ.is_type(
-                    *_RANGE_KEYS):
-                raise UnsupportedQueryError(f"RANGE frame with an offset over an ORDER BY key of type "
+                    *(_INTERVAL_KEYS if interval else _RANGE_KEYS)):
+                raise UnsupportedQueryError(f"RANGE frame with {'an INTERVAL' if interval else 'a numeric'} offset "
+                                            f"over an ORDER BY key of type "
                                             f"{typ.sql(dialect='duckdb')}: {w.sql(dialect='duckdb')[:80]}",
                                             position_of(w))
         return frame
@@ -205,16 +243,8 @@ def _frame(w: exp.Window, ordered: bool) -> Frame:
     return Frame("rows", start, end)
 
 
-_RANGE_KEYS = ("TINYINT", "SMALLINT", "INT", "BIGINT", "UTINYINT", "USMALLINT", "UINT", "FLOAT", "DOUBLE")
-
-
-def _unprobed(w: exp.Window, ordered: bool, what: str) -> Frame:
-    """The frame of a function that does not take RANGE offsets or GROUPS frames."""
-    frame = _frame(w, ordered)
-    if frame.probed:
-        raise UnsupportedQueryError(f"{what} over a {frame.kind.upper()} frame with an offset: "
-                                    f"{w.sql(dialect='duckdb')[:80]}", position_of(w))
-    return frame
+_RANGE_KEYS = ("TINYINT", "SMALLINT", "INT", "BIGINT", "UTINYINT", "USMALLINT", "UINT", "FLOAT", "DOUBLE", "DATE")
+_INTERVAL_KEYS = ("DATE", "TIMESTAMP", "DATETIME")
 
 
 def _function(w: exp.Window, name: str, cols: dict[str, str]) -> tuple[WindowFunc, bool]:
@@ -252,16 +282,16 @@ def _function(w: exp.Window, name: str, cols: dict[str, str]) -> tuple[WindowFun
         k = _int_arg(f.args.get("offset"), "NTH_VALUE's position", 1, w)
         if k < 1:
             raise UnsupportedQueryError("NTH_VALUE's position must be positive", position_of(w))
-        return WindowFunc("nth_value", col(f.this), name, offset=k, frame=_unprobed(w, ordered, "NTH_VALUE")), True
+        return WindowFunc("nth_value", col(f.this), name, offset=k, frame=_frame(w, ordered)), True
     if isinstance(f, (exp.FirstValue, exp.LastValue)):
         func = "first_value" if isinstance(f, exp.FirstValue) else "last_value"
-        return WindowFunc(func, col(f.this), name, frame=_unprobed(w, ordered, func.upper()),
+        return WindowFunc(func, col(f.this), name, frame=_frame(w, ordered),
                           ignore_nulls=ignore_nulls), True
     if isinstance(f, (exp.Count, *_AGGS)):
         arg = f.this
         if isinstance(arg, exp.Distinct):
             raise UnsupportedQueryError(f"{f.key.upper()}(DISTINCT …) OVER (…)", position_of(w))
-        frame = _frame(w, ordered) if type(f) not in (exp.Min, exp.Max) else _unprobed(w, ordered, f.key.upper())
+        frame = _frame(w, ordered)
         if isinstance(f, exp.Count):
             func, column = ("count_star", None) if arg is None or isinstance(arg, exp.Star) else ("count", col(arg))
         else:

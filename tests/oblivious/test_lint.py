@@ -29,7 +29,7 @@ def test_kernel_modules_exist():
 
 
 # operators whose every pass is a kernel call or an element-wise select (docs/design.md §Window functions)
-OPERATORS = [ROOT / "operators" / "window.py", ROOT / "operators" / "pkfk.py",
+OPERATORS = [ROOT / "operators" / "window.py", ROOT / "operators" / "window_frames.py", ROOT / "operators" / "pkfk.py",
              ROOT / "operators" / "theta_join.py", ROOT / "operators" / "list_agg.py"]
 
 

@@ -58,6 +58,10 @@ WINDOW_SQL = [
     "DESC, o_orderkey) AS rn FROM orders) t WHERE rn <= 2",
     "SELECT c_nationkey, count(*) AS n FROM customer GROUP BY c_nationkey QUALIFY rank() OVER (ORDER BY count(*) DESC) "
     "<= 5",
+    # frame lookups (a sparse table, lookups by sort) and an INTERVAL frame (window_frames.py)
+    "SELECT * FROM (SELECT o_custkey, o_orderkey, min(o_totalprice) OVER (PARTITION BY o_custkey ORDER BY o_orderdate "
+    "RANGE BETWEEN INTERVAL 1 MONTH PRECEDING AND CURRENT ROW) AS m, last_value(o_orderkey) OVER (ORDER BY o_orderkey "
+    "GROUPS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS l FROM orders) t WHERE m > 1000",
 ]
 
 

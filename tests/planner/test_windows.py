@@ -192,15 +192,16 @@ def test_float_range_key_equals_duckdb(db):
 
 
 @pytest.mark.parametrize("sql,construct", [
-    ("SELECT min(qty) OVER (ORDER BY id RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM sales", "MIN over a RANGE"),
-    ("SELECT first_value(qty) OVER (ORDER BY id GROUPS 1 PRECEDING) FROM sales", "FIRST_VALUE over a GROUPS"),
+    ("SELECT min(qty) OVER (ORDER BY amount RANGE 2 PRECEDING) FROM sales", "offset over an ORDER BY key of type"),
+    ("SELECT first_value(qty) OVER (ORDER BY day RANGE BETWEEN INTERVAL 1 MONTH PRECEDING AND INTERVAL 2 DAYS "
+     "PRECEDING) FROM sales", "start offset may follow its end"),
     ("SELECT sum(qty) OVER (ORDER BY id RANGE BETWEEN 2 FOLLOWING AND 1 FOLLOWING) FROM sales",
      "start offset follows its end"),
     ("SELECT lag(qty IGNORE NULLS) OVER (ORDER BY id) FROM sales", "IGNORE NULLS"),
     ("SELECT nth_value(qty, id) OVER (ORDER BY id) FROM sales", "NTH_VALUE's position"),
     ("SELECT median(qty) OVER (ORDER BY id) FROM sales", "MEDIAN"),
-    ("SELECT sum(qty) OVER (ORDER BY day RANGE BETWEEN INTERVAL 2 DAYS PRECEDING AND CURRENT ROW) FROM sales",
-     "INTERVAL offset"),
+    ("SELECT sum(qty) OVER (ORDER BY day RANGE BETWEEN INTERVAL '2 days 3 hours' PRECEDING AND CURRENT ROW) "
+     "FROM sales", "INTERVAL <integer> <unit>"),
     ("SELECT ntile(qty) OVER (ORDER BY id) FROM sales", "NTILE"),
     ("SELECT lag(qty, id) OVER (ORDER BY id) FROM sales", "LAG's offset"),
     ("SELECT count(DISTINCT qty) OVER (PARTITION BY region) FROM sales", "COUNT(DISTINCT"),
