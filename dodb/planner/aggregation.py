@@ -208,10 +208,7 @@ def _bound_string_aggs(builder, pnode, keys: list[str], aggs: list[Agg]) -> list
     total = max(1, upper_rows(pnode))
     rows = total
     if keys:
-        try:
-            d = builder.degree(pnode, list(keys))
-        except Exception:  # noqa: BLE001 - no bound known: the padded input's is public
-            d = None
+        d = builder.degree(pnode, list(keys))
         if d is not None:
             rows = max(1, min(rows, d))
     return [replace(a, rows=rows, total=total) if a.func in ("string_agg", "list") else a for a in aggs]
