@@ -7,7 +7,8 @@ a side virtual environment of its own (made once under ``--data``; nothing of it
 committed, neither the data nor the query texts).
 
 Privacy setup (the issue's "sales tables protected, NULL-customer rows kept"): ``customer``
-is the privacy unit (``c_customer_sk``), and ``store_sales`` / ``catalog_sales`` /
+is the privacy unit (``c_customer_sk``; keys ``c_customer_sk`` and the business key
+``c_customer_id``, verified unique at protect), and ``store_sales`` / ``catalog_sales`` /
 ``web_sales`` reach it through their customer key (``parent=("customer", "c_customer_sk")``);
 a sale with a NULL customer is a unit of its own (docs/neighbours.md §Privacy units).
 ``max_contributions`` is the largest number of sales of one customer (an owner declaration,
