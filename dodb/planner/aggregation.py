@@ -13,7 +13,7 @@ from ..errors import UnsupportedQueryError
 from ..operators.aggregate import Agg
 from ..operators.sort_limit import SortKey
 from .agg_calls import agg_call
-from .degrees import rename_keys
+from .degrees import aggregate_fds, fd_unique, literal_value, project_fds, rename_keys
 from .logical import Aggregate, Distinct, Filter, Project
 from .rules.reject_unsupported import position_of
 from .widths import string_width
@@ -127,7 +127,10 @@ def plan_aggregation(builder, sel: exp.Select, rel):
         s = node.stability
         agg_s = builder._group_s(s) if keys else (1 if s > 0 else 0)
         node = Aggregate(pnode, keys, aggs, columns=keys + [a.name for a in aggs], stability=agg_s,
-                         unique=[frozenset(keys)] if keys else [],
+                         # unique on its keys, and on fewer when declared keys determine the rest
+                         unique=[frozenset(keys)] + fd_unique(keys, pnode.fds) if keys else [],
+                         fds=aggregate_fds(pnode.fds, keys),
+                         literals={k: v for k, v in pnode.literals.items() if k in keys},
                          # every key fixed by an equality filter below: one group at most
                          one_row=not keys or set(keys) <= pnode.constant,
                          degrees={} if len(keys) != 1 else {keys[0]: 1})
@@ -174,7 +177,7 @@ def plan_aggregation(builder, sel: exp.Select, rel):
             raise UnsupportedQueryError("SELECT DISTINCT with ORDER BY on a non-selected expression",
                                         position_of(sel))
         node = Distinct(node, columns=list(node.columns), stability=builder._group_s(node.stability),
-                        unique=[frozenset(node.columns)])
+                        unique=[frozenset(node.columns)], fds=list(node.fds), literals=dict(node.literals))
     if sort_keys or sel.args.get("limit") is not None or sel.args.get("offset") is not None:
         node = builder._sort(node, sort_keys, sel)
     if hidden:
@@ -234,5 +237,19 @@ def _project(child, exprs: dict[str, exp.Expression], same: dict[str, str] | Non
     # a column fixed to one value stays fixed under any name (and any function of it too)
     constant = frozenset({mapping[c] for c in child.constant if c in mapping}
                          | {n for n, c in also.items() if c in child.constant})
+    # dependencies from declared keys survive while their key columns are kept (planner/degrees.py)
+    names: dict[str, list[str]] = {}
+    for n, e in exprs.items():
+        if isinstance(e, exp.Column):
+            names.setdefault(e.name, []).append(n)
+    fds = project_fds(child.fds, names)
+    # a literal output holds one value in every row; a plain column keeps its literal values
+    literals = {}
+    for n, e in exprs.items():
+        if (v := literal_value(e)) is not None:
+            literals[n] = frozenset({v})
+        elif isinstance(e, exp.Column) and e.name in child.literals:
+            literals[n] = child.literals[e.name]
     return Project(child, dict(exprs), columns=list(exprs), stability=child.stability, degrees=degrees,
-                   unique=unique, one_row=child.one_row, max_rows=child.max_rows, constant=constant)
+                   unique=unique, one_row=child.one_row, max_rows=child.max_rows, constant=constant,
+                   fds=fds, literals=literals)

@@ -21,7 +21,8 @@ from ..operators.join import same_unit_stability
 from ..operators.sort_limit import SortKey
 from .catalog import Catalog
 from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, upper_rows, walk
-from .degrees import fixed_columns, reduce_degrees, reduce_unique, substituted_degrees, unique_degrees, unique_reason
+from .degrees import (fixed_columns, key_fds, literal_fixes, reduce_degrees, reduce_unique, substituted_degrees,
+                      union_literals, union_unique, unique_degrees, unique_reason)
 from .exprs import conjuncts
 from .expr_keys import expression_equality
 from .relation import _Rel, _all_public, _col, _refs
@@ -243,9 +244,13 @@ class PlanBuilder(ThetaJoins):
               exp.Except: "except"}[type(e)]
         l_node, r_node = left.root, right.root
         s = l_node.stability + r_node.stability
+        lits = union_literals(l_node.literals, r_node.literals, left.internal, right.internal) \
+            if op == "union_all" else {}
+        # UNION ALL: unique when a literal column tells the sides apart (planner/degrees.py union_unique)
+        unique = union_unique(l_node.unique, r_node.unique, l_node.literals, r_node.literals, left.internal,
+                              right.internal) if op == "union_all" else [frozenset(left.internal)]
         node = SetOp(op, l_node, r_node, columns=list(left.internal),
-                     stability=s if op == "union_all" else self._group_s(s),
-                     unique=[] if op == "union_all" else [frozenset(left.internal)])
+                     stability=s if op == "union_all" else self._group_s(s), unique=unique, literals=lits)
         out = BuiltQuery(node, list(left.names), list(left.internal))
         order = e.args.get("order")
         if order is not None or e.args.get("limit") is not None or e.args.get("offset") is not None:
@@ -281,7 +286,8 @@ class PlanBuilder(ThetaJoins):
             unique = [frozenset(f"{alias}.{c}" for c in k) for k in info.keys if set(k) <= set(used)]
             node = Scan(src.name, alias, used, private=info.private, max_rows=self._row_count(src.name),
                         widths={f"{alias}.{c}": w for c, w in info.widths.items() if c in used},
-                        columns=internal, stability=s, degrees=degrees, unique=unique)
+                        columns=internal, stability=s, degrees=degrees, unique=unique,
+                        fds=key_fds(unique, internal))  # a declared key determines the row
             return _Rel(node, {(alias, c): f"{alias}.{c}" for c in used}, {alias})
         if isinstance(src, exp.Subquery):
             return self._rename(self._query(src.this, ctes), alias)
@@ -331,12 +337,32 @@ class PlanBuilder(ThetaJoins):
             return rel
         # columns the filter fixes to one value shrink unique sets and degree keys (planner/degrees.py)
         fixed = {rel.cols[key] for key in fixed_columns(preds) if key in rel.cols}
+        fixed |= self._literal_fixed(preds, rel)
         unique = reduce_unique(node.unique, fixed)
         # a unique set left empty means at most one row (every key fixed: one group at most)
         f = Filter(node, pred, columns=list(node.columns), stability=node.stability,
                    degrees=reduce_degrees(node.degrees, fixed), unique=unique,
-                   one_row=node.one_row or frozenset() in unique, constant=node.constant | fixed)
+                   one_row=node.one_row or frozenset() in unique, constant=node.constant | fixed,
+                   fds=list(node.fds), literals=dict(node.literals))
         return _Rel(f, rel.cols, rel.aliases, rel.position, rel.scalar)
+
+    @staticmethod
+    def _literal_fixed(preds: list[exp.Expression], rel: _Rel) -> set[str]:
+        """Columns holding literals of one kind (a UNION ALL's discriminator) that a top-level
+        conjunct ``col = literal`` of that kind fixes (planner/degrees.py ``literal_fixes``)."""
+        out = set()
+        for p in preds:
+            while isinstance(p, exp.Paren):
+                p = p.this
+            if not isinstance(p, exp.EQ):
+                continue
+            a, b = p.left, p.right
+            if isinstance(b, exp.Column):
+                a, b = b, a
+            if isinstance(a, exp.Column) and (name := rel.cols.get((a.table, a.name))) is not None \
+                    and name in rel.node.literals and literal_fixes(rel.node.literals[name], b):
+                out.add(name)
+        return out
 
     def _select(self, sel: exp.Select, ctes) -> BuiltQuery:
         from_ = sel.args.get("from") or sel.args.get("from_")
@@ -476,7 +502,7 @@ class PlanBuilder(ThetaJoins):
                 s = upper_rows(big.node) if one.node.stability > 0 else big.node.stability
                 node = CrossOne(big.node, one.node, columns=big.node.columns + one.node.columns,
                                 stability=s, degrees=dict(big.node.degrees), unique=list(big.node.unique),
-                                one_row=big.node.one_row and one.node.one_row)
+                                one_row=big.node.one_row and one.node.one_row, fds=big.node.fds + one.node.fds)
                 cur = _Rel(node, {**cur.cols, **r.cols}, cur.aliases | r.aliases)
             else:
                 r = rest.pop(pick)
@@ -543,11 +569,15 @@ class PlanBuilder(ThetaJoins):
             unique = [u for u in ln.unique if dr == 1] + [u for u in rn.unique if dl == 1 and how != "left"]
             cols = ln.columns + rn.columns
             rel_cols, aliases = {**left.cols, **right.cols}, left.aliases | right.aliases
+        # each output row's columns from one side are one row of that side, so that side's
+        # dependencies hold; a LEFT join's NULL-filled right columns need not (a real right row
+        # may hold a NULL key with other values), so only the kept sides' count
+        fds = list(ln.fds) + (list(rn.fds) if how == "inner" else [])
         unit_path = same_unit(self.owners, ln, rn, lk, rk)
         if unit_path:  # rows of different units never match: the unit's own rows only
             s, _ = same_unit_stability(how, sl, sr, dl, dr)
         node = Join(ln, rn, how, lk, rk, left_degree=dl, right_degree=dr, columns=cols, stability=s,
-                    degrees=degrees, unique=unique, same_unit=unit_path)
+                    degrees=degrees, unique=unique, same_unit=unit_path, fds=fds)
         node.degree_sources = sources
         return _Rel(node, rel_cols, aliases)
 
@@ -575,7 +605,8 @@ class PlanBuilder(ThetaJoins):
         if not semi:
             _merge_min(degrees, self._substituted(ln, rn, lk, rk))
         node = Join(ln, rn, how, lk, rk, left_degree=dl, right_degree=1, columns=cols,
-                    stability=ln.stability, degrees=degrees, unique=list(ln.unique), method="lookup")
+                    stability=ln.stability, degrees=degrees, unique=list(ln.unique), method="lookup",
+                    fds=list(ln.fds) + (list(rn.fds) if how == "inner" else []))
         rel_cols = left.cols if semi else {**left.cols, **right.cols}
         return _Rel(node, rel_cols, left.aliases if semi else left.aliases | right.aliases)
 
@@ -636,7 +667,8 @@ class PlanBuilder(ThetaJoins):
         if limit is not None or offset:
             s = min(2 * s, 2 * limit) if limit is not None else 2 * s
         return Sort(node, keys, limit, offset, columns=list(node.columns), stability=s,
-                    degrees=dict(node.degrees), unique=list(node.unique), one_row=node.one_row)
+                    degrees=dict(node.degrees), unique=list(node.unique), one_row=node.one_row,
+                    fds=list(node.fds), literals=dict(node.literals))
 
 
 def _merge_min(degrees: dict, more: dict) -> None:

@@ -27,7 +27,8 @@ from __future__ import annotations
 from sqlglot import exp
 
 __all__ = ["fixed_columns", "reduce_unique", "reduce_degrees", "unique_reason", "window_unique", "shifted_column",
-           "rename_keys", "unique_degrees", "substituted_degrees"]
+           "rename_keys", "unique_degrees", "substituted_degrees", "closure", "fd_unique", "key_fds",
+           "project_fds", "aggregate_fds", "literal_value", "literal_fixes", "union_unique", "union_literals"]
 
 _NUMERIC = exp.DataType.NUMERIC_TYPES
 _TEXT = exp.DataType.TEXT_TYPES
@@ -230,4 +231,165 @@ def substituted_degrees(degrees: dict, unique: list[frozenset[str]], key: str, p
         for c, per in per_value.items():
             nk = _as_key(rest | {c})
             out[nk] = min(d * max(per, 1), out.get(nk, d * max(per, 1)))
+    return out
+
+
+# -- functional dependencies from declared keys (docs/design.md §Degrees from structure) -----------
+
+FD = tuple[frozenset[str], frozenset[str]]
+
+
+def key_fds(keys: list[frozenset[str]], columns: list[str]) -> list[FD]:
+    """A table unique on ``K`` (a declared key, verified counting NULLs as one value at protect
+    time) determines all of its columns: two rows agreeing on ``K`` are the same row."""
+    return [(k, frozenset(columns)) for k in keys if k]
+
+
+def closure(cols: frozenset[str], fds: list[FD]) -> frozenset[str]:
+    """Every column that ``cols`` determines under ``fds`` (Armstrong's axioms).
+
+    >>> sorted(closure(frozenset({"id"}), [(frozenset({"id"}), frozenset({"name"})), (frozenset({"name"}), frozenset({"x"}))]))
+    ['id', 'name', 'x']
+    """
+    out = set(cols)
+    changed = True
+    while changed:
+        changed = False
+        for lhs, rhs in fds:
+            if lhs <= out and not rhs <= out:
+                out |= rhs
+                changed = True
+    return frozenset(out)
+
+
+def fd_unique(keys: list[str], fds: list[FD]) -> list[frozenset[str]]:
+    """Smaller unique sets of a GROUP BY on ``keys`` whose input satisfies ``fds``.
+
+    For each dependency ``L → R`` with ``L ⊆ G`` (the keys), the groups are unique on
+    ``U = L ∪ (G − closure(L))``: two groups agreeing on ``U`` have input rows agreeing on ``L``,
+    hence on ``closure(L)``, hence on all of ``G`` — the same group.  TPC-DS Q4's year_total
+    groups by (c_customer_id, c_first_name, …, d_year); ``c_customer_id`` is a declared key of
+    customer, so it is unique on (c_customer_id, d_year).
+
+    >>> fds = [(frozenset({"id"}), frozenset({"id", "first", "last"}))]
+    >>> [sorted(u) for u in fd_unique(["id", "first", "last", "year"], fds)]
+    [['id', 'year']]
+    >>> fd_unique(["first", "last", "year"], fds)
+    []
+    """
+    g = frozenset(keys)
+    out: list[frozenset[str]] = []
+    for lhs, _ in fds:
+        if not lhs <= g:
+            continue
+        u = lhs | (g - closure(lhs, fds))
+        if u != g and u not in out:
+            out.append(u)
+    return out
+
+
+def project_fds(fds: list[FD], names: dict[str, list[str]]) -> list[FD]:
+    """Dependencies after a projection; ``names`` maps an input column to the output names
+    that are that column unchanged.  A dependency survives when every column of its left side
+    is kept (under one of its names; a dropped key determines nothing any more); its right side
+    keeps the columns still present, under every name."""
+    out: list[FD] = []
+    for lhs, rhs in fds:
+        if not all(c in names for c in lhs):
+            continue
+        new_lhs = frozenset(names[c][0] for c in lhs)
+        new_rhs = frozenset(n for c in rhs | lhs if c in names for n in names[c])
+        if new_rhs - new_lhs:
+            out.append((new_lhs, new_rhs))
+    return out
+
+
+def aggregate_fds(fds: list[FD], keys: list[str]) -> list[FD]:
+    """Dependencies among the group keys still hold between the groups (each group's keys
+    are the values of its input rows)."""
+    g = frozenset(keys)
+    return [(lhs, rhs & g) for lhs, rhs in fds if lhs <= g and (rhs & g) - lhs]
+
+
+# -- UNION ALL with a literal discriminator ---------------------------------------------------------
+
+def literal_value(e: exp.Expression) -> tuple | None:
+    """A literal column value the planner can reason about: a string, or an integer (not a
+    decimal, float, NULL or cast).  ``('text', s)`` or ``('int', n)``.
+
+    >>> literal_value(exp.Literal.string("s")), literal_value(exp.Literal.number(7))
+    (('text', 's'), ('int', 7))
+    >>> literal_value(exp.Literal.number("7.0")) is None
+    True
+    """
+    if isinstance(e, exp.Paren):
+        return literal_value(e.this)
+    if isinstance(e, exp.Neg):
+        v = literal_value(e.this)
+        return ("int", -v[1]) if v is not None and v[0] == "int" else None
+    if isinstance(e, exp.Literal):
+        if e.is_string:
+            return ("text", e.this)
+        if e.this.isdigit() and int(e.this) < _SHIFT_LIMIT:
+            return ("int", int(e.this))
+    return None
+
+
+def literal_fixes(values: frozenset, lit: exp.Expression) -> bool:
+    """Whether ``col = lit`` fixes a column every row of which holds one of the literal
+    ``values``: all of one kind (so the column is VARCHAR, or an integer type), compared with a
+    literal of that same kind, keeps rows of one value only."""
+    v = literal_value(lit)
+    return v is not None and bool(values) and all(x[0] == v[0] for x in values)
+
+
+def _distinct_values(a: frozenset, b: frozenset) -> bool:
+    """No value of ``a`` can equal one of ``b``: one kind throughout, and for strings distinct
+    even case-folded (a conservative margin against case-insensitive comparison)."""
+    kinds = {x[0] for x in a | b}
+    if len(kinds) != 1:
+        return False
+    fold = (lambda x: x[1].casefold()) if kinds == {"text"} else (lambda x: x[1])
+    return not ({fold(x) for x in a} & {fold(x) for x in b})
+
+
+def union_literals(left: dict[str, frozenset], right: dict[str, frozenset], lcols: list[str], rcols: list[str]
+                   ) -> dict[str, frozenset]:
+    """Literal value sets of a UNION ALL's columns (named as the left side's): a column holding
+    literals on both sides holds one of their union, when both sides are of one kind."""
+    out = {}
+    for lc, rc in zip(lcols, rcols):
+        if lc in left and rc in right and len({x[0] for x in left[lc] | right[rc]}) == 1:
+            out[lc] = left[lc] | right[rc]
+    return out
+
+
+def union_unique(lu: list[frozenset[str]], ru: list[frozenset[str]], left: dict[str, frozenset],
+                 right: dict[str, frozenset], lcols: list[str], rcols: list[str]) -> list[frozenset[str]]:
+    """Unique sets of ``L UNION ALL R`` (named as the left side's columns).
+
+    A column ``D`` whose literal values on the left and on the right can never be equal tells
+    the sides apart (a discriminator: ``'s' AS sale_type`` in one branch, ``'w'`` in the other).
+    With ``L`` unique on ``U_L`` and ``R`` on ``U_R``, the union is unique on ``U_L ∪ U_R ∪ {D}``:
+    two rows agreeing on ``D`` come from one side (no NULL: every row holds a literal), and
+    agreeing on that side's unique set they are the same row.  Nested unions carry the value
+    sets, so three branches work too (TPC-DS Q4's year_total).
+
+    >>> l = {"t": frozenset({("text", "s")})}; r = {"t": frozenset({("text", "w")})}
+    >>> [sorted(u) for u in union_unique([frozenset({"id", "y"})], [frozenset({"id2", "y2"})], l, r, ["id", "y", "t"], ["id2", "y2", "t"])]
+    [['id', 't', 'y']]
+    >>> union_unique([frozenset({"id"})], [frozenset({"id"})], l, l, ["id", "t"], ["id", "t"])
+    []
+    """
+    to_left = dict(zip(rcols, lcols))
+    rights = [frozenset(to_left[c] for c in u) for u in ru if all(c in to_left for c in u)]
+    out: list[frozenset[str]] = []
+    for lc, rc in zip(lcols, rcols):
+        if not (lc in left and rc in right and _distinct_values(left[lc], right[rc])):
+            continue
+        for a in lu:
+            for b in rights:
+                u = a | b | {lc}
+                if u not in out and len(out) < 16:
+                    out.append(u)
     return out

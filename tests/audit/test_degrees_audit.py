@@ -3,7 +3,8 @@ structure (docs/design.md §Degrees from structure): GROUP BY keys fixed by equa
 filters, ROW_NUMBER with its partition, ROW_NUMBER shifted by an integer (``rn - 1``), and
 a GROUP BY whose keys are all fixed (one row, broadcast), and a composite unique key carried
 to a public column through a join on a unique key, and a computed key over an INTERSECT with
-a public side.  The bound is used (degree 1, hence a small
+a public side, and a GROUP BY on a declared key and the columns it determines, UNION ALLed
+with a literal discriminator (TPC-DS Q4's year_total).  The bound is used (degree 1, hence a small
 stability) and coupled neighbours still give identical views."""
 from __future__ import annotations
 
@@ -39,6 +40,16 @@ INTERSECTED = ("SELECT p.id, p.age, v.ward FROM patients p "
 ONE_ROW = ("SELECT p.ward, p.age FROM patients p WHERE p.age > 0.01 * "
            "(SELECT sum(v.amount) FROM visits v WHERE v.amount = 5 GROUP BY v.amount)")
 
+# TPC-DS Q4's year_total: grouped by (id, ward, age, m), id a declared key determining ward and
+# age, so unique on (id, m); the two branches told apart by the literal t; t and m fixed on
+# each side: unique on id (docs/design.md §Degrees from structure, functional dependencies)
+YEAR_TOTAL = ("WITH y AS (SELECT p.id, p.ward, p.age, v.amount % 2 AS m, sum(v.amount) AS s, 'a' AS t "
+              "FROM visits v JOIN patients p ON v.pid = p.id GROUP BY p.id, p.ward, p.age, v.amount % 2 "
+              "UNION ALL SELECT p.id, p.ward, p.age, v.amount % 2 AS m, count(*) AS s, 'b' AS t "
+              "FROM visits v JOIN patients p ON v.pid = p.id GROUP BY p.id, p.ward, p.age, v.amount % 2) "
+              "SELECT a.id, a.ward, a.s, b.s FROM y a JOIN y b ON a.id = b.id "
+              "WHERE a.t = 'a' AND a.m = 0 AND b.t = 'b' AND b.m = 1")
+
 
 @pytest.fixture(scope="module")
 def db():
@@ -67,6 +78,13 @@ def test_intersect_degree_is_used(db):
     assert top.right_degree == 2, top.describe()
 
 
+def test_key_dependency_and_union_discriminator_are_used(db):
+    plan = db.plan(YEAR_TOTAL, epsilon=1.0, delta=1e-6)
+    top = [n for n in walk(plan.root) if isinstance(n, Join)][-1]
+    assert (top.left_degree, top.right_degree) == (1, 1), top.describe()
+    assert "unique key (a.id)" in top.describe() and "unique key (b.id)" in top.describe()
+
+
 def test_one_row_group_is_broadcast(db):
     plan = db.plan(ONE_ROW, epsilon=1.0, delta=1e-6)
     assert any(isinstance(n, CrossOne) for n in walk(plan.root))
@@ -74,7 +92,7 @@ def test_one_row_group_is_broadcast(db):
 
 
 def test_coupled_neighbours_identical_with_inferred_degrees(db):
-    report = audit(db, QUERIES + [THROUGH_KEY, INTERSECTED, ONE_ROW], pairs=2, seed=4)
+    report = audit(db, QUERIES + [THROUGH_KEY, INTERSECTED, ONE_ROW, YEAR_TOTAL], pairs=2, seed=4)
     assert report.ok, "\n".join(report.lines())
     assert all(q.releases > 0 for q in report.queries)
 
