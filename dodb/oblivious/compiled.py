@@ -35,7 +35,7 @@ from numba.extending import intrinsic
 
 __all__ = [
     "compact_rounds", "distribute_rounds", "fill_pass",
-    "scan_pass", "lex_scan_pass", "lookup_rows", "SCAN_OPS",
+    "scan_pass", "lex_scan_pass", "lookup_rows", "checksum_words", "SCAN_OPS",
 ]
 
 
@@ -285,3 +285,24 @@ def lookup_rows(LW, RWT, nkw, ok, r_ok, PUBT, OUT, words, n, k, matched, msk):
             for j in range(k):
                 acc |= msk[_ix(j)] & PUBT[_ix(o + j)]
             OUT[_ix(w * n + i)] = acc
+
+
+# --------------------------------------------------------------------------- storage checksum
+
+
+@njit(**_OPTS)
+def checksum_words(W, m):
+    """XOR over ``p < m`` of splitmix64's finaliser of ``W[p] ^ p·φ`` (``storage.canonical``).
+
+    One pass over every word, no temporaries; the same value as the numpy reference.
+    """
+    acc = np.uint64(0)
+    golden = np.uint64(0x9E3779B97F4A7C15)
+    m1 = np.uint64(0xBF58476D1CE4E5B9)
+    m2 = np.uint64(0x94D049BB133111EB)
+    for p in range(m):
+        x = W[_ix(p)] ^ (np.uint64(p) * golden)
+        x = (x ^ (x >> np.uint64(30))) * m1
+        x = (x ^ (x >> np.uint64(27))) * m2
+        acc ^= x ^ (x >> np.uint64(31))
+    return acc

@@ -25,6 +25,7 @@ from sqlglot import exp
 from .. import duckcalls, sqlbuild
 from ..errors import CatalogError
 from ..oblivious import oblivious_sort
+from ..oblivious.backend import use_compiled
 from ..oblivious.noise import numpy_generator
 from ..oblivious.rng import RandomSource
 from ..operators.table import Column, PaddedTable
@@ -62,6 +63,10 @@ def _checksum(a: np.ndarray) -> int:
     """Order-sensitive 64-bit checksum of a lane array (one linear pass)."""
     w = _words(a)
     n, k = w.shape
+    if use_compiled():  # one pass, no temporaries (compiled.checksum_words); the same value
+        from ..oblivious import compiled
+
+        return int(compiled.checksum_words(np.ascontiguousarray(w).reshape(-1), n * k)) if n else 0
     pos = np.arange(n * k, dtype=np.uint64).reshape(n, k)
     return int(np.bitwise_xor.reduce(_mix(w ^ (pos * _GOLDEN)), axis=None)) if n else 0
 

@@ -46,6 +46,7 @@ def _exercise() -> None:
         forward_fill(flags, [np.arange(n)])
         segmented_scan(np.arange(n), starts, "sum")
         segmented_lex_scan([keys], starts, "max", payload=[np.arange(n)])
+    compiled.checksum_words(np.arange(6, dtype=np.uint64), 6)
     k, w = 3, 2
     u64, u8 = np.zeros(n * w, np.uint64), np.zeros(n, np.uint8)
     compiled.lookup_rows(u64[:n], np.zeros(k, np.uint64), 1, u8, np.ones(k, np.uint8), np.zeros(w * k, np.uint64),
