@@ -172,6 +172,22 @@ def test_random_predicates_equal_duckdb(ts, us, pred, corr, place, private_u):
         d.close()
 
 
+
+def _two_private_tables(v_type: str, a_v: str, b_v: str):
+    """Private ``a(id, k NOT NULL, v)`` (20 rows) and ``b(bid, k NOT NULL, v)`` (9 rows), with
+    ``v`` of ``v_type`` computed by ``a_v`` / ``b_v`` from ``i``; the oracle beside them."""
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE a (id INTEGER NOT NULL, k INTEGER NOT NULL, {v_type})")
+    con.execute(f"CREATE TABLE b (bid INTEGER NOT NULL, k INTEGER NOT NULL, {v_type})")
+    con.execute(f"INSERT INTO a SELECT i, i % 3, {a_v} FROM range(20) r(i)")
+    con.execute(f"INSERT INTO b SELECT i, i % 4, {b_v} FROM range(9) r(i)")
+    db = dodb.attach(con, seed=2, allow_insecure=True)
+    db.oracle = snapshot(con)
+    db.set_budget(epsilon=1e6, delta=0.5)
+    db.protect("a", "id", max_contributions=1)
+    db.protect("b", "bid", max_contributions=1)
+    return db
+
 @pytest.mark.parametrize("sql", [
     "SELECT id FROM a WHERE (k, v) NOT IN (SELECT k, v FROM b)",
     "SELECT id FROM a WHERE (k, v) IN (SELECT k, v + 1 FROM b)",
@@ -181,16 +197,7 @@ def test_random_predicates_equal_duckdb(ts, us, pred, corr, place, private_u):
 def test_not_null_columns_use_the_plain_anti_join(sql):
     """Schema NOT NULLs: NOT IN is the anti join on equalities alone (row values, and a
     correlation that is not an equality, need no equality beyond ``y = x`` then)."""
-    con = duckdb.connect()
-    con.execute("CREATE TABLE a (id INTEGER NOT NULL, k INTEGER NOT NULL, v INTEGER NOT NULL)")
-    con.execute("CREATE TABLE b (bid INTEGER NOT NULL, k INTEGER NOT NULL, v INTEGER NOT NULL)")
-    con.execute("INSERT INTO a SELECT i, i % 3, i % 5 FROM range(20) r(i)")
-    con.execute("INSERT INTO b SELECT i, i % 4, i % 3 FROM range(9) r(i)")
-    db = dodb.attach(con, seed=2, allow_insecure=True)
-    db.oracle = snapshot(con)
-    db.set_budget(epsilon=1e6, delta=0.5)
-    db.protect("a", "id", max_contributions=1)
-    db.protect("b", "bid", max_contributions=1)
+    db = _two_private_tables("v INTEGER NOT NULL", "i % 5", "i % 3")
     try:
         assert_same_rows(db.sql(sql, epsilon=1.0).arrow(), db.oracle.sql(sql).to_arrow_table())
     finally:
@@ -201,16 +208,8 @@ def test_row_value_not_in_with_one_nullable_component():
     """``(k, v) NOT IN (…)`` with ``k`` NOT NULL and ``v`` nullable: the anti join on ``k = k'``
     and ``(v = v' OR v IS NULL OR v' IS NULL)`` is SQL's row comparison (NULL unless some
     component differs)."""
-    con = duckdb.connect()
-    con.execute("CREATE TABLE a (id INTEGER NOT NULL, k INTEGER NOT NULL, v INTEGER)")
-    con.execute("CREATE TABLE b (bid INTEGER NOT NULL, k INTEGER NOT NULL, v INTEGER)")
-    con.execute("INSERT INTO a SELECT i, i % 3, CASE WHEN i % 4 = 0 THEN NULL ELSE i % 5 END FROM range(20) r(i)")
-    con.execute("INSERT INTO b SELECT i, i % 4, CASE WHEN i % 5 = 1 THEN NULL ELSE i % 3 END FROM range(9) r(i)")
-    db = dodb.attach(con, seed=2, allow_insecure=True)
-    db.oracle = snapshot(con)
-    db.set_budget(epsilon=1e6, delta=0.5)
-    db.protect("a", "id", max_contributions=1)
-    db.protect("b", "bid", max_contributions=1)
+    db = _two_private_tables("v INTEGER", "CASE WHEN i % 4 = 0 THEN NULL ELSE i % 5 END",
+                             "CASE WHEN i % 5 = 1 THEN NULL ELSE i % 3 END")
     try:
         for sql in ["SELECT id FROM a WHERE (k, v) NOT IN (SELECT k, v FROM b)",
                     "SELECT id FROM a WHERE (k, v) NOT IN (SELECT k, v FROM b WHERE bid > 2)",
