@@ -97,11 +97,11 @@ def _sum128(kern, lo: np.ndarray, hi: np.ndarray, starts: np.ndarray) -> tuple[n
 
 # status code (dodb.wire) of a SUM outside DECIMAL(38, s), the widest result dodb returns
 SUM_OVERFLOW = 1 << 20
-RANGE_OVERFLOW = 1 << 21  # a window's RANGE bound (ORDER BY key ± offset) outside INT64, as DuckDB raises
+RANGE_OVERFLOW = 1 << 21  # a window's RANGE bound (ORDER BY key ± offset) outside its type, as DuckDB raises
 STATUS_MESSAGES = {SUM_OVERFLOW: "Out of Range Error: Overflow in SUM: the total does not fit in 38 digits "
                                  "(DECIMAL(38)/HUGEINT)",
                    RANGE_OVERFLOW: "Out of Range Error: Overflow in a RANGE frame bound: the ORDER BY key plus "
-                                   "the offset does not fit in INT64",
+                                   "the offset is outside its type's range (INT64, DATE or TIMESTAMP)",
                    SCALAR_ROWS: SCALAR_ROWS_MESSAGE}
 assert len(STATUS_MESSAGES) == 3, "status codes must differ"
 _TEN38 = [(10 ** 38 >> (32 * i)) & 0xFFFFFFFF for i in range(4)]  # 32-bit limbs, low first
