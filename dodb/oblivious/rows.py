@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 
 __all__ = ["RowLayout", "pack_rows", "unpack_rows", "row_bytes", "word_columns", "from_word_columns",
-           "word_block", "from_word_block"]
+           "word_block", "from_word_block", "row_words"]
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ def row_bytes(a: np.ndarray) -> int:
     return int(a.dtype.itemsize * int(np.prod(a.shape[1:], dtype=np.int64)))
 
 
-def _row_words(a: np.ndarray) -> np.ndarray:
+def row_words(a: np.ndarray) -> np.ndarray:
     """The rows of ``a`` as ``(n, k)`` ``uint64`` words (row bytes zero-padded to whole words)."""
     n, nbytes = int(a.shape[0]), row_bytes(a)
     k = -(-nbytes // 8)
@@ -51,7 +51,7 @@ def _row_words(a: np.ndarray) -> np.ndarray:
 def word_columns(a: np.ndarray, m: int) -> np.ndarray:
     """The rows of ``a`` as ``(words, m)`` ``uint64`` (row bytes and rows ``n..m`` zero-padded)."""
     n = int(a.shape[0])
-    rw = _row_words(a)
+    rw = row_words(a)
     out = np.empty((rw.shape[1], m), dtype=np.uint64)
     out[:, n:] = 0
     for j in range(rw.shape[1]):  # one strided column at a time: far faster than a transposed copy
@@ -92,7 +92,7 @@ def word_block(arrays: Sequence[np.ndarray], m: int) -> tuple[np.ndarray, list[i
         if _simple(a):
             out[w:w + 1, :n] = np.ascontiguousarray(a).view(f"u{a.dtype.itemsize}")
         else:
-            rw = _row_words(a)
+            rw = row_words(a)
             for j in range(k):
                 out[w + j:w + j + 1, :n] = rw[:, j]
         w += k

@@ -26,6 +26,7 @@ from .. import duckcalls, sqlbuild
 from ..errors import CatalogError
 from ..oblivious import oblivious_sort
 from ..oblivious.backend import use_compiled
+from ..oblivious.rows import row_words
 from ..oblivious.noise import numpy_generator
 from ..oblivious.rng import RandomSource
 from ..operators.table import Column, PaddedTable
@@ -47,21 +48,9 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
-def _words(a: np.ndarray) -> np.ndarray:
-    """Any lane array as rows of uint64 words ((n, k), zero-padded to whole words)."""
-    n = a.shape[0]
-    raw = np.ascontiguousarray(a).reshape(n, -1).view(np.uint8) if a.dtype != bool else \
-        np.ascontiguousarray(a, dtype=np.uint8).reshape(n, -1)
-    width = raw.shape[1]
-    k = max(1, -(-width // 8))
-    out = np.zeros((n, 8 * k), dtype=np.uint8)
-    out[:, :width] = raw
-    return out.view(np.uint64)
-
-
 def _checksum(a: np.ndarray) -> int:
     """Order-sensitive 64-bit checksum of a lane array (one linear pass)."""
-    w = _words(a)
+    w = row_words(a)  # the rows as zero-padded uint64 words (oblivious/rows.py)
     n, k = w.shape
     if use_compiled():  # one pass, no temporaries (compiled.checksum_words); the same value
         from ..oblivious import compiled
