@@ -87,8 +87,15 @@ def filter_table(
     delta: float = 1e-6,
     ctx: ExecContext | None = None,
     bin_size: int | None = None,
+    keep_marked_above: float | None = None,
 ) -> OpResult:
-    """Keep the real rows where ``mask`` is true (NULL predicates must be passed as false)."""
+    """Keep the real rows where ``mask`` is true (NULL predicates must be passed as false).
+
+    ``keep_marked_above`` (DO mode, set by the planner when the consumer sorts its whole
+    input): when the released size is at least this fraction of ``n``, skip the compaction
+    and return all ``n`` slots with the real flags cleared (docs/design.md §Filters kept
+    marked).
+    """
     ctx = ctx or ExecContext(mode=mode)
     mode = ctx.mode
     n = table.padded_size
@@ -115,15 +122,21 @@ def filter_table(
         payload = _pad_to_multiple(table, arrays[:-1] + [flags], b)
         nb = payload[0].shape[0] // b if n else 0
         ctx.trace.record("filter:bins", -1, n, b, nb)
-        live, moved = ctx.kernels.compact(payload[-1], payload[:-1], block=b if nb > 1 else None)
-        counts = live.reshape(nb, b).sum(axis=1) if nb else np.zeros(0, np.int64)
+        counts = payload[-1].reshape(nb, b).sum(axis=1) if nb else np.zeros(0, np.int64)
         noisy = ctx.release(name, "bin_counts", counts, epsilon, delta, sens)
         # a bin holds b slots, the last one only what is left of n (public sizes)
         room = np.full(nb, b, dtype=np.int64)
         if nb:
             room[-1] = n - (nb - 1) * b
         keep = np.minimum(noisy, room)
-        ctx.trace.record("filter:gather", -1, int(keep.sum()))
-        cols = _gather_prefixes(moved + [live], b, keep)
-        out = table.with_arrays(cols)
+        if keep_marked_above is not None and int(keep.sum()) >= keep_marked_above * n:
+            # the consumer sorts its whole input anyway and the released size says little
+            # would be saved: keep every slot, marked (a function of the release and n only)
+            ctx.trace.record("filter:keep_marked", -1, n, int(keep.sum()))
+            out = table.with_arrays(arrays[:-1] + [flags])
+        else:
+            live, moved = ctx.kernels.compact(payload[-1], payload[:-1], block=b if nb > 1 else None)
+            ctx.trace.record("filter:gather", -1, int(keep.sum()))
+            cols = _gather_prefixes(moved + [live], b, keep)
+            out = table.with_arrays(cols)
     return OpResult(out.with_stability(s), ctx.leaks[leaks_before:], ctx.trace)

@@ -108,7 +108,8 @@ class Executor:
             if node.mark_only:  # one linear pass; the padded size stays the public input size
                 ctx.trace.record("filter:mark", -1, t.padded_size)
                 return t.with_arrays(t.arrays()[:-1] + [t.is_real & mask], aligned=t.aligned)
-            return filter_table(t, mask, epsilon=eps, delta=delta, ctx=ctx, bin_size=self.bin_size).table
+            return filter_table(t, mask, epsilon=eps, delta=delta, ctx=ctx, bin_size=self.bin_size,
+                                keep_marked_above=node.keep_marked_above).table
         if isinstance(node, ScalarRow):
             one, too_many = scalar_row(inputs[0], ctx)
             # the query's status, also when the subquery is public (run under public_ctx)

@@ -107,9 +107,12 @@ class Filter(Unary):
     mark_only: bool = False  # keep every slot, only clear is_real: leaks nothing (see planner/marking.py)
     binned: bool = False     # positional bins on an aligned input (planner/alignment.py)
     release_scale: int = 1   # 2 for bins under replace-neighbours
+    keep_marked_above: float | None = None  # skip compacting a large output (planner/marking.py)
 
     def describe(self) -> str:
-        how = " (mark only: no size released)" if self.mark_only else ""
+        how = " (mark only: no size released)" if self.mark_only else \
+            f" (kept marked if the released size is >= {self.keep_marked_above:g} of the input)" \
+            if self.keep_marked_above is not None else ""
         return f"Filter {self.predicate.sql(dialect='duckdb')[:120]}{how}"
 
 
