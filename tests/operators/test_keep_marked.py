@@ -15,8 +15,8 @@ from hypothesis import given, settings, strategies as st
 from dodb.datasets import tpch_query
 from dodb.oblivious.rng import new_rng
 from dodb.operators import ExecContext, filter_table, from_arrow, simulate
-from dodb.planner.logical import Filter, walk
-from dodb.planner.marking import KEEP_MARKED_ABOVE
+from dodb.planner.logical import Aggregate, Distinct, Filter, Join, Project, Sort, walk
+from dodb.planner.marking import KEEP_MARKED_ABOVE, KEEP_MARKED_ABOVE_JOIN
 from dodb.planner.simulate import simulate_plan
 
 from ..tpch_fixture import tpch_database
@@ -87,6 +87,21 @@ def db():
     d.close()
 
 
+def _expected(parents, node):
+    """Independent restatement of the rule in planner/marking.py."""
+    out = []
+    for p in parents.get(node.node_id, []):
+        if type(p) is Project:
+            out.append(_expected(parents, p))
+        elif isinstance(p, Aggregate) and p.keys or isinstance(p, (Sort, Distinct)):
+            out.append(KEEP_MARKED_ABOVE)
+        elif isinstance(p, Join) and p.method == "sort":
+            out.append(KEEP_MARKED_ABOVE_JOIN)
+        else:
+            out.append(None)
+    return None if not out or None in out else max(out)
+
+
 def test_planner_marks_filters_feeding_a_sort():
     d = tpch_database(0.002)
     try:
@@ -95,18 +110,31 @@ def test_planner_marks_filters_feeding_a_sort():
         assert filters and all(f.keep_marked_above == KEEP_MARKED_ABOVE for f in filters)
         p6 = d.plan(tpch_query(6), epsilon=1.0, delta=1e-6)  # global aggregate: mark only, no release
         assert all(f.mark_only and f.keep_marked_above is None for f in walk(p6.root) if isinstance(f, Filter))
-        p3 = d.plan(tpch_query(3), epsilon=1.0, delta=1e-6)  # filters feeding joins compact as before
-        assert all(f.keep_marked_above is None for f in walk(p3.root) if isinstance(f, Filter))
+        p3 = d.plan(tpch_query(3), epsilon=1.0, delta=1e-6)  # filters feeding sort-based joins
+        assert all(f.keep_marked_above == KEEP_MARKED_ABOVE_JOIN for f in walk(p3.root) if isinstance(f, Filter))
+        seen = set()
+        for q in range(1, 23):  # every filter's threshold is the largest its consumers ask for
+            root = d.plan(tpch_query(q), epsilon=1.0, delta=1e-6).root
+            parents = {}
+            for n in walk(root):
+                for c in n.children:
+                    parents.setdefault(c.node_id, []).append(n)
+            for f in walk(root):
+                if isinstance(f, Filter) and not f.mark_only:
+                    want = _expected(parents, f)
+                    assert f.keep_marked_above == want, (q, f.describe())
+                    seen.add(want)
+        assert seen == {None, KEEP_MARKED_ABOVE, KEEP_MARKED_ABOVE_JOIN}
     finally:
         d.close()
 
 
-@pytest.mark.parametrize("q", [1, 18])
+@pytest.mark.parametrize("q", [1, 13, 18, 21])
 def test_tpch_with_kept_filters_is_simulatable_and_exact(db, q):
     p = db.plan(tpch_query(q), epsilon=1.0, delta=1e-6)
     p.execute(rng=new_rng(q))
     assert simulate_plan(p, _leaked(p.trace)) == p.trace
-    if q == 1:  # Q1's filter keeps ~98% of lineitem: the kept-marked path ran
+    if q in (1, 13):  # Q1's filter keeps ~98% of lineitem, Q13's ~99% of orders: the kept-marked path ran
         assert any(e.kind == "filter:keep_marked" for e in p.trace.events)
     sql = tpch_query(q)
     assert_same_rows(db.sql(sql, epsilon=1.0, delta=1e-6).arrow(), db.oracle.sql(sql).to_arrow_table(), ordered=True)
