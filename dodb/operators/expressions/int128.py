@@ -312,7 +312,7 @@ def div_pow10(a: I128, k: int, rounding: str = "half_away") -> I128:
         q = _div_pow10_trunc(mag, k)
         return where(negative, neg(q), q)
     q = _div_pow10_trunc(mag, k)
-    exact = equal(mag, mul(q, const(10 ** k, n))[0])
+    exact = equal(mag, mul_pow10(q, k)[0])
     if rounding == "trunc":
         return where(negative, neg(q), q)
     one = const(1, n)
