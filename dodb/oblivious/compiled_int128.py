@@ -34,14 +34,10 @@ from numba import njit, types
 from numba import uint64 as _ix
 from numba.extending import intrinsic
 
-from .compiled import _OPTS
+from .compiled import _OPTS, Data
 
 __all__ = ["add_rows", "neg_rows", "abs_rows", "mul_rows", "mul_const_rows", "compare_rows", "less_rows",
            "equal_rows", "where_rows", "in_bounds_rows", "divmod_small_rows", "to_i64_rows"]
-
-# Annotation of scalar kernel arguments that carry data (the source lint treats every other
-# scalar argument as a public size); never evaluated (postponed annotations).
-Data = np.uint64
 
 _Z = np.uint64(0)
 _ONE = np.uint64(1)
