@@ -11,7 +11,7 @@ from numba import njit
 from numba import uint64 as ix
 from numba.core.registry import CPUDispatcher
 
-from dodb.oblivious import compiled, compiled_sort
+from dodb.oblivious import compiled, compiled_int128, compiled_sort
 from dodb.oblivious.backend import kernel_backend_scope
 
 from .ir_lint import fresh_ir, lint_ir
@@ -51,10 +51,24 @@ def _exercise() -> None:
     u64, u8 = np.zeros(n * w, np.uint64), np.zeros(n, np.uint8)
     compiled.lookup_rows(u64[:n], np.zeros(k, np.uint64), 1, u8, np.ones(k, np.uint8), np.zeros(w * k, np.uint64),
                          u64, w, n, k, u8.copy(), np.zeros(k, np.uint64))
+    _exercise_int128(rng, n)
+
+
+def _exercise_int128(rng, n: int) -> None:
+    """Every 128-bit kernel through the public ``int128`` functions that call it."""
+    from dodb.operators.expressions import int128 as i128
+
+    a = i128.I128(rng.integers(-2**63, 2**63, n, dtype=np.int64), rng.integers(0, 2**64, n, dtype=np.uint64))
+    b = i128.I128(rng.integers(-3, 3, n, dtype=np.int64), rng.integers(0, 2**64, n, dtype=np.uint64))
+    with kernel_backend_scope("compiled"):
+        i128.add(a, b), i128.sub(a, b), i128.neg(a), i128.absolute(a), i128.mul(a, b), i128.mul_pow10(a, 2)
+        i128.less(a, b), i128.equal(a, b), i128.compare(a, b), i128.where(rng.random(n) < 0.5, a, b)
+        i128.in_bounds(a, 10**18), i128.divmod_small(i128.absolute(a), 10), i128.to_i64(a)
 
 
 def _kernels() -> list:
-    return [v for mod in (compiled, compiled_sort) for v in vars(mod).values() if isinstance(v, CPUDispatcher)]
+    return [v for mod in (compiled, compiled_sort, compiled_int128) for v in vars(mod).values()
+            if isinstance(v, CPUDispatcher)]
 
 
 def _inlined(d) -> bool:

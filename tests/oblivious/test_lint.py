@@ -23,7 +23,8 @@ TABLES = set().union(*(module_containers(p.read_text()) for p in EVALUATOR))
 
 def test_kernel_modules_exist():
     names = {p.name for p in KERNELS}
-    assert {"sort.py", "compact.py", "expand.py", "scan.py"} <= names
+    assert {"sort.py", "compact.py", "expand.py", "scan.py", "compiled.py", "compiled_sort.py",
+            "compiled_int128.py"} <= names
     assert {"evaluator.py", "strings.py", "int128.py", "numeric.py", "dates.py", "format.py", "casts.py",
             "functions.py", "text.py", "casemap.py", "bind.py", "value.py"} <= {p.name for p in EVALUATOR}
 

@@ -5,6 +5,11 @@ A number is a pair of arrays ``(hi: int64, lo: uint64)``; every operation is a f
 sequence of element-wise numpy operations over whole columns (no branch, no indexing by
 data), so its access pattern depends only on the number of rows.  Multiplication and
 division work on 32-bit limbs, so that every partial product fits in 64 bits.
+
+The numpy code here is the reference.  With the ``compiled`` kernel backend
+(:mod:`dodb.oblivious.backend`) the hot operations call the numba kernels of
+:mod:`dodb.oblivious.compiled_int128` instead: one branch-free pass over the rows each,
+with bit-identical values and overflow flags (``tests/oblivious/test_compiled_int128.py``).
 """
 from __future__ import annotations
 
@@ -12,8 +17,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ...oblivious.backend import use_compiled
+
 __all__ = ["I128", "const", "from_i64", "add", "sub", "neg", "mul", "absolute", "is_negative", "less", "equal",
-           "where", "div_pow10", "divmod_small", "divmod_trunc", "to_f64", "to_i64", "in_bounds", "mul_pow10", "MIN"]
+           "compare", "where", "div_pow10", "divmod_small", "divmod_trunc", "to_f64", "to_i64", "in_bounds",
+           "mul_pow10", "MIN"]
 
 MIN = -(1 << 127)
 
@@ -24,6 +32,37 @@ _S32 = np.uint64(32)
 class I128(NamedTuple):
     hi: np.ndarray  # int64, sign and upper 64 bits
     lo: np.ndarray  # uint64, lower 64 bits
+
+
+def _kernels(*args: I128):
+    """The compiled kernels when the compiled backend is active and every operand is a pair
+    of equal-length vectors (else ``None``: the numpy code below runs)."""
+    if not use_compiled():
+        return None
+    shape = args[0].lo.shape
+    if len(shape) != 1:
+        return None
+    for x in args:
+        if x.hi.shape != shape or x.lo.shape != shape:
+            return None
+    from ...oblivious import compiled_int128
+
+    return compiled_int128
+
+
+def _w(a: I128) -> tuple[np.ndarray, np.ndarray]:
+    """Both words of ``a`` as contiguous ``uint64`` vectors (views when they already are)."""
+    return np.ascontiguousarray(a.hi, dtype=np.int64).view(np.uint64), np.ascontiguousarray(a.lo, dtype=np.uint64)
+
+
+def _out(n: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.uint64)
+
+
+def _words(v: int) -> tuple[np.uint64, np.uint64]:
+    """A public constant's two's-complement (hi, lo) words."""
+    v = int(v) & ((1 << 128) - 1)
+    return np.uint64(v >> 64), np.uint64(v & ((1 << 64) - 1))
 
 
 def const(value: int, n: int) -> I128:
@@ -49,6 +88,12 @@ def to_words(a: I128) -> np.ndarray:
 
 
 def where(mask: np.ndarray, a: I128, b: I128) -> I128:
+    k = _kernels(a, b)
+    if k is not None and np.shape(mask) == a.lo.shape:
+        n = a.lo.shape[0]
+        hi, lo = _out(n)
+        k.where_rows(np.ascontiguousarray(mask, dtype=np.bool_), *_w(a), *_w(b), hi, lo, n)
+        return I128(hi.view(np.int64), lo)
     return I128(np.where(mask, a.hi, b.hi), np.where(mask, a.lo, b.lo))
 
 
@@ -58,6 +103,9 @@ def is_negative(a: I128) -> np.ndarray:
 
 def add(a: I128, b: I128) -> tuple[I128, np.ndarray]:
     """Sum and a signed-overflow flag."""
+    k = _kernels(a, b)
+    if k is not None:
+        return _add_compiled(k, a, b, 0)
     lo = a.lo + b.lo
     carry = (lo < a.lo).astype(np.int64)
     hi = a.hi + b.hi + carry
@@ -65,26 +113,70 @@ def add(a: I128, b: I128) -> tuple[I128, np.ndarray]:
     return I128(hi, lo), over
 
 
+def _add_compiled(k, a: I128, b: I128, negate: int) -> tuple[I128, np.ndarray]:
+    n = a.lo.shape[0]
+    hi, lo = _out(n)
+    over = np.empty(n, dtype=np.bool_)
+    k.add_rows(*_w(a), *_w(b), hi, lo, over, n, negate)
+    return I128(hi.view(np.int64), lo), over
+
+
 def neg(a: I128) -> I128:
+    k = _kernels(a)
+    if k is not None:
+        n = a.lo.shape[0]
+        hi, lo = _out(n)
+        k.neg_rows(*_w(a), hi, lo, n)
+        return I128(hi.view(np.int64), lo)
     lo = ~a.lo + np.uint64(1)
     hi = ~a.hi + (lo == 0).astype(np.int64)
     return I128(hi, lo)
 
 
 def sub(a: I128, b: I128) -> tuple[I128, np.ndarray]:
+    k = _kernels(a, b)
+    if k is not None:
+        return _add_compiled(k, a, b, 1)
     return add(a, neg(b))
 
 
 def absolute(a: I128) -> I128:
+    k = _kernels(a)
+    if k is not None:
+        n = a.lo.shape[0]
+        hi, lo = _out(n)
+        k.abs_rows(*_w(a), hi, lo, n)
+        return I128(hi.view(np.int64), lo)
     return where(is_negative(a), neg(a), a)
 
 
 def less(a: I128, b: I128) -> np.ndarray:
+    k = _kernels(a, b)
+    if k is not None:
+        out = np.empty(a.lo.shape[0], dtype=np.bool_)
+        k.less_rows(*_w(a), *_w(b), out, out.shape[0])
+        return out
     return (a.hi < b.hi) | ((a.hi == b.hi) & (a.lo < b.lo))
 
 
 def equal(a: I128, b: I128) -> np.ndarray:
+    k = _kernels(a, b)
+    if k is not None:
+        out = np.empty(a.lo.shape[0], dtype=np.bool_)
+        k.equal_rows(*_w(a), *_w(b), out, out.shape[0])
+        return out
     return (a.hi == b.hi) & (a.lo == b.lo)
+
+
+def compare(a: I128, b: I128) -> tuple[np.ndarray, np.ndarray]:
+    """``(less(a, b), equal(a, b))``, in one pass when compiled."""
+    k = _kernels(a, b)
+    if k is not None:
+        n = a.lo.shape[0]
+        lt, eq = np.empty(n, dtype=np.bool_), np.empty(n, dtype=np.bool_)
+        k.compare_rows(*_w(a), *_w(b), lt, eq, n)
+        return lt, eq
+    return less(a, b), equal(a, b)
 
 
 def _limbs(m: I128) -> list[np.ndarray]:
@@ -109,6 +201,13 @@ def _normalise(acc: list[np.ndarray]) -> list[np.ndarray]:
 
 def mul(a: I128, b: I128) -> tuple[I128, np.ndarray]:
     """Product and a flag for results outside the signed 128-bit range."""
+    k = _kernels(a, b)
+    if k is not None:
+        n = a.lo.shape[0]
+        hi, lo = _out(n)
+        over = np.empty(n, dtype=np.bool_)
+        k.mul_rows(*_w(a), *_w(b), hi, lo, over, n)
+        return I128(hi.view(np.int64), lo), over
     sign = is_negative(a) ^ is_negative(b)
     la, lb = _limbs(absolute(a)), _limbs(absolute(b))
     acc = [np.zeros_like(a.lo) for _ in range(9)]
@@ -125,13 +224,28 @@ def mul(a: I128, b: I128) -> tuple[I128, np.ndarray]:
 
 
 def mul_pow10(a: I128, k: int) -> tuple[I128, np.ndarray]:
+    """``mul(a, const(10^k))`` for a public ``0 <= k <= 38``: the same words and flag."""
     if k == 0:
         return a, np.zeros(a.lo.shape, dtype=bool)
+    kern = _kernels(a)
+    if kern is not None and 0 < k <= 38:
+        n = a.lo.shape[0]
+        hi, lo = _out(n)
+        over = np.empty(n, dtype=np.bool_)
+        kern.mul_const_rows(*_w(a), *_words(10 ** k), hi, lo, over, n)
+        return I128(hi.view(np.int64), lo), over
     return mul(a, const(10 ** k, a.lo.shape[0]))
 
 
 def divmod_small(mag: I128, d: int) -> tuple[I128, np.ndarray]:
     """Quotient and remainder of a non-negative number by a public ``0 < d < 2^32``."""
+    k = _kernels(mag)
+    if k is not None and 0 < d < 1 << 32:
+        n = mag.lo.shape[0]
+        hi, lo = _out(n)
+        rem = np.empty(n, dtype=np.uint64)
+        k.divmod_small_rows(*_w(mag), np.uint64(d), *k.div_magic(d), hi, lo, rem, n)
+        return I128(hi.view(np.int64), lo), rem
     dd = np.uint64(d)
     rem = np.zeros_like(mag.lo)
     q = []
@@ -198,7 +312,7 @@ def div_pow10(a: I128, k: int, rounding: str = "half_away") -> I128:
         q = _div_pow10_trunc(mag, k)
         return where(negative, neg(q), q)
     q = _div_pow10_trunc(mag, k)
-    exact = equal(mag, mul(q, const(10 ** k, n))[0])
+    exact = equal(mag, mul_pow10(q, k)[0])
     if rounding == "trunc":
         return where(negative, neg(q), q)
     one = const(1, n)
@@ -223,6 +337,12 @@ def to_f64(a: I128) -> np.ndarray:
 
 def to_i64(a: I128) -> tuple[np.ndarray, np.ndarray]:
     """The value as int64 and a flag for values outside the int64 range."""
+    k = _kernels(a)
+    if k is not None:
+        n = a.lo.shape[0]
+        out, over = np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.bool_)
+        k.to_i64_rows(*_w(a), out, over, n)
+        return out.view(np.int64), over
     v = a.lo.view(np.int64)
     return v.copy(), a.hi != (v >> np.int64(63))
 
@@ -230,4 +350,9 @@ def to_i64(a: I128) -> tuple[np.ndarray, np.ndarray]:
 def in_bounds(a: I128, bound: int) -> np.ndarray:
     """``-bound < a < bound`` for a public positive ``bound``."""
     n = a.lo.shape[0]
+    k = _kernels(a)
+    if k is not None:
+        ok = np.empty(n, dtype=np.bool_)
+        k.in_bounds_rows(*_w(a), *_words(bound), *_words(-bound), ok, n)
+        return ok
     return less(a, const(bound, n)) & less(const(-bound, n), a)

@@ -279,11 +279,13 @@ def compare_numbers(a: Val, b: Val) -> tuple[np.ndarray, np.ndarray, list[tuple[
         if (ka == "int" or a.type.huge) and (kb == "int" or b.type.huge):  # integers: compare as 128-bit
             x, _ = as_i128(a, 0)
             y, _ = as_i128(b, 0)
-            return i128.less(x, y), i128.equal(x, y), []
+            lt, eq = i128.compare(x, y)
+            return lt, eq, []
         t = common_decimal(a.type, b.type)
         x, fx, mx = cast_number(a, t)
         y, fy, my = cast_number(b, t)
-        return i128.less(x, y), i128.equal(x, y), [(fx & a.valid, mx), (fy & b.valid, my)]
+        lt, eq = i128.compare(x, y)
+        return lt, eq, [(fx & a.valid, mx), (fy & b.valid, my)]
     if ka in ("int", "bool") and kb in ("int", "bool"):
         x, y = a.data.astype(np.int64), b.data.astype(np.int64)
         return x < y, x == y, []
