@@ -62,8 +62,10 @@ def _run_compiled(kernel: str, flags: np.ndarray, dist: np.ndarray, payload: Seq
     live = flags.astype(np.uint8)
     dist = np.array(dist, dtype=np.int64, copy=True)
     block, widths = word_block(payload, n)
-    getattr(compiled, kernel)(live, dist, block.reshape(-1), block.shape[0], n, rounds,
-                              np.empty(n, dtype=np.uint64))
+    words = block.shape[0]
+    chunk, wave = compiled.compact_blocking(n, words)  # cache blocking: public sizes only
+    mk, tmp = (np.empty(k, dtype=np.uint64) for k in compiled.scratch_rows(n, rounds, chunk, wave))
+    getattr(compiled, kernel)(live, dist, block.reshape(-1), words, n, rounds, mk, tmp, chunk, wave)
     return live.view(bool), from_word_block(block, payload, widths, n)
 
 

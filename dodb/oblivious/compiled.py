@@ -6,7 +6,10 @@ trace and, with the ``numpy`` backend (:mod:`.backend`), do the work.  With the 
 sizes and call the kernels below instead.  Each kernel applies exactly the reference's
 operations (same comparators of the same network, same shift rounds, same one-pass
 scans), so outputs are identical; only the loop order inside a stage may differ, and
-every comparator / select inside one stage or round is independent of the others.
+every comparator / select inside one stage or round is independent of the others.  The
+shifting rounds also interleave consecutive rounds (a wavefront, :func:`compact_rounds`),
+in an order fixed by public sizes in which every select still reads the values the
+round-by-round order gives it.
 
 Rules every ``@njit`` kernel here follows (checked by ``tests/oblivious``):
 
@@ -34,7 +37,7 @@ from numba import uint64 as _ix
 from numba.extending import intrinsic
 
 __all__ = [
-    "compact_rounds", "distribute_rounds", "fill_pass",
+    "compact_rounds", "distribute_rounds", "compact_blocking", "scratch_rows", "fill_pass",
     "scan_pass", "lex_scan_pass", "lookup_rows", "checksum_words", "SCAN_OPS",
 ]
 
@@ -114,55 +117,250 @@ def _sel64(mask: Data, a: Data, b: Data):
     return b ^ ((a ^ b) & mask)
 
 
-@njit(**_OPTS)
-def compact_rounds(live, dist, cols, words, n, rounds, msk):
-    """Goodrich's compaction rounds (``compact.compact``), in place.
+_RUN = 64  # shifts from here on select words in place, in runs of s slots (no copy through tmp)
 
-    Round ``r`` shifts left by ``s = 2^r`` every live row whose distance has bit ``r``
-    set.  Slot ``i`` reads rows ``i`` and ``i + s`` whatever the flags (ascending ``i``:
-    row ``i + s`` is still the old one), then every payload word is selected under the
-    slot's mask.  ``live`` is 0/1 bytes, ``dist`` int64, ``cols`` ``words`` columns of ``n``.
+
+def compact_blocking(n: int, words: int) -> tuple[int, int]:
+    """Cache blocking of the shifting rounds: ``(chunk, wave)``, functions of public sizes only.
+
+    ``chunk`` rows of every word column plus the metadata (``words + 2`` words a row) take
+    about 256 KiB, so a chunk and the ``2^wave <= chunk / 2`` rows the wavefront lags
+    behind it stay in L2 (512 KiB assumed).  The ``wave`` smallest-shift rounds run
+    together in one sweep (:func:`compact_rounds`); ``n`` is accepted so the choice may
+    depend on it.
     """
-    for r in range(rounds):
-        s = 1 << r
-        for i in range(n - s):
+    del n
+    chunk = max(1024, (256 << 10) // (8 * (words + 2)))
+    wave = (chunk // 2).bit_length() - 1
+    return chunk, wave
+
+
+def scratch_rows(n: int, rounds: int, chunk: int, wave: int) -> tuple[int, int]:
+    """Lengths of the kernels' two scratch arrays ``(mk, tmp)``, from public sizes.
+
+    ``tmp`` holds one piece of the wave (at most one sweep step of its slowest round,
+    ``chunk + 2^wave`` slots); ``mk`` the masks of one piece, or of a whole round when
+    some rounds run alone (``rounds > wave``).
+    """
+    t = max(1, min(n, chunk + (1 << wave)))
+    return (max(t, n) if rounds > wave else t), t
+
+
+@njit(**_OPTS)
+def _compact_span(live, dist, cols, words, n, r, lo, hi, m, mk, tmp):
+    """Round ``r`` of :func:`compact_rounds` on slots ``lo <= i < hi``, ascending.
+
+    Piece by piece (``m`` slots): every receiving slot's mask and new ``dist`` from the
+    old rows ``i`` and ``i + s`` (nothing is written yet, so all reads see the round's
+    inputs), then ``live``/``dist``, then each word column, then the piece's tail slots
+    ``i >= n - s`` (nothing arrives there; the flag is cleared when the row leaves).  A
+    piece writes only its own slots, and those are read only by slots at or below them,
+    which came earlier.  A column is selected into ``tmp`` and copied back, so that no
+    loop reads and writes overlapping runs of one array (``x[i] = f(x[i], x[i + s])`` in
+    place with ``s`` below the piece's length does not vectorise: numba's loops get a
+    run-time overlap check, which fails, and run scalar).  From ``s >= _RUN`` on, the
+    columns are selected in place in runs of ``s`` slots instead (a run's sources lie
+    above it, so the check passes), without the copy.
+    """
+    s = 1 << r
+    for a in range(lo, hi, m):
+        b = min(a + m, hi)
+        e = max(min(b, n - s), a)  # slots a .. e - 1 can receive a row
+        for j in range(e - a):
+            i = a + j
+            mk[_ix(j)] = np.uint64(0) - np.uint64(live[_ix(i + s)] & np.uint8((dist[_ix(i + s)] >> r) & 1))
+        for j in range(e - a):
+            tmp[_ix(j)] = np.uint64(_sel64(np.int64(mk[_ix(j)]), dist[_ix(a + j + s)], dist[_ix(a + j)]))
+        for j in range(e - a):
+            i = a + j
             here = live[_ix(i)] & np.uint8((dist[_ix(i)] >> r) & 1)
-            inc = live[_ix(i + s)] & np.uint8((dist[_ix(i + s)] >> r) & 1)
-            mi = np.int64(0) - np.int64(inc)
-            msk[_ix(i)] = np.uint64(mi)
-            live[_ix(i)] = inc | (live[_ix(i)] & (np.uint8(1) ^ here))
-            dist[_ix(i)] = _sel64(mi, dist[_ix(i + s)], dist[_ix(i)])
-        for i in range(max(n - s, 0), n):
+            live[_ix(i)] = np.uint8(mk[_ix(j)] & _ONE) | (live[_ix(i)] & (np.uint8(1) ^ here))
+            dist[_ix(i)] = np.int64(tmp[_ix(j)])
+        for w in range(words):
+            o = w * n + a
+            if s >= _RUN:  # in place, in runs of s slots: a run's sources lie above it
+                for x in range(0, e - a, s):
+                    for j in range(x, min(x + s, e - a)):
+                        cols[_ix(o + j)] = _sel64(mk[_ix(j)], cols[_ix(o + j + s)], cols[_ix(o + j)])
+            else:
+                for j in range(e - a):
+                    tmp[_ix(j)] = _sel64(mk[_ix(j)], cols[_ix(o + j + s)], cols[_ix(o + j)])
+                for j in range(e - a):
+                    cols[_ix(o + j)] = tmp[_ix(j)]
+        for i in range(e, b):
             here = live[_ix(i)] & np.uint8((dist[_ix(i)] >> r) & 1)
             live[_ix(i)] = live[_ix(i)] & (np.uint8(1) ^ here)
-        for w in range(words):
-            o = w * n
-            for i in range(n - s):
-                cols[_ix(o + i)] = _sel64(msk[_ix(i)], cols[_ix(o + i + s)], cols[_ix(o + i)])
 
 
 @njit(**_OPTS)
-def distribute_rounds(occ, dist, cols, words, n, rounds, msk):
-    """Distribution rounds (``compact.distribute``): shifts right, largest first, in place.
+def _compact_round(live, dist, cols, words, n, r, mk):
+    """Round ``r`` of :func:`compact_rounds` alone, over the whole array (``len(mk) >= n - s``).
 
-    Descending ``i`` so that row ``i - s`` is still the old one when slot ``i`` reads it.
+    The masks (and ``live``/``dist``) of every slot first, then each word column in one
+    ascending pass, as the round-by-round kernel did; every pass runs in runs of ``s``
+    slots, whose sources ``i + s`` lie above the run, so the selects are written in place
+    and vectorise.  Column by column, the whole array streams: measured faster here than
+    row chunks for the large shifts (a chunk touches ``words`` distant runs in turn).
     """
-    for r in range(rounds - 1, -1, -1):
-        s = 1 << r
-        for i in range(n - 1, s - 1, -1):
+    s = 1 << r
+    for a in range(0, n - s, s):
+        for i in range(a, min(a + s, n - s)):
+            mk[_ix(i)] = np.uint64(0) - np.uint64(live[_ix(i + s)] & np.uint8((dist[_ix(i + s)] >> r) & 1))
+        for i in range(a, min(a + s, n - s)):
+            here = live[_ix(i)] & np.uint8((dist[_ix(i)] >> r) & 1)
+            live[_ix(i)] = np.uint8(mk[_ix(i)] & _ONE) | (live[_ix(i)] & (np.uint8(1) ^ here))
+            dist[_ix(i)] = _sel64(np.int64(mk[_ix(i)]), dist[_ix(i + s)], dist[_ix(i)])
+    for i in range(max(n - s, 0), n):
+        here = live[_ix(i)] & np.uint8((dist[_ix(i)] >> r) & 1)
+        live[_ix(i)] = live[_ix(i)] & (np.uint8(1) ^ here)
+    for w in range(words):
+        o = w * n
+        for a in range(0, n - s, s):
+            for i in range(a, min(a + s, n - s)):
+                cols[_ix(o + i)] = _sel64(mk[_ix(i)], cols[_ix(o + i + s)], cols[_ix(o + i)])
+
+
+@njit(inline="always", **_OPTS)
+def _lead_front(p, r, n):
+    """Slots round ``r`` of a left-shifting wave has finished when round 0 has finished ``p``."""
+    return n if p >= n else max(0, p - ((2 << r) - 2))
+
+
+@njit(**_OPTS)
+def compact_rounds(live, dist, cols, words, n, rounds, mk, tmp, chunk, wave):
+    """Goodrich's compaction rounds (``compact.compact``), in place, cache blocked.
+
+    Round ``r`` shifts left by ``s = 2^r`` every live row whose distance has bit ``r``
+    set: slot ``i < n - s`` takes row ``i + s`` under the mask ``live[i+s] & bit r of
+    dist[i+s]``, reading rows ``i`` and ``i + s`` whatever the flags; slot ``i >= n - s``
+    only loses its row when that row leaves.  ``live`` is 0/1 bytes, ``dist`` int64,
+    ``cols`` ``words`` columns of ``n``; ``mk``/``tmp`` are scratch (:func:`scratch_rows`).
+
+    Schedule (``chunk``, ``wave``: :func:`compact_blocking`, public).  Rounds
+    ``0 .. wave-1`` run as a wavefront in one ascending sweep: step ``t`` moves round 0's
+    frontier ``P`` to ``min((t+1)·chunk, n)`` and round ``r`` to ``P - (2 + 4 + … + 2^r)``
+    (``n`` at the last step), each round continuing ascending from where it stopped.
+    Round ``r`` at slot ``i`` needs round ``r - 1``'s values at ``i`` and ``i + 2^r``:
+    both are done (``i + 2^r`` is below round ``r - 1``'s frontier) and not yet
+    overwritten by round ``r`` (which has written only slots below its current piece);
+    round ``r - 1`` reads only slots at or above its own start, which round ``r`` has
+    not reached.  So every slot of every round reads exactly the values the round-by-round
+    order gives it: identical outputs.  The other rounds run one by one over the whole
+    array (:func:`_compact_round`).  Which slots are read and written, in which
+    order, depends on ``n``, ``words``, ``rounds``, ``chunk``, ``wave`` and the scratch
+    lengths only (all public), never on the flags or distances.
+    """
+    kw = min(wave, rounds)
+    steps = (n + chunk - 1) // chunk if kw > 0 else 0
+    t_rows = min(tmp.shape[0], mk.shape[0])
+    for t in range(steps):
+        p0 = t * chunk
+        p1 = min(p0 + chunk, n)
+        for r in range(kw):
+            _compact_span(live, dist, cols, words, n, r, _lead_front(p0, r, n), _lead_front(p1, r, n),
+                          t_rows, mk, tmp)
+    for r in range(kw, rounds):
+        _compact_round(live, dist, cols, words, n, r, mk)
+
+
+@njit(**_OPTS)
+def _distribute_span(occ, dist, cols, words, n, r, lo, hi, m, mk, tmp):
+    """Round ``r`` of :func:`distribute_rounds` on slots ``lo <= i < hi``, descending.
+
+    :func:`_compact_span` mirrored: pieces of ``m`` slots from the top down (within a
+    piece all reads come before any write), slot ``i`` reading ``i`` and ``i - s``; then
+    the piece's tail slots ``i < s``.
+    """
+    s = 1 << r
+    for t in range(0, hi - lo, m):
+        b = hi - t
+        a = max(b - m, lo)
+        e = min(max(a, s), b)  # slots e .. b - 1 can receive a row
+        for j in range(b - e):
+            i = e + j
+            mk[_ix(j)] = np.uint64(0) - np.uint64(occ[_ix(i - s)] & np.uint8((dist[_ix(i - s)] >> r) & 1))
+        for j in range(b - e):
+            tmp[_ix(j)] = np.uint64(_sel64(np.int64(mk[_ix(j)]), dist[_ix(e + j - s)], dist[_ix(e + j)]))
+        for j in range(b - e):
+            i = e + j
             here = occ[_ix(i)] & np.uint8((dist[_ix(i)] >> r) & 1)
-            inc = occ[_ix(i - s)] & np.uint8((dist[_ix(i - s)] >> r) & 1)
-            mi = np.int64(0) - np.int64(inc)
-            msk[_ix(i)] = np.uint64(mi)
-            occ[_ix(i)] = inc | (occ[_ix(i)] & (np.uint8(1) ^ here))
-            dist[_ix(i)] = _sel64(mi, dist[_ix(i - s)], dist[_ix(i)])
-        for i in range(min(s, n)):
+            occ[_ix(i)] = np.uint8(mk[_ix(j)] & _ONE) | (occ[_ix(i)] & (np.uint8(1) ^ here))
+            dist[_ix(i)] = np.int64(tmp[_ix(j)])
+        for w in range(words):
+            o = w * n + e
+            if s >= _RUN:  # in place, in runs of s slots from the top: a run's sources lie below it
+                for x in range(0, b - e, s):
+                    for j in range(max(b - e - x - s, 0), b - e - x):
+                        cols[_ix(o + j)] = _sel64(mk[_ix(j)], cols[_ix(o + j - s)], cols[_ix(o + j)])
+            else:
+                for j in range(b - e):
+                    tmp[_ix(j)] = _sel64(mk[_ix(j)], cols[_ix(o + j - s)], cols[_ix(o + j)])
+                for j in range(b - e):
+                    cols[_ix(o + j)] = tmp[_ix(j)]
+        for i in range(a, e):
             here = occ[_ix(i)] & np.uint8((dist[_ix(i)] >> r) & 1)
             occ[_ix(i)] = occ[_ix(i)] & (np.uint8(1) ^ here)
-        for w in range(words):
-            o = w * n
-            for i in range(n - 1, s - 1, -1):
-                cols[_ix(o + i)] = _sel64(msk[_ix(i)], cols[_ix(o + i - s)], cols[_ix(o + i)])
+
+
+@njit(**_OPTS)
+def _distribute_round(occ, dist, cols, words, n, r, mk):
+    """Round ``r`` of :func:`distribute_rounds` alone: :func:`_compact_round` mirrored, in
+    runs of ``s`` slots from the top down (a run's sources ``i - s`` lie below it)."""
+    s = 1 << r
+    for t in range(0, n - s, s):
+        b = n - t
+        a = max(b - s, s)
+        for i in range(a, b):
+            mk[_ix(i)] = np.uint64(0) - np.uint64(occ[_ix(i - s)] & np.uint8((dist[_ix(i - s)] >> r) & 1))
+        for i in range(a, b):
+            here = occ[_ix(i)] & np.uint8((dist[_ix(i)] >> r) & 1)
+            occ[_ix(i)] = np.uint8(mk[_ix(i)] & _ONE) | (occ[_ix(i)] & (np.uint8(1) ^ here))
+            dist[_ix(i)] = _sel64(np.int64(mk[_ix(i)]), dist[_ix(i - s)], dist[_ix(i)])
+    for i in range(min(s, n)):
+        here = occ[_ix(i)] & np.uint8((dist[_ix(i)] >> r) & 1)
+        occ[_ix(i)] = occ[_ix(i)] & (np.uint8(1) ^ here)
+    for w in range(words):
+        o = w * n
+        for t in range(0, n - s, s):
+            b = n - t
+            for i in range(max(b - s, s), b):
+                cols[_ix(o + i)] = _sel64(mk[_ix(i)], cols[_ix(o + i - s)], cols[_ix(o + i)])
+
+
+@njit(inline="always", **_OPTS)
+def _trail_front(q, r, kw, n):
+    """Lowest slot round ``r`` of a right-shifting wave (rounds ``kw-1 .. 0``) has finished
+    when its first round ``kw - 1`` has finished down to ``q``."""
+    return 0 if q <= 0 else min(n, q + (1 << (kw - 1)) - (1 << r))
+
+
+@njit(**_OPTS)
+def distribute_rounds(occ, dist, cols, words, n, rounds, mk, tmp, chunk, wave):
+    """Distribution rounds (``compact.distribute``): shifts right, largest first, in place.
+
+    Round ``r`` (``s = 2^r``, rounds ``rounds-1 .. 0``): slot ``i >= s`` takes row
+    ``i - s`` where it moves, slot ``i < s`` only loses its row when that row leaves;
+    each round reads every slot's old row ``i - s`` before overwriting it.
+
+    Schedule: :func:`compact_rounds` mirrored.  The large-shift rounds
+    ``rounds-1 .. wave`` run one by one (:func:`_distribute_round`); the last ``wave`` rounds (``wave-1 .. 0``) run as one descending wavefront
+    sweep: step ``t`` moves round ``wave-1``'s frontier ``Q`` down to
+    ``max(n - (t+1)·chunk, 0)`` and round ``r`` to ``Q + 2^r + … + 2^(wave-2)`` (``0`` at
+    the last step).  Round ``r`` at slot ``i`` needs round ``r + 1``'s values at ``i`` and
+    ``i - 2^r``, both at or above round ``r + 1``'s frontier and not yet overwritten by
+    round ``r``: identical outputs, and an access order from public sizes only.
+    """
+    kw = min(wave, rounds)
+    for r in range(rounds - 1, kw - 1, -1):
+        _distribute_round(occ, dist, cols, words, n, r, mk)
+    steps = (n + chunk - 1) // chunk if kw > 0 else 0
+    t_rows = min(tmp.shape[0], mk.shape[0])
+    for t in range(steps):
+        q0 = n - t * chunk
+        q1 = max(q0 - chunk, 0)
+        for r in range(kw - 1, -1, -1):
+            _distribute_span(occ, dist, cols, words, n, r, _trail_front(q1, r, kw, n), _trail_front(q0, r, kw, n),
+                             t_rows, mk, tmp)
 
 
 @njit(**_OPTS)
