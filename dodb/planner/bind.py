@@ -38,7 +38,7 @@ from .catalog import Catalog
 from .guard import Guarded
 from .rules.reject_unsupported import position_of
 
-__all__ = ["result_schema", "check_window_defaults", "duckdb_names", "check_type", "dry_run"]
+__all__ = ["result_schema", "check_window_defaults", "duckdb_names", "check_type", "dry_run", "public_query_sql"]
 
 _AFTER = "found while binding the query, before admission: nothing was charged"
 
@@ -55,6 +55,18 @@ def _qualified(guarded: Guarded, catalog: Catalog) -> exp.Expression:
         for key in ("this", "db", "catalog"):
             t.set(key, target.args.get(key))
     return ast
+
+
+def public_query_sql(guarded: Guarded, catalog: Catalog) -> str | None:
+    """The guarded query as DuckDB SQL, when every base table it reads is public (else None).
+
+    Built from the guarded tree (every node allow-listed, views expanded, CTEs renamed),
+    with each table fully qualified — the statement :func:`result_schema` binds, run
+    instead of described (docs/design.md §Public queries).
+    """
+    if any(catalog.table(t).private for t in guarded.tables):
+        return None
+    return _qualified(guarded, catalog).sql(dialect="duckdb")
 
 
 def _duck_message(e: BaseException) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
@@ -24,13 +25,15 @@ from ..operators import ExecContext
 from ..operators.context import MODES, check_privacy_params
 from .build import PlanBuilder, scans_of
 from .catalog import Catalog
+from ..oblivious.trace import Trace
+from ..operators.table import PaddedTable, from_arrow
 from ..wire import PaddedAnswer, decode, encode
 from .execute import Executor, NodeStats, cast_result
 from .overhead import padding_line, padding_overhead
 from .params import bind_parameters, number_positional
 from .sourcetext import quote_source
 from .logical import Join, Node, Scan, leaks, upper_rows, walk
-from .bind import check_window_defaults, dry_run, duckdb_names, result_schema
+from .bind import check_window_defaults, dry_run, duckdb_names, public_query_sql, result_schema
 from .guard import guard
 from .optimize import optimize, parse
 from .rules import reject_unsupported, rewrite_grouping
@@ -130,6 +133,7 @@ class QueryPlan:
     memory_bytes: int = 0  # public estimate of the peak memory (planner/memory.py)
     memory_limit: int | None = None  # the session's limit, set by Database.plan
     partitions: frozenset[str] | None = None  # what the releases depend on (planner/partitions.py); None: all
+    public_sql: str | None = None  # a query over public tables only: DuckDB runs it (docs/design.md §Public queries)
 
     # -- privacy -------------------------------------------------------------------------
     def composition(self):
@@ -144,6 +148,10 @@ class QueryPlan:
         Returns the answer padded to its charged size (:mod:`dodb.wire`): the engine never
         strips dummies; :meth:`answer` / the ``Result`` does, on the analyst's side.
         """
+        if self.public_sql is not None and ctx is None:
+            answer = self._run_public()
+            if answer is not None:
+                return answer
         ctx = ctx or ExecContext(mode=self.mode, rng=rng or new_rng(), neighbour=self.neighbour)
         ex = Executor(self.catalog, ctx, self.allocation, bin_size=bin_size)
         out = ex.run(self.root)
@@ -152,6 +160,30 @@ class QueryPlan:
         self.leaks = ctx.leaks
         return encode(out, self.internal, self.names, self.types, getattr(ctx, "error_code", 0),
                       getattr(ctx, "error_messages", None))
+
+    def _run_public(self) -> PaddedAnswer | None:
+        """DuckDB's answer to a query over public tables only (nothing private is read, nothing
+        is released): the guarded statement on a fresh cursor.  A DuckDB runtime error becomes
+        the answer's status, as an expression error does on the operator path; a result the
+        padded representation cannot hold returns None (the operators run instead)."""
+        from ..operators.expressions.errors import code_for
+
+        self.stats, self.trace, self.leaks = {}, Trace(), []
+        cur = self.catalog.cursor()
+        try:
+            try:
+                table = cur.sql(self.public_sql).to_arrow_table()
+            except duckdb.Error as e:
+                code = code_for(one_line(e))
+                nothing = PaddedTable([], [], np.zeros(0, dtype=bool), 0)
+                return encode(nothing, [], self.names, self.types, code, {code: one_line(e)})
+        finally:
+            cur.close()
+        try:
+            out = from_arrow(table.rename_columns(list(self.internal)))
+        except Exception:  # noqa: BLE001 - a type the lanes do not hold: the operator path answers
+            return None
+        return encode(out, self.internal, self.names, self.types)
 
     @staticmethod
     def answer(padded: PaddedAnswer) -> pa.Table:
@@ -242,6 +274,12 @@ class QueryPlan:
             + "; ".join(sizes) + ")"
 
 
+def _scalar_type(t: str) -> bool:
+    """A DuckDB result type held in one lane (the public path does not build list answers)."""
+    u = t.upper()
+    return "[" not in u and not u.startswith(("LIST", "STRUCT", "MAP", "UNION"))
+
+
 def lookup_hints(root: Node, builder: PlanBuilder) -> dict[tuple, float]:
     """Pruned per-pass costs of public join sides that a lookup join would now beat a sort on.
 
@@ -294,8 +332,9 @@ def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode
 
 
 def _front_end(sql: str, catalog: Catalog, params) -> tuple[exp.Expression, list[tuple[str, str]], exp.Expression,
-                                                             frozenset[str]]:
-    """Parse, guard, bind and optimise: ``(parsed, DuckDB's result schema, optimised AST, base tables)``.
+                                                             frozenset[str], str | None]:
+    """Parse, guard, bind and optimise: ``(parsed, DuckDB's result schema, optimised AST, base tables,
+    the SQL of a query over public tables only)``.
 
     Reads only the query text, ``params`` and the catalog (docs/design.md §Planning caches);
     callers must not modify the returned trees (they copy before building).
@@ -310,16 +349,17 @@ def _front_end(sql: str, catalog: Catalog, params) -> tuple[exp.Expression, list
         schema = [(name, t) for name, (_, t) in zip(as_written, schema)]
     check_window_defaults(guarded, catalog)   # lag(x::TINYINT, 1, 300) fails here, not after admission
     guarded.ast = rewrite_grouping(guarded.ast)  # grouping sets, FILTER, GROUP BY ALL (§Grouping)
-    return parsed, schema, optimize(guarded.ast.copy(), catalog), frozenset(guarded.tables)
+    return parsed, schema, optimize(guarded.ast.copy(), catalog), frozenset(guarded.tables), \
+        public_query_sql(guarded, catalog)
 
 
 def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, neighbour: str,
           allocation: str, params=None) -> QueryPlan:
     if params is None:  # a pure function of the text and the catalog: kept per catalog fingerprint
-        parsed, schema, optimized, tables = catalog.schema_cache.get_or_compute(
+        parsed, schema, optimized, tables, public_sql = catalog.schema_cache.get_or_compute(
             ("front end", sql, catalog.fingerprint), lambda: _front_end(sql, catalog, None))
     else:
-        parsed, schema, optimized, tables = _front_end(sql, catalog, params)
+        parsed, schema, optimized, tables, public_sql = _front_end(sql, catalog, params)
     names = [n for n, _ in schema]
     builder = PlanBuilder(catalog, neighbour, tables=tables)
     built = builder.build(optimized.copy())
@@ -363,6 +403,8 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
     plan = QueryPlan(sql, built.root, built.names, built.internal, mode, float(epsilon), float(delta), neighbour,
                      alloc, events, event_nodes, catalog,
                      types=[t for _, t in schema] if len(schema) == len(built.names) else None)
+    if public_sql is not None and plan.types is not None and all(_scalar_type(t) for t in plan.types):
+        plan.public_sql = public_sql
     plan.memory_bytes = estimate_peak_bytes(built.root)
     plan.partitions = query_partitions(built.root, catalog) if events else None
     # every data-independent failure happens here, before admission; the dry run reads no
