@@ -109,18 +109,19 @@ def compare_const_rows(a, la, c, lt, eq, n, wa, lc):
 @njit(**_OPTS)
 def find_rows(mat, lengths, needle, out, n, w, m):
     """``out[i, j]``: the ``m``-byte needle occurs at byte ``j`` of row ``i`` and ends within
-    its length (``strings.find``); slots past the width read as zero, as the reference's
-    shifts do."""
+    its length (``strings.find``).  Needle byte by needle byte, each a contiguous pass over
+    the row.  A start ``j`` whose needle would run past the width is already 0 (``j + m <=
+    length <= w``), so those slots are not compared (the reference compares them with
+    its shifts' zero fill, with the same result)."""
     for i in range(n):
         ln = lengths[_ix(i)]
         o = i * w
         for j in range(w):
-            acc = np.uint8(j + m <= ln)
-            for k in range(min(m, w - j)):
-                acc &= np.uint8(mat[_ix(o + j + k)] == needle[_ix(k)])
-            for k in range(max(w - j, 0), m):
-                acc &= np.uint8(needle[_ix(k)] == 0)
-            out[_ix(o + j)] = acc
+            out[_ix(o + j)] = np.uint8(j + m <= ln)
+        for k in range(m):
+            c = needle[_ix(k)]
+            for j in range(max(w - k, 0)):
+                out[_ix(o + j)] &= np.uint8(mat[_ix(o + j + k)] == c)
 
 
 @njit(**_OPTS)
@@ -135,14 +136,33 @@ def first_match_rows(mask, out, n, w):
             seen |= v
 
 
+_LSB = np.uint64(0x0101010101010101)
+_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+_GATHER = np.uint64(0x0102040810204080)
+
+
+@njit(inline="always", **_OPTS)
+def _eq_bits(x: Data, pat: Data):
+    """Bit ``k`` set where byte ``k`` of the word ``x`` equals that of ``pat`` (8 bits).
+
+    The exact zero-byte test (no false positives: ``(t & 0x7F) + 0x7F`` never carries out of
+    a byte), then the eight flag bits gathered by one multiplication (no two partial products
+    meet in the top byte).
+    """
+    t = x ^ pat
+    hi = ~((((t & _LOW7) + _LOW7) | t) | _LOW7)
+    return ((hi >> np.uint64(7)) * _GATHER) >> np.uint64(56)
+
+
 @njit(**_OPTS)
-def like_rows(mat, lengths, sel, chars, out, scratch, n, w, steps, nw):
+def like_rows(mat, words, lengths, sel, chars, out, scratch, n, w, mw, steps, nw):
     """SQL LIKE of every row against a public pattern of ``steps`` steps (``strings.like``).
 
     Step ``s`` is a literal byte, ``_`` or ``%`` (runs of ``%`` already merged, as the
     reference skips repeated ones): ``sel[3 s + k]`` is all ones for its kind ``k`` (
     :data:`LIKE_LIT`, :data:`LIKE_ANY`, :data:`LIKE_PCT`) and zero for the others, and
-    ``chars[s]`` a literal's byte.  The masks come in an array, not from comparisons in the
+    ``chars[s]`` a literal's byte.  ``words`` is the rows again as ``mw`` little-endian
+    8-byte words each (zero padded), for the literal matches eight bytes at a time.  The masks come in an array, not from comparisons in the
     kernel, so the compiler cannot turn ``x & mask`` into a select (and then a branch).  ``scratch`` holds ``10 * nw`` words: the bitsets (``nw`` words over positions
     ``0..w``) of code-point starts, boundaries, starts of 1-4-byte code points, the
     length's position, the literal's matches, the state and the next state.
@@ -156,6 +176,7 @@ def like_rows(mat, lengths, sel, chars, out, scratch, n, w, steps, nw):
     for i in range(n):
         ln = lengths[_ix(i)]
         o = i * w
+        ow = i * mw
         for q in range(nw):
             st_w = np.uint64(0)
             bd_w = np.uint64(0)
@@ -190,10 +211,11 @@ def like_rows(mat, lengths, sel, chars, out, scratch, n, w, steps, nw):
         scratch[_ix(S)] = np.uint64(1)  # the empty pattern prefix matches the empty prefix
         for s in range(steps):
             ch = chars[_ix(s)]
+            pat = np.uint64(ch) * _LSB
             for q in range(nw):
                 eq_w = np.uint64(0)
-                for t in range(min(64, w - 64 * q)):  # bytes 64q .. min(64q + 63, w - 1)
-                    eq_w |= np.uint64(mat[_ix(o + 64 * q + t)] == ch) << np.uint64(t)
+                for k in range(min(8, mw - 8 * q)):  # 8-byte words 8q .. 8q + 7 of the row
+                    eq_w |= _eq_bits(words[_ix(ow + 8 * q + k)], pat) << np.uint64(8 * k)
                 scratch[_ix(EQ + q)] = eq_w
             m_lit = sel[_ix(3 * s + LIKE_LIT)]
             m_any = sel[_ix(3 * s + LIKE_ANY)]

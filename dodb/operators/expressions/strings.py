@@ -192,8 +192,11 @@ def _like_compiled(mat: np.ndarray, lengths: np.ndarray, pattern: bytes) -> np.n
     sel = np.zeros(3 * len(kinds) + 1, dtype=np.uint64)  # per step, all ones for its kind
     for s, kind in enumerate(kinds):
         sel[3 * s + kind] = np.uint64(0xFFFFFFFFFFFFFFFF)  # lint: public the pattern's step kinds
-    like_rows(_u8(mat).reshape(-1), _i64(lengths), sel,
-              np.array(chars + [0], dtype=np.uint8), out, np.zeros(10 * nw, dtype=np.uint64), n, w, len(kinds), nw)
+    mw = (w + 7) // 8
+    padded = np.zeros((n, 8 * mw), dtype=np.uint8)
+    padded[:, :w] = mat
+    like_rows(_u8(mat).reshape(-1), padded.view("<u8").reshape(-1), _i64(lengths), sel,
+              np.array(chars + [0], dtype=np.uint8), out, np.zeros(10 * nw, dtype=np.uint64), n, w, mw, len(kinds), nw)
     return out.view(np.bool_)
 
 
