@@ -9,16 +9,17 @@ bool by the wrappers).
 The kernels follow the rules of :mod:`.compiled` (same ``_OPTS``): data only arrives in
 arrays (string bytes, lengths, and the public pattern/needle/constant bytes, which are
 treated as data too); every scalar argument is a public size; each row is visited once
-and every byte slot of it in a fixed order whatever the bytes and the length — a length
-is only ever compared arithmetically (``j < length`` is a 0/1 value, never a loop bound);
+and its byte slots in an order and extent fixed by public sizes (widths, the constant's or
+needle's length), whatever the bytes and the length — a length is only ever compared
+arithmetically (``j < length`` is a 0/1 value, never a loop bound);
 selects are masks (``b ^ ((a ^ b) & m)``); indices are loop counters cast with ``_ix``.
 
 ``like_rows`` runs the reference's DP over (pattern step, byte position) bit-parallel: the
 DP row of positions ``0..w`` is a bitset of ``(w + 64) // 64`` words, a literal step is
 ``(state & eq) << 1``, ``_`` is ``OR_k (state & start & clen==k) << k`` and ``%`` the
 prefix OR ``~((x & -x) - 1)`` (with a carry across words) masked by the code-point
-boundaries.  The step kind is read from the public pattern array, so all three step
-results are computed and one is selected by masks.  Bits above position ``w`` only ever
+boundaries.  The step kinds arrive as masks in an array, so all three step results are
+computed for every step and one is selected by the masks.  Bits above position ``w`` only ever
 move up (shifts and prefix ORs go towards higher positions), so they never reach the
 result, which is the bit at position ``length``.
 """
@@ -33,7 +34,7 @@ from .compiled import _OPTS, Data
 __all__ = ["compare_rows", "compare_const_rows", "like_rows", "find_rows", "first_match_rows",
            "LIKE_LIT", "LIKE_ANY", "LIKE_PCT"]
 
-# LIKE step kinds (public pattern, as an array the kernel reads)
+# LIKE step kinds (of the public pattern): which of a step's three masks in ``sel`` is all ones
 LIKE_LIT, LIKE_ANY, LIKE_PCT = 0, 1, 2
 
 
