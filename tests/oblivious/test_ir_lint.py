@@ -16,6 +16,8 @@ from dodb.oblivious.backend import kernel_backend_scope
 
 from .ir_lint import fresh_ir, lint_ir
 
+from dodb.oblivious import compiled_strings  # noqa: E402  (the string predicate kernels)
+
 OPTS = dict(nogil=True, boundscheck=False, error_model="numpy")  # as the kernels, without the cache
 
 
@@ -69,8 +71,23 @@ def _exercise_int128(rng, n: int) -> None:
         i128.in_bounds(a, 10**18), i128.divmod_small(i128.absolute(a), 10), i128.to_i64(a)
 
 
+def _exercise_strings() -> None:
+    """Every string predicate kernel once (compiled backend): compare, against a constant,
+    LIKE (every step kind, two bitset words), find, first_match."""
+    from dodb.operators.expressions import strings
+
+    n, w = 5, 70
+    mat = np.zeros((n, w), np.uint8)
+    lengths = np.arange(n, dtype=np.int64)
+    with kernel_backend_scope("compiled"):
+        strings.compare(mat, lengths, mat[:, :9], lengths)
+        strings.compare_const(mat, lengths, b"abc")
+        strings.like(mat, lengths, b"a_%b")
+        strings.first_match(strings.find(mat, lengths, b"ab"))
+
+
 def _kernels() -> list:
-    return [v for mod in (compiled, compiled_sort, compiled_int128) for v in vars(mod).values()
+    return [v for mod in (compiled, compiled_sort, compiled_int128, compiled_strings) for v in vars(mod).values()
             if isinstance(v, CPUDispatcher)]
 
 
@@ -82,6 +99,7 @@ def _inlined(d) -> bool:
 @pytest.fixture(scope="module")
 def kernel_ir() -> dict[str, list[str]]:
     _exercise()
+    _exercise_strings()
     return fresh_ir(_kernels())
 
 

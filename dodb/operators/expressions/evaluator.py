@@ -152,7 +152,13 @@ class Evaluator:
         ka, kb = a.type.kind, b.type.kind
         none = np.zeros(self.n, dtype=np.int32)
         if ka == "str" and kb == "str":
-            lt, eq = strings.compare(a.data, a.lengths, b.data, b.lengths)
+            if b.const is not None:  # against a public constant (IN lists, = 'literal'): a specialised kernel
+                lt, eq = strings.compare_const(a.data, a.lengths, b.const)
+            elif a.const is not None:
+                b_lt, eq = strings.compare_const(b.data, b.lengths, a.const)
+                lt = ~(b_lt | eq)
+            else:
+                lt, eq = strings.compare(a.data, a.lengths, b.data, b.lengths)
             return lt, eq, none
         if ka in ("date", "ts") and kb in ("date", "ts"):
             x = a.data * (86_400_000_000 if ka == "date" and kb == "ts" else 1)

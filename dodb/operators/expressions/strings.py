@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...oblivious.backend import use_compiled
+
 __all__ = ["inside", "shift_left", "shift_right", "compact", "starts", "char_count", "char_index", "compare",
            "like", "find", "decode", "encode", "concat", "keep_chars", "trim", "pad", "repeat", "replace",
-           "first_match", "digits_u64", "constant_rows", "select_constants"]
+           "first_match", "compare_const", "digits_u64", "constant_rows", "select_constants"]
 
 
 def inside(lengths: np.ndarray, w: int) -> np.ndarray:
@@ -78,14 +80,36 @@ def _pad_to(mat: np.ndarray, w: int) -> np.ndarray:
     return out
 
 
+def _u8(a: np.ndarray) -> np.ndarray:
+    """A C-contiguous uint8 view (or copy) of a lane or 0/1 matrix, for the compiled kernels."""
+    return np.ascontiguousarray(a).view(np.uint8) if a.dtype in (np.uint8, np.bool_) else \
+        np.ascontiguousarray(a, dtype=np.uint8)
+
+
+def _i64(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
 def first_match(mask: np.ndarray) -> np.ndarray:
     """Only the first True of each row (a prefix OR, no indexing)."""
+    if use_compiled():
+        from ...oblivious.compiled_strings import first_match_rows
+        n, w = mask.shape
+        out = np.empty((n, w), dtype=np.uint8)
+        first_match_rows(_u8(mask).reshape(-1), out.reshape(-1), n, w)
+        return out.view(np.bool_)
     seen = np.logical_or.accumulate(mask, axis=1)
     return mask & ~shift_right(seen, 1)
 
 
 def compare(a: np.ndarray, la: np.ndarray, b: np.ndarray, lb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(less, equal) in byte order (DuckDB compares VARCHAR bytes as unsigned, then length)."""
+    if use_compiled():
+        from ...oblivious.compiled_strings import compare_rows
+        n = a.shape[0]
+        lt, eq = np.empty(n, np.uint8), np.empty(n, np.uint8)
+        compare_rows(_u8(a).reshape(-1), _i64(la), _u8(b).reshape(-1), _i64(lb), lt, eq, n, a.shape[1], b.shape[1])
+        return lt.view(np.bool_), eq.view(np.bool_)
     w = max(a.shape[1], b.shape[1])
     a, b = _pad_to(a, w), _pad_to(b, w)
     common = inside(np.minimum(la, lb), w)
@@ -96,6 +120,21 @@ def compare(a: np.ndarray, la: np.ndarray, b: np.ndarray, lb: np.ndarray) -> tup
     lt = np.where(differs, av < bv, la < lb)
     eq = ~differs & (la == lb)
     return lt, eq
+
+
+def compare_const(a: np.ndarray, la: np.ndarray, const: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """(less, equal) of every row against one public constant: :func:`compare` with the
+    constant in every row (its lanes are built only for the reference)."""
+    n = a.shape[0]
+    if use_compiled():
+        from ...oblivious.compiled_strings import compare_const_rows
+        lt, eq = np.empty(n, np.uint8), np.empty(n, np.uint8)
+        c = np.frombuffer(const, dtype=np.uint8) if const else np.zeros(1, np.uint8)
+        compare_const_rows(_u8(a).reshape(-1), _i64(la), c, lt, eq, n, a.shape[1], len(const))
+        return lt.view(np.bool_), eq.view(np.bool_)
+    row = np.zeros(max(1, len(const)), dtype=np.uint8)
+    row[: len(const)] = np.frombuffer(const, dtype=np.uint8)
+    return compare(a, la, np.broadcast_to(row, (n, row.shape[0])), np.full(n, len(const), dtype=np.int64))
 
 
 def _char_bytes(lead: np.ndarray) -> np.ndarray:
@@ -109,6 +148,8 @@ def like(mat: np.ndarray, lengths: np.ndarray, pattern: bytes) -> np.ndarray:
     code point (1–4 bytes), ``%`` any run of whole code points.
     """
     n, w = mat.shape
+    if use_compiled():
+        return _like_compiled(mat, lengths, pattern)
     full = np.zeros((n, w + 1), dtype=np.uint8)
     full[:, :w] = mat
     st = np.zeros((n, w + 1), dtype=bool)
@@ -135,9 +176,39 @@ def like(mat: np.ndarray, lengths: np.ndarray, pattern: bytes) -> np.ndarray:
     return (state & (np.arange(w + 1)[None, :] == lengths[:, None])).any(axis=1)
 
 
+def _like_compiled(mat: np.ndarray, lengths: np.ndarray, pattern: bytes) -> np.ndarray:
+    from ...oblivious.compiled_strings import LIKE_ANY, LIKE_LIT, LIKE_PCT, like_rows
+    kinds, chars = [], []
+    prev_pct = False
+    for ch in pattern:  # the public pattern as steps; a run of % is one step, as above
+        kind = LIKE_PCT if ch == ord("%") else LIKE_ANY if ch == ord("_") else LIKE_LIT
+        if not (prev_pct and kind == LIKE_PCT):
+            kinds.append(kind)
+            chars.append(ch)
+        prev_pct = kind == LIKE_PCT
+    n, w = mat.shape
+    nw = (w + 64) // 64  # bitset words over positions 0..w
+    out = np.empty(n, dtype=np.uint8)
+    sel = np.zeros(3 * len(kinds) + 1, dtype=np.uint64)  # per step, all ones for its kind
+    for s, kind in enumerate(kinds):
+        sel[3 * s + kind] = np.uint64(0xFFFFFFFFFFFFFFFF)  # lint: public the pattern's step kinds
+    mw = (w + 7) // 8
+    padded = np.zeros((n, 8 * mw), dtype=np.uint8)
+    padded[:, :w] = mat
+    like_rows(_u8(mat).reshape(-1), padded.view("<u8").reshape(-1), _i64(lengths), sel,
+              np.array(chars + [0], dtype=np.uint8), out, np.zeros(10 * nw, dtype=np.uint64), n, w, mw, len(kinds), nw)
+    return out.view(np.bool_)
+
+
 def find(mat: np.ndarray, lengths: np.ndarray, needle: bytes) -> np.ndarray:
     """``(n, w)``: the needle occurs starting at this byte (fully inside the string)."""
     n, w = mat.shape
+    if use_compiled():
+        from ...oblivious.compiled_strings import find_rows
+        out = np.empty((n, w), dtype=np.uint8)
+        nd = np.frombuffer(needle, dtype=np.uint8) if needle else np.zeros(1, np.uint8)
+        find_rows(_u8(mat).reshape(-1), _i64(lengths), nd, out.reshape(-1), n, w, len(needle))
+        return out.view(np.bool_)
     ok = np.arange(w)[None, :] + len(needle) <= lengths[:, None]
     for k, ch in enumerate(needle):
         ok = ok & (shift_left(mat, k) == ch)

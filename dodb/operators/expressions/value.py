@@ -32,6 +32,7 @@ class Val:
     valid: np.ndarray
     err: np.ndarray
     lengths: np.ndarray | None = None
+    const: bytes | None = None  # a public constant string: every row's lanes hold these bytes
 
     @property
     def n(self) -> int:
@@ -77,8 +78,9 @@ def constant(t: SqlType, value, n: int) -> Val:
     valid = np.full(n, value is not None)
     err = no_errors(n)
     if t.kind == "str":
-        data, lengths = _string_lanes(b"" if value is None else str(value).encode(), n)
-        return Val(t, data, valid, err, lengths)
+        raw = b"" if value is None else str(value).encode()
+        data, lengths = _string_lanes(raw, n)
+        return Val(t, data, valid, err, lengths, raw)
     if value is None:
         if t.kind == "dec":
             return Val(t, i128.const(0, n), valid, err)
