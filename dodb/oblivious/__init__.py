@@ -14,13 +14,14 @@ from .noise import (
 )
 from .rng import enable_seeding, new_rng, seeded_mode
 from .scan import forward_fill, segment_ends, segment_ids, segmented_lex_scan, segmented_scan
-from .sort import oblivious_sort
+from .sort import oblivious_merge, oblivious_sort
 from .trace import Trace, TraceEvent
 
 __all__ = [
     "Trace",
     "TraceEvent",
     "oblivious_sort",
+    "oblivious_merge",
     "compact",
     "distribute",
     "expand",

@@ -23,7 +23,7 @@ from .backend import use_compiled
 from .rows import from_word_block, word_block
 from .trace import Trace
 
-__all__ = ["oblivious_sort", "bitonic_network_stages", "next_pow2"]
+__all__ = ["oblivious_sort", "oblivious_merge", "bitonic_network_stages", "next_pow2"]
 
 _U64_MAX = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -371,3 +371,61 @@ def oblivious_sort(
         if descending:
             out_keys = [~w for w in out_keys]
     return out_keys, from_word_block(work_pay, list(payload), widths, n)
+
+
+def oblivious_merge(
+    keys: Sequence[np.ndarray],
+    payload: Sequence[np.ndarray] = (),
+    *,
+    split: int,
+    trace: Trace | None = None,
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Merge two sorted runs — rows ``[0, split)`` and ``[split, n)``, each ascending by
+    ``keys`` — into one ascending order (Batcher's bitonic merge; docs/design.md §Oblivious
+    merge).
+
+    The caller guarantees distinct keys below all-ones (e.g. a position is packed in) and
+    that each run is sorted; the output is then the one sorted order, the same as
+    :func:`oblivious_sort` gives.  The first run, all-ones sentinels, then the second run
+    reversed (a public permutation) form a bitonic sequence of ``m = next_pow2(n)`` rows;
+    the half-cleaner stages ``j = m/2 … 1`` sort it: ``log2 m`` stages instead of the
+    sort's ``log2 m · (log2 m + 1) / 2``.  No comparator is pruned (the sentinels sit in
+    the middle), so the access pattern depends on ``m`` alone; ``n`` and ``split`` only
+    place the runs.
+    """
+    keys = [np.asarray(k, dtype=np.uint64) for k in keys]
+    if not keys:
+        raise ValueError("oblivious_merge needs at least one key word")
+    n = int(keys[0].shape[0])
+    if not 0 <= split <= n:
+        raise ValueError("split must lie inside the rows")
+    for a in list(keys) + list(payload):
+        if a.shape[0] != n:
+            raise ValueError("all key and payload arrays must have the same length")
+    trace = trace if trace is not None else Trace()
+    m = next_pow2(n)
+    width = len(keys) + sum(int(np.prod(p.shape[1:], dtype=np.int64)) for p in payload)
+    buf = trace.alloc(m, width + 1, "merge")
+    right = n - split
+    work_keys = np.full((len(keys), m), _U64_MAX, dtype=np.uint64)
+    for row, k in zip(work_keys, keys):
+        row[:split] = k[:split]
+        row[m - right:] = k[split:][::-1]
+    placed = []
+    for p in payload:
+        z = np.zeros((m,) + p.shape[1:], dtype=p.dtype)
+        z[:split] = p[:split]
+        z[m - right:] = p[split:][::-1]
+        placed.append(z)
+    work_pay, widths = word_block(placed, m)
+    blk = min(BLOCK, m)
+    net = (_CompiledNetwork if use_compiled() else _NumpyNetwork)(work_keys, work_pay, m, m, blk, False)
+    trace.record("merge:bitonic", buf, n, m, blk)
+    j = m // 2
+    while j >= 1 and 2 * j > blk:  # any k > 2j selects the half-cleaner (non-flip) pattern
+        net.stage(4 * j, j)
+        j //= 2
+    if j >= 1:
+        net.blocks(j)
+    net.finish()
+    return [w[:n] for w in work_keys], from_word_block(work_pay, placed, widths, n)

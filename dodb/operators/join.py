@@ -104,7 +104,9 @@ def _degrees(ctx: ExecContext, lcols, rcols, l_ok, r_ok, bound_l: int | None, bo
     pos_bits = max(1, int(n).bit_length())
     words, bits = pack_fields(fields + [KeyField(tag, 1), KeyField(np.arange(n, dtype=np.uint64), pos_bits)], n)
     ok = np.concatenate([l_ok, r_ok])
-    _, (ok_s, tag_s, *kw_s) = kern.sort(EncodedKey(words, bits), [ok, tag] + key_words)
+    # each side arrives sorted by (is_dummy, key) with ties in position order, so each half
+    # of the union is already sorted by this key: a merge gives the union sort's order
+    _, (ok_s, tag_s, *kw_s) = kern.merge(EncodedKey(words, bits), [ok, tag] + key_words, nl)
     starts = np.zeros(n, dtype=bool)
     if n:
         starts[0] = True

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..oblivious import compact as ocompact
 from ..oblivious import expand as oexpand
-from ..oblivious import oblivious_sort, segmented_lex_scan, segmented_scan
+from ..oblivious import oblivious_merge, oblivious_sort, segmented_lex_scan, segmented_scan
 from ..oblivious.rows import pack_rows, unpack_rows
 from ..oblivious.trace import Trace
 from .keys import EncodedKey
@@ -61,6 +61,13 @@ class ObliviousKernels(Kernels):
         words, out = oblivious_sort(with_pos.words, packed, unique=True, trace=self.trace)
         return words, _unpack(out, layout)
 
+    def merge(self, key: EncodedKey, payload: Sequence[np.ndarray], split: int):
+        """The rows ``[0, split)`` and ``[split, n)``, each sorted by ``key`` (distinct keys),
+        merged into one sorted order: (key words, payload) as :meth:`sort` would give."""
+        packed, layout = _pack(payload)
+        words, out = oblivious_merge(key.words, packed, split=split, trace=self.trace)
+        return words, _unpack(out, layout)
+
     def compact(self, flags: np.ndarray, payload: Sequence[np.ndarray],
                 block: int | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
         # (shifting rounds are cheap per column: packing rows does not pay here, unlike sorting)
@@ -96,6 +103,9 @@ class PlainKernels(Kernels):
         n = key.words[0].shape[0]
         order = np.lexsort(key.words[::-1]) if n else np.zeros(0, np.int64)
         return [w[order] for w in key.words], [p[order] for p in payload]
+
+    def merge(self, key: EncodedKey, payload: Sequence[np.ndarray], split: int):
+        return self.sort(key, payload)
 
     def compact(self, flags: np.ndarray, payload: Sequence[np.ndarray], block: int | None = None):
         flags = np.asarray(flags, dtype=bool)
