@@ -121,13 +121,18 @@ def _add_compiled(k, a: I128, b: I128, negate: int) -> tuple[I128, np.ndarray]:
     return I128(hi.view(np.int64), lo), over
 
 
+def _unary(kernel, a: I128) -> I128:
+    """``kernel(a_hi, a_lo, out_hi, out_lo, n)``'s result as a number."""
+    n = a.lo.shape[0]
+    hi, lo = _out(n)
+    kernel(*_w(a), hi, lo, n)
+    return I128(hi.view(np.int64), lo)
+
+
 def neg(a: I128) -> I128:
     k = _kernels(a)
     if k is not None:
-        n = a.lo.shape[0]
-        hi, lo = _out(n)
-        k.neg_rows(*_w(a), hi, lo, n)
-        return I128(hi.view(np.int64), lo)
+        return _unary(k.neg_rows, a)
     lo = ~a.lo + np.uint64(1)
     hi = ~a.hi + (lo == 0).astype(np.int64)
     return I128(hi, lo)
@@ -143,10 +148,7 @@ def sub(a: I128, b: I128) -> tuple[I128, np.ndarray]:
 def absolute(a: I128) -> I128:
     k = _kernels(a)
     if k is not None:
-        n = a.lo.shape[0]
-        hi, lo = _out(n)
-        k.abs_rows(*_w(a), hi, lo, n)
-        return I128(hi.view(np.int64), lo)
+        return _unary(k.abs_rows, a)
     return where(is_negative(a), neg(a), a)
 
 
