@@ -57,14 +57,41 @@ class Column:
     def is_decimal(self) -> bool:
         return pa.types.is_decimal(self.type)
 
+    @property
+    def _narrow_decimal(self) -> bool:
+        """A DECIMAL of at most 18 digits in ``(n, 2)`` words: by its type every value fits
+        in the low word, so the high word is the low word's sign extension."""
+        return pa.types.is_decimal(self.type) and self.type.precision <= 18 and self.values.ndim == 2
+
     def arrays(self) -> list[np.ndarray]:
-        out = [self.values, self.valid]
+        """The lanes operators move (sort, compact, expand …) and hand back to :meth:`with_arrays`.
+
+        A narrow DECIMAL travels as its low word only (half the bytes through every
+        network); the choice depends on the column's type, never on its values.
+        """
+        values = self.values[:, 0] if self._narrow_decimal else self.values  # a view: no copy
+        out = [values, self.valid]
         if self.lengths is not None:
             out.append(self.lengths)
         return out
 
     def with_arrays(self, arrays: Sequence[np.ndarray]) -> "Column":
-        return Column(self.type, arrays[0], arrays[1], arrays[2] if self.lengths is not None else None)
+        values = arrays[0]
+        if values.ndim == 1 and pa.types.is_decimal(self.type) and self.type.precision <= 18:
+            if self._is_low_view(values):  # handed back untouched: keep the words as they are
+                values = self.values
+            else:
+                low = np.asarray(values, dtype=np.uint64)
+                values = np.empty((low.shape[0], 2), dtype=np.uint64)
+                values[:, 0] = low
+                values[:, 1] = (low.view(np.int64) >> np.int64(63)).view(np.uint64)
+        return Column(self.type, values, arrays[1], arrays[2] if self.lengths is not None else None)
+
+    def _is_low_view(self, a: np.ndarray) -> bool:
+        """Whether ``a`` is exactly ``self.values[:, 0]`` (same memory, shape and stride)."""
+        v = self.values
+        return v.ndim == 2 and a.shape == (v.shape[0],) and a.dtype == v.dtype and \
+            a.strides == (v.strides[0],) and (v.shape[0] == 0 or a.ctypes.data == v.ctypes.data)
 
     def n_arrays(self) -> int:
         return 3 if self.lengths is not None else 2
