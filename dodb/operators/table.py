@@ -59,9 +59,9 @@ class Column:
 
     @property
     def _narrow_decimal(self) -> bool:
-        """A DECIMAL of at most 18 digits in ``(n, 2)`` words: by its type every value fits
-        in the low word, so the high word is the low word's sign extension."""
-        return pa.types.is_decimal(self.type) and self.type.precision <= 18 and self.values.ndim == 2
+        """A DECIMAL of at most 18 digits: by its type every value fits in the low word of
+        its ``(n, 2)`` words, so the high word is the low word's sign extension."""
+        return pa.types.is_decimal(self.type) and self.type.precision <= 18
 
     def arrays(self) -> list[np.ndarray]:
         """The lanes operators move (sort, compact, expand …) and hand back to :meth:`with_arrays`.
@@ -69,7 +69,8 @@ class Column:
         A narrow DECIMAL travels as its low word only (half the bytes through every
         network); the choice depends on the column's type, never on its values.
         """
-        values = self.values[:, 0] if self._narrow_decimal else self.values  # a view: no copy
+        narrow = self._narrow_decimal and self.values.ndim == 2
+        values = self.values[:, 0] if narrow else self.values  # a view: no copy
         out = [values, self.valid]
         if self.lengths is not None:
             out.append(self.lengths)
@@ -77,7 +78,7 @@ class Column:
 
     def with_arrays(self, arrays: Sequence[np.ndarray]) -> "Column":
         values = arrays[0]
-        if values.ndim == 1 and pa.types.is_decimal(self.type) and self.type.precision <= 18:
+        if values.ndim == 1 and self._narrow_decimal:
             if self._is_low_view(values):  # handed back untouched: keep the words as they are
                 values = self.values
             else:
