@@ -119,10 +119,10 @@ def filter_table(
         b = (bin_size or default_bin_size(n, shift)) if binned else max(1, n)
         if n <= 2 * b:
             b = max(1, n)
-        payload = _pad_to_multiple(table, arrays[:-1] + [flags], b)
-        nb = payload[0].shape[0] // b if n else 0
+        padded_flags = _pad_to_multiple(table, [flags], b)[0]
+        nb = padded_flags.shape[0] // b if n else 0
         ctx.trace.record("filter:bins", -1, n, b, nb)
-        counts = payload[-1].reshape(nb, b).sum(axis=1) if nb else np.zeros(0, np.int64)
+        counts = padded_flags.reshape(nb, b).sum(axis=1) if nb else np.zeros(0, np.int64)
         noisy = ctx.release(name, "bin_counts", counts, epsilon, delta, sens)
         # a bin holds b slots, the last one only what is left of n (public sizes)
         room = np.full(nb, b, dtype=np.int64)
@@ -135,7 +135,8 @@ def filter_table(
             ctx.trace.record("filter:keep_marked", -1, n, int(keep.sum()))
             out = table.with_arrays(arrays[:-1] + [flags])
         else:
-            live, moved = ctx.kernels.compact(payload[-1], payload[:-1], block=b if nb > 1 else None)
+            payload = _pad_to_multiple(table, arrays[:-1], b)  # only when it is compacted
+            live, moved = ctx.kernels.compact(padded_flags, payload, block=b if nb > 1 else None)
             ctx.trace.record("filter:gather", -1, int(keep.sum()))
             cols = _gather_prefixes(moved + [live], b, keep)
             out = table.with_arrays(cols)
