@@ -411,13 +411,12 @@ def oblivious_merge(
     for row, k in zip(work_keys, keys):
         row[:split] = k[:split]
         row[m - right:] = k[split:][::-1]
-    placed = []
-    for p in payload:
-        z = np.zeros((m,) + p.shape[1:], dtype=p.dtype)
-        z[:split] = p[:split]
-        z[m - right:] = p[split:][::-1]
-        placed.append(z)
-    work_pay, widths = word_block(placed, m)
+    # payload words in input order (rows n.. zero), then the second run moved reversed to the end
+    work_pay, widths = word_block(list(payload), m)
+    if right:
+        tail = work_pay[:, split:n][:, ::-1].copy()
+        work_pay[:, split:] = 0
+        work_pay[:, m - right:] = tail
     blk = min(BLOCK, m)
     net = (_CompiledNetwork if use_compiled() else _NumpyNetwork)(work_keys, work_pay, m, m, blk, False)
     trace.record("merge:bitonic", buf, n, m, blk)
@@ -428,4 +427,4 @@ def oblivious_merge(
     if j >= 1:
         net.blocks(j)
     net.finish()
-    return [w[:n] for w in work_keys], from_word_block(work_pay, placed, widths, n)
+    return [w[:n] for w in work_keys], from_word_block(work_pay, list(payload), widths, n)
