@@ -23,7 +23,8 @@ __all__ = ["PrivacyReport", "Result"]
 @dataclass
 class PrivacyReport:
     """What a query leaked and what it cost: per-operator releases, every composition
-    method's total (the one charged marked), and the budget left afterwards."""
+    method's total (the one charged marked), and the budget left afterwards (``spent`` and
+    ``remaining`` as they stood right after this query was charged)."""
 
     sql: str
     mode: str

@@ -306,12 +306,15 @@ class Database:
                         "value": value})
         comp = charge.report.as_dict() if charge is not None and charge.report is not None else {}
         spent = remaining = None
-        try:
-            st = self.ledger.status() if charge is None or charge.account is None else \
-                self.ledger.session_info(charge.account)
-            spent, remaining = tuple(st["spent"]), tuple(st["remaining"])
-        except BudgetNotSetError:
-            pass
+        if charge is not None and charge.spent is not None:  # read when the query was charged
+            spent, remaining = tuple(charge.spent), tuple(charge.remaining)
+        else:
+            try:
+                st = self.ledger.status() if charge is None or charge.account is None else \
+                    self.ledger.session_info(charge.account)
+                spent, remaining = tuple(st["spent"]), tuple(st["remaining"])
+            except BudgetNotSetError:
+                pass
         tables = []
         for name in sorted(_tables_of(p)):
             info = self.catalog.table(name)

@@ -132,6 +132,10 @@ class Charge:
     status: str = "charged"
     partitions: frozenset[str] | None = None  # None: charged to every partition
     account: str | None = None                # an analyst session's name, or None (the dataset)
+    # the dataset's spent and remaining right after this charge, read in its transaction
+    # (None for a session's charge: ``Ledger.session_info`` has those)
+    spent: Budget | None = None
+    remaining: Budget | None = None
 
     def complete(self) -> None:
         self._mark("completed", None)
@@ -464,8 +468,12 @@ class Ledger(SessionLedger, LedgerRecords):
                               "unnest(?::DOUBLE[])", [qid, account or "", part, keys, values])
             if after is not None:
                 after(cur, qid)
+            spent = remaining = None
+            if account is None:  # what status() would read now, without a second transaction
+                now = self._read_state(cur)
+                spent, remaining = worst_spent(now, relation), worst_headroom(filt, now, relation)
             return Charge(qid, chosen.epsilon, chosen.delta, chosen.method, info.filter, report, self,
-                          partitions=partitions, account=account)
+                          partitions=partitions, account=account, spent=spent, remaining=remaining)
 
         return self._transact(body)
 

@@ -214,3 +214,15 @@ def test_changing_the_partition_column_after_charges_needs_force():
     db.protect("people", "id", max_contributions=1, capacity=40)  # dropping it is sound
     with pytest.raises(CatalogError, match="confined to partitions of people.side"):
         db.protect("people", "id", max_contributions=1, capacity=40, partition_by="region")
+
+
+@pytest.mark.parametrize("neighbour", ["add_remove", "replace"])
+def test_report_budget_is_the_status_right_after_the_charge(neighbour):
+    """The report's spent/remaining are read in the admitting transaction (session._report):
+    they equal what ``db.budget`` reads right after, exactly, for partitioned and global charges."""
+    db = _db(neighbour=neighbour, epsilon=20.0)
+    for q in (CUSTOMER_Q.format(k=1), CUSTOMER_Q.format(k=2), ALL_ORDERS, ORDERS_Q.format(k=1)):
+        r = db.sql(q, epsilon=0.7)
+        b = db.budget
+        assert (r.privacy.spent, r.privacy.remaining) == (b["spent"], b["remaining"])
+    assert db.budget["spent"][0] > 0.7  # the worst change touches more than one charge
