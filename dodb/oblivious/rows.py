@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 
 __all__ = ["RowLayout", "pack_rows", "unpack_rows", "row_bytes", "word_columns", "from_word_columns",
-           "word_block", "from_word_block", "row_words"]
+           "word_block", "fill_word_block", "block_words", "from_word_block", "row_words"]
 
 
 @dataclass(frozen=True)
@@ -77,14 +77,30 @@ def _simple(a: np.ndarray) -> bool:
     return a.ndim == 1 and a.dtype.kind in "biuf" and a.dtype.itemsize in (1, 2, 4, 8)
 
 
+def block_widths(arrays: Sequence[np.ndarray]) -> list[int]:
+    """Words per row each array takes in :func:`word_block` (a function of dtypes and shapes)."""
+    return [1 if _simple(a) else -(-row_bytes(a) // 8) for a in arrays]
+
+
+def block_words(arrays: Sequence[np.ndarray]) -> int:
+    """Rows of the :func:`word_block` of ``arrays``."""
+    return sum(block_widths(arrays))
+
+
 def word_block(arrays: Sequence[np.ndarray], m: int) -> tuple[np.ndarray, list[int]]:
     """Every array's :func:`word_columns` stacked into one ``(W, m)`` block, and each one's word count.
 
     Same bytes as ``word_columns`` (little-endian words); 1-D arrays of at most 8 bytes per
     row take a direct widening copy instead of the byte-level path.
     """
-    widths = [1 if _simple(a) else -(-row_bytes(a) // 8) for a in arrays]
-    out = np.empty((sum(widths), m), dtype=np.uint64)
+    out = np.empty((block_words(arrays), m), dtype=np.uint64)
+    return out, fill_word_block(arrays, out)
+
+
+def fill_word_block(arrays: Sequence[np.ndarray], out: np.ndarray) -> list[int]:
+    """:func:`word_block` into ``out``, a ``(block_words(arrays), m)`` ``uint64`` array (e.g.
+    rows of a larger block); returns each array's word count."""
+    widths = block_widths(arrays)
     w = 0
     for a, k in zip(arrays, widths):
         n = int(a.shape[0])
@@ -96,7 +112,7 @@ def word_block(arrays: Sequence[np.ndarray], m: int) -> tuple[np.ndarray, list[i
             for j in range(k):
                 out[w + j:w + j + 1, :n] = rw[:, j]
         w += k
-    return out, widths
+    return widths
 
 
 def from_word_block(block: np.ndarray, likes: Sequence[np.ndarray], widths: Sequence[int], n: int) -> list[np.ndarray]:

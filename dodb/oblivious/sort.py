@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from .backend import use_compiled
-from .rows import from_word_block, word_block
+from .rows import block_words, fill_word_block, from_word_block
 from .trace import Trace
 
 __all__ = ["oblivious_sort", "oblivious_merge", "bitonic_network_stages", "next_pow2"]
@@ -163,10 +163,11 @@ def _live_prefix(n: int, k: int, j: int) -> int:
 
 
 class _NumpyNetwork:
-    """The reference executor: vectorised strided passes (``_stage``/``_block_network``)."""
+    """The reference executor: vectorised strided passes (``_stage``/``_block_network``)
+    on the rows of the ``(words, m)`` block ``X`` in place (key words first, ``nk`` of them)."""
 
-    def __init__(self, keys: np.ndarray, pay: np.ndarray, n: int, m: int, blk: int, packed: bool):
-        self.keys, self.pay, self.n, self.m, self.blk, self.packed = list(keys), list(pay), n, m, blk, packed
+    def __init__(self, X: np.ndarray, nk: int, n: int, m: int, blk: int, packed: bool):
+        self.keys, self.pay, self.n, self.m, self.blk, self.packed = list(X[:nk]), list(X[nk:]), n, m, blk, packed
 
     def blocks(self, tail_j: int) -> None:
         blk = self.blk
@@ -187,7 +188,8 @@ class _NumpyNetwork:
 
 
 class _CompiledNetwork:
-    """The numba executor (:mod:`.compiled_sort`): the same comparators on one flat block of words.
+    """The numba executor (:mod:`.compiled_sort`): the same comparators on the block ``X`` of
+    ``(words, m)`` words in place (key words first, ``nk`` of them; C-contiguous).
 
     Whole-array stages are held back one call so that two consecutive stages of a merge run
     as one fused pass (``sort_long(..., pair=True)``); the schedule depends on the stage
@@ -196,12 +198,13 @@ class _CompiledNetwork:
     computed does not depend on them.
     """
 
-    def __init__(self, keys: np.ndarray, pay: np.ndarray, n: int, m: int, blk: int, packed: bool):
+    def __init__(self, X: np.ndarray, nk: int, n: int, m: int, blk: int, packed: bool):
         from . import compiled_sort
 
-        self.nb, self.keys, self.pay = compiled_sort, keys, pay
-        self.X = np.concatenate([keys, pay]).reshape(-1)  # key words first, then payload words
-        self.nk, self.nw, self.n, self.m, self.blk = keys.shape[0], keys.shape[0] + pay.shape[0], n, m, blk
+        if not X.flags.c_contiguous:
+            raise ValueError("the compiled network works on a C-contiguous block")
+        self.nb, self.X = compiled_sort, X.reshape(-1)  # a view: the passes write X itself
+        self.nk, self.nw, self.n, self.m, self.blk = nk, X.shape[0], n, m, blk
         self.sub = min(SUB_BLOCK, blk)
         self.cols = _split(self.sub)[0]
         self.threads = max(1, min(THREADS, m // blk))
@@ -251,9 +254,6 @@ class _CompiledNetwork:
 
     def finish(self) -> None:
         self._flush()
-        X = self.X.reshape(self.nw, self.m)
-        self.keys[...] = X[:self.nk]
-        self.pay[...] = X[self.nk:]
 
 
 _POOLS: dict = {}
@@ -270,9 +270,9 @@ def _pool(threads: int):
     return pool
 
 
-def _run_network(keys: np.ndarray, pay: np.ndarray, n: int, m: int, packed: bool,
-                 trace: Trace, buf: int) -> None:
-    """The flip-form bitonic network on ``(words, m)`` key and payload blocks, cache-blocked.
+def _run_network(X: np.ndarray, nk: int, n: int, m: int, packed: bool, trace: Trace, buf: int) -> None:
+    """The flip-form bitonic network on the ``(words, m)`` block ``X`` (its first ``nk``
+    rows the key words, the rest payload words), in place, cache-blocked.
 
     Every comparator of a stage with ``2j <= BLOCK`` stays inside one aligned block of
     ``BLOCK`` rows, so those stages run block after block while the block is in cache
@@ -291,7 +291,7 @@ def _run_network(keys: np.ndarray, pay: np.ndarray, n: int, m: int, packed: bool
     blk = min(BLOCK, m)
     nblocks = m // blk
     n = n if PRUNE else m
-    net = (_CompiledNetwork if use_compiled() else _NumpyNetwork)(keys, pay, n, m, blk, packed)
+    net = (_CompiledNetwork if use_compiled() else _NumpyNetwork)(X, nk, n, m, blk, packed)
     trace.record("sort:prune", buf, n, m)
     # all merges of size <= BLOCK: each block is sorted on its own
     trace.record("sort:blocks", buf, m, blk, nblocks)
@@ -344,7 +344,12 @@ def oblivious_sort(
     # keys as a (words, m) block; padding rows are all-ones sentinels that sort last
     extra = 0 if unique else 1
     packed = key_bits is not None and len(keys) == 1 and key_bits + idx_bits <= 64
-    work_keys = np.full((1 if packed else len(keys) + extra, m), _U64_MAX, dtype=np.uint64)
+    # one block: key words, then each payload as word columns (one contiguous row per word,
+    # so a stage swaps long runs); the network works on it in place
+    nk = 1 if packed else len(keys) + extra
+    X = np.empty((nk + block_words(payload), m), dtype=np.uint64)
+    work_keys = X[:nk]
+    work_keys[...] = _U64_MAX
     for row, k in zip(work_keys, keys):
         row[:n] = ~k if descending else k
     pos = np.arange(m, dtype=np.uint64)
@@ -357,17 +362,17 @@ def oblivious_sort(
         work_keys[0] = (work_keys[0] << np.uint64(idx_bits)) | pos
     elif not unique:
         work_keys[-1] = pos
-    # each payload as word columns: one contiguous row per word, so a stage swaps long runs
-    work_pay, widths = word_block(list(payload), m)
+    work_pay = X[nk:]
+    widths = fill_word_block(list(payload), work_pay)
 
-    _run_network(work_keys, work_pay, n, m, packed, trace, buf)
+    _run_network(X, nk, n, m, packed, trace, buf)
 
     if packed:
         out_keys = [work_keys[0][:n] >> np.uint64(idx_bits)]
         if descending:
             out_keys = [~out_keys[0] & np.uint64((1 << int(key_bits)) - 1)]
     else:
-        out_keys = [w[:n] for w in (work_keys if unique else work_keys[:-1])]
+        out_keys = [w[:n].copy() for w in (work_keys if unique else work_keys[:-1])]  # not views: X can go
         if descending:
             out_keys = [~w for w in out_keys]
     return out_keys, from_word_block(work_pay, list(payload), widths, n)
@@ -407,18 +412,22 @@ def oblivious_merge(
     width = len(keys) + sum(int(np.prod(p.shape[1:], dtype=np.int64)) for p in payload)
     buf = trace.alloc(m, width + 1, "merge")
     right = n - split
-    work_keys = np.full((len(keys), m), _U64_MAX, dtype=np.uint64)
+    nk = len(keys)
+    X = np.empty((nk + block_words(payload), m), dtype=np.uint64)  # key words, then payload words
+    work_keys = X[:nk]
+    work_keys[...] = _U64_MAX
     for row, k in zip(work_keys, keys):
         row[:split] = k[:split]
         row[m - right:] = k[split:][::-1]
     # payload words in input order (rows n.. zero), then the second run moved reversed to the end
-    work_pay, widths = word_block(list(payload), m)
+    work_pay = X[nk:]
+    widths = fill_word_block(list(payload), work_pay)
     if right:
         tail = work_pay[:, split:n][:, ::-1].copy()
         work_pay[:, split:] = 0
         work_pay[:, m - right:] = tail
     blk = min(BLOCK, m)
-    net = (_CompiledNetwork if use_compiled() else _NumpyNetwork)(work_keys, work_pay, m, m, blk, False)
+    net = (_CompiledNetwork if use_compiled() else _NumpyNetwork)(X, nk, m, m, blk, False)
     trace.record("merge:bitonic", buf, n, m, blk)
     j = m // 2
     while j >= 1 and 2 * j > blk:  # any k > 2j selects the half-cleaner (non-flip) pattern
@@ -427,4 +436,4 @@ def oblivious_merge(
     if j >= 1:
         net.blocks(j)
     net.finish()
-    return [w[:n] for w in work_keys], from_word_block(work_pay, list(payload), widths, n)
+    return [w[:n].copy() for w in work_keys], from_word_block(work_pay, list(payload), widths, n)
