@@ -208,8 +208,9 @@ class Database:
 
     def plan(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do",
              allocation: str = "cost", params: Sequence[Any] | dict[str, Any] | None = None,
-             account: str | None = None) -> QueryPlan:
-        """Plan without running or charging (what :meth:`explain` shows)."""
+             account: str | None = None, public_fast: bool = False) -> QueryPlan:
+        """Plan without running or charging (what :meth:`explain` shows).  ``public_fast``: a
+        query over public tables only is left to DuckDB (``planner.plan.plan_query``)."""
         if mode not in MODES:
             raise InvalidParameterError(f"unknown mode {mode!r}; choose one of {MODES}")
         with self._lock:
@@ -222,7 +223,7 @@ class Database:
             else:
                 d = self._default_delta() if account is None else self.ledger.session_info(account)["default_delta"]
             p = plan_query(query, self.catalog, epsilon=epsilon, delta=d, mode=mode,
-                           neighbour=self.neighbour, allocation=allocation, params=params)
+                           neighbour=self.neighbour, allocation=allocation, params=params, public_fast=public_fast)
             p.memory_limit = self.memory_limit
             return p
 
@@ -258,7 +259,7 @@ class Database:
             if self._closed:
                 raise DodbError("this dodb Database is closed")
             p = self.plan(query, epsilon=epsilon, delta=delta, mode=mode, allocation=allocation, params=params,
-                          account=account)
+                          account=account, public_fast=True)
             if p.memory_bytes > self.memory_limit:
                 raise MemoryLimitError(
                     f"the plan may need {format_bytes(p.memory_bytes)} (estimated from public sizes), above the "
@@ -310,9 +311,11 @@ class Database:
             spent, remaining = tuple(charge.spent), tuple(charge.remaining)
         else:
             try:
-                st = self.ledger.status() if charge is None or charge.account is None else \
-                    self.ledger.session_info(charge.account)
-                spent, remaining = tuple(st["spent"]), tuple(st["remaining"])
+                if charge is None or charge.account is None:
+                    spent, remaining = map(tuple, self.ledger.standing())
+                else:
+                    st = self.ledger.session_info(charge.account)
+                    spent, remaining = tuple(st["spent"]), tuple(st["remaining"])
             except BudgetNotSetError:
                 pass
         tables = []
@@ -392,6 +395,8 @@ def _charged(report: PrivacyReport) -> str:
 def _tables_of(p: QueryPlan) -> set[str]:
     from .planner.logical import Scan, walk
 
+    if p.build_later is not None:  # DuckDB alone answers it: the tables the front end resolved
+        return set(p.tables)
     return {n.table for n in walk(p.root) if isinstance(n, Scan)}
 
 

@@ -576,6 +576,16 @@ class Ledger(SessionLedger, LedgerRecords):
         out["totals"] = self.totals()
         return out
 
+    def standing(self) -> tuple[Budget, Budget]:
+        """``(spent, remaining)`` as :meth:`status` gives them, read in one light transaction."""
+        def body(cur: duckdb.DuckDBPyConnection) -> tuple[Budget, Budget]:
+            info = self._read_budget(cur)
+            if info is None:
+                raise BudgetNotSetError("no privacy budget set for this dataset")
+            state, nb = self._read_state(cur), self._read_neighbour(cur)
+            return worst_spent(state, nb), worst_headroom(info.make_filter(), state, nb)
+        return self._transact(body)
+
     def spent(self) -> Budget:
         return self.status()["spent"]
 

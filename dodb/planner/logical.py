@@ -17,7 +17,7 @@ from sqlglot import exp
 from ..operators.aggregate import Agg
 
 __all__ = [
-    "Node", "Scan", "Filter", "Project", "ScalarRow", "Join", "CrossOne", "CrossJoin", "Aggregate", "Sort", "Distinct", "SetOp",
+    "Node", "DuckDBQuery", "Scan", "Filter", "Project", "ScalarRow", "Join", "CrossOne", "CrossJoin", "Aggregate", "Sort", "Distinct", "SetOp",
     "walk", "leaking_nodes", "leaks", "upper_rows",
 ]
 
@@ -205,6 +205,17 @@ class Sort(Unary):
 @dataclass(eq=False)
 class Distinct(Unary):
     """SELECT DISTINCT over all of the child's columns."""
+
+
+@dataclass(eq=False)
+class DuckDBQuery(Node):
+    """A query over public tables only that DuckDB answers and the operators cannot plan
+    (docs/design.md §Public queries): no input, nothing private, nothing padded."""
+
+    sql: str = ""
+
+    def describe(self) -> str:
+        return "DuckDBQuery (public tables only: DuckDB runs the guarded statement)"
 
 
 @dataclass(eq=False)

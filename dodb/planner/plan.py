@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import duckdb
 import numpy as np
@@ -32,7 +32,7 @@ from .execute import Executor, NodeStats, cast_result
 from .overhead import padding_line, padding_overhead
 from .params import bind_parameters, number_positional
 from .sourcetext import quote_source
-from .logical import Join, Node, Scan, leaks, upper_rows, walk
+from .logical import DuckDBQuery, Join, Node, Scan, leaks, upper_rows, walk
 from .bind import check_window_defaults, dry_run, duckdb_names, public_query_sql, result_schema
 from .guard import guard
 from .optimize import optimize, parse
@@ -134,6 +134,27 @@ class QueryPlan:
     memory_limit: int | None = None  # the session's limit, set by Database.plan
     partitions: frozenset[str] | None = None  # what the releases depend on (planner/partitions.py); None: all
     public_sql: str | None = None  # a query over public tables only: DuckDB runs it (docs/design.md §Public queries)
+    tables: frozenset[str] = frozenset()  # the base tables the query reads (views expanded)
+    # a public query planned for DuckDB alone: builds the operator plan when one is needed
+    build_later: Callable[[], "QueryPlan"] | None = field(default=None, repr=False)
+
+    def operators(self, *, strict: bool = True) -> "QueryPlan":
+        """This plan with its operator tree: a public query planned for DuckDB alone
+        (``plan_query(..., public_fast=True)``) builds it now, as ``plan_query`` would have.
+        If the operators cannot plan it, ``strict`` raises that error; otherwise the tree is
+        the one :class:`~dodb.planner.logical.DuckDBQuery` node that answered it."""
+        if self.build_later is not None:
+            try:
+                full = self.build_later()
+            except DodbError:
+                if strict:
+                    raise
+                self.build_later = None
+                self.root = DuckDBQuery(sql=self.public_sql or "", columns=list(self.internal))
+                return self
+            full.memory_limit = self.memory_limit  # set by the session after planning
+            self.__dict__.update(full.__dict__)  # now exactly the full plan (build_later is None there)
+        return self
 
     # -- privacy -------------------------------------------------------------------------
     def composition(self):
@@ -152,6 +173,7 @@ class QueryPlan:
             answer = self._run_public()
             if answer is not None:
                 return answer
+        self.operators()
         ctx = ctx or ExecContext(mode=self.mode, rng=rng or new_rng(), neighbour=self.neighbour)
         ex = Executor(self.catalog, ctx, self.allocation, bin_size=bin_size)
         out = ex.run(self.root)
@@ -194,6 +216,7 @@ class QueryPlan:
 
     # -- EXPLAIN ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
+        self.operators(strict=False)
         by_node: dict[int, list] = {}
         for node, name, s, eps, delta, mech in self.event_nodes:
             by_node.setdefault(node.node_id, []).append(
@@ -203,7 +226,7 @@ class QueryPlan:
         def node_dict(n: Node, seen: set) -> dict[str, Any]:
             st = self.stats.get(n.node_id)
             d = {"id": n.node_id, "operator": n.describe(), "mode": self._mode_of(n), "stability": n.stability,
-                 "padded_out_bound": upper_rows(n),
+                 "padded_out_bound": None if isinstance(n, DuckDBQuery) else upper_rows(n),
                  "padded_out": st.padded_out if st else None, "padded_in": st.padded_in if st else None,
                  "seconds": round(st.seconds, 4) if st else None, "leaks": by_node.get(n.node_id, [])}
             if n.node_id in seen:
@@ -227,13 +250,15 @@ class QueryPlan:
         return "plain (public inputs)" if public else self.mode
 
     def explain(self) -> str:
-        d = self.to_dict()
+        d = self.to_dict()  # builds the operators of a public query planned for DuckDB alone
         lines = [f"dodb plan  mode={self.mode}  ε={self.epsilon:g}  δ={self.delta:g}  neighbours={self.neighbour}"]
 
         def fmt(nd: dict, depth: int) -> None:
             pad = "  " * depth
             size = f"padded ≤{nd['padded_out_bound']}" if nd["padded_out"] is None else \
                 f"padded {nd['padded_in']}→{nd['padded_out']}"
+            if nd["padded_out_bound"] is None:
+                size = "not padded: a public result"
             lines.append(f"{pad}- {nd['operator']}  [{nd['mode']}, stability {nd['stability']}, {size}]")
             for lk in nd["leaks"]:
                 lines.append(f"{pad}    leaks {lk['release']}: sensitivity {lk['sensitivity']}, "
@@ -250,7 +275,8 @@ class QueryPlan:
             lines.append(padding_line(self.event_nodes))
         if comp and any(t.partition_by for t in self.catalog.tables.values() if t.private):
             lines.append(f"charged to: {describe_partitions(self.partitions)} (docs/design.md §Partitions)")
-        lines.append(self._memory_line())
+        if not isinstance(self.root, DuckDBQuery):  # DuckDB's own memory otherwise
+            lines.append(self._memory_line())
         return "\n".join(lines)
 
     def _memory_line(self) -> str:
@@ -272,6 +298,20 @@ class QueryPlan:
             return "privacy: this query releases nothing (public inputs only)"
         return "privacy: this query releases no new size; it sees private tables at their capacities (" \
             + "; ".join(sizes) + ")"
+
+
+class DuckDBPlan(QueryPlan):
+    """A query over public tables only, planned for DuckDB to answer (docs/design.md §Public
+    queries): its operator tree is built the first time anything asks for it."""
+
+    @property
+    def root(self) -> Node:
+        self.operators(strict=False)
+        return self.__dict__["root"]
+
+    @root.setter
+    def root(self, value: Node | None) -> None:
+        self.__dict__["root"] = value
 
 
 def _scalar_type(t: str) -> bool:
@@ -311,14 +351,18 @@ def lookup_hints(root: Node, builder: PlanBuilder) -> dict[tuple, float]:
 
 
 def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode: str = "do",
-               neighbour: str = "add_remove", allocation: str = "cost", params=None) -> QueryPlan:
+               neighbour: str = "add_remove", allocation: str = "cost", params=None,
+               public_fast: bool = False) -> QueryPlan:
     """Everything before execution; raises a :class:`~dodb.errors.DodbError` on any problem and
-    charges nothing.  The query is guarded (planner/guard.py) and bound (planner/bind.py) first."""
+    charges nothing.  The query is guarded (planner/guard.py) and bound (planner/bind.py) first.
+
+    ``public_fast``: a query over public tables only that DuckDB can answer is not built
+    into operators until something needs them (docs/design.md §Public queries)."""
     if mode not in MODES:
         raise InvalidParameterError(f"unknown mode {mode!r}; choose one of {MODES}")
     check_privacy_params(epsilon, delta)
     try:
-        return _plan(sql, catalog, epsilon, delta, mode, neighbour, allocation, params)
+        return _plan(sql, catalog, epsilon, delta, mode, neighbour, allocation, params, public_fast)
     except UnsupportedQueryError as e:
         raise quote_source(e, sql) from None
     except DodbError:
@@ -354,13 +398,21 @@ def _front_end(sql: str, catalog: Catalog, params) -> tuple[exp.Expression, list
 
 
 def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, neighbour: str,
-          allocation: str, params=None) -> QueryPlan:
+          allocation: str, params=None, public_fast: bool = False) -> QueryPlan:
     if params is None:  # a pure function of the text and the catalog: kept per catalog fingerprint
         parsed, schema, optimized, tables, public_sql = catalog.schema_cache.get_or_compute(
             ("front end", sql, catalog.fingerprint), lambda: _front_end(sql, catalog, None))
     else:
         parsed, schema, optimized, tables, public_sql = _front_end(sql, catalog, params)
     names = [n for n, _ in schema]
+    if public_fast and public_sql is not None and all(_scalar_type(t) for _, t in schema):
+        # nothing private is read: DuckDB answers, the operators are built only if needed
+        later = lambda: plan_query(sql, catalog, epsilon=epsilon, delta=delta, mode=mode,  # noqa: E731
+                                   neighbour=neighbour, allocation=allocation, params=params)
+        return DuckDBPlan(sql if params is None else parsed.sql(dialect="duckdb"), None, names,
+                         [f"__public_{i}" for i in range(len(names))], mode, float(epsilon), float(delta),
+                         neighbour, {}, [], [], catalog, types=[t for _, t in schema], public_sql=public_sql,
+                         tables=tables, build_later=later)
     builder = PlanBuilder(catalog, neighbour, tables=tables)
     built = builder.build(optimized.copy())
     prune_columns(built.root)
@@ -402,7 +454,7 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
         sql = parsed.sql(dialect="duckdb")
     plan = QueryPlan(sql, built.root, built.names, built.internal, mode, float(epsilon), float(delta), neighbour,
                      alloc, events, event_nodes, catalog,
-                     types=[t for _, t in schema] if len(schema) == len(built.names) else None)
+                     types=[t for _, t in schema] if len(schema) == len(built.names) else None, tables=tables)
     if public_sql is not None and plan.types is not None and all(_scalar_type(t) for t in plan.types):
         plan.public_sql = public_sql
     plan.memory_bytes = estimate_peak_bytes(built.root)

@@ -226,3 +226,13 @@ def test_report_budget_is_the_status_right_after_the_charge(neighbour):
         b = db.budget
         assert (r.privacy.spent, r.privacy.remaining) == (b["spent"], b["remaining"])
     assert db.budget["spent"][0] > 0.7  # the worst change touches more than one charge
+
+
+def test_standing_is_status_spent_and_remaining():
+    db = _db(neighbour="replace", epsilon=20.0)
+    for q in (CUSTOMER_Q.format(k=3), ALL_CUSTOMERS):
+        db.sql(q, epsilon=0.5)
+        st = db.ledger.status()
+        assert db.ledger.standing() == (st["spent"], st["remaining"])
+    res = db.sql("SELECT count(*) FROM nation", epsilon=0.5)  # public: nothing charged
+    assert (res.privacy.spent, res.privacy.remaining) == (db.budget["spent"], db.budget["remaining"])

@@ -96,3 +96,58 @@ def test_operator_path_still_answers_with_a_context(db):
     padded = p.execute(ctx=ExecContext(mode="do", rng=new_rng(1)))
     assert p.stats  # operators ran
     assert_same_rows(QueryPlan.answer(padded), db.oracle.sql(sql).to_arrow_table(), ordered=True)
+
+
+@pytest.mark.parametrize("sql", PUBLIC[:4])
+def test_running_a_public_query_builds_no_operators_until_asked(db, sql):
+    """db.sql leaves a public query to DuckDB without building its operator plan; EXPLAIN,
+    ``plan.root`` or the operator path build it then, the same plan ``db.plan`` gives."""
+    res = db.sql(sql, epsilon=1.0, delta=1e-6)
+    assert res.plan.build_later is not None and res.plan.__dict__["root"] is None
+    assert_same_rows(res.arrow(), db.oracle.sql(sql).to_arrow_table(), ordered="ORDER BY" in sql.upper())
+    assert res.privacy.charged_epsilon == 0 and res.privacy.tables == []
+    text = res.explain()  # builds the operators now
+    assert res.plan.build_later is None and res.plan.root is not None
+    assert text.splitlines()[1:] == db.plan(sql, epsilon=1.0, delta=1e-6).explain().splitlines()[1:]
+
+
+def test_lazy_public_plan_falls_back_to_operators_when_duckdb_answer_cannot_be_held(db, monkeypatch):
+    """If the padded representation cannot hold DuckDB's answer, the operators are built and run."""
+    from dodb.planner import plan as plan_module
+
+    def refuse(*_a, **_k):
+        raise TypeError("a type the lanes do not hold")
+
+    monkeypatch.setattr(plan_module, "from_arrow", refuse)
+    sql = PUBLIC[3]
+    res = db.sql(sql, epsilon=1.0, delta=1e-6)
+    assert res.plan.build_later is None and res.plan.stats  # the operators ran
+    assert_same_rows(res.arrow(), db.oracle.sql(sql).to_arrow_table(), ordered=True)
+
+
+def test_public_query_the_operators_cannot_plan_still_runs_in_duckdb(db):
+    """Nothing private is involved, so the operators' limits do not apply: DuckDB answers,
+    and the plan is the one DuckDBQuery node (db.plan still names what the operators lack)."""
+    from dodb.errors import UnsupportedQueryError
+    from dodb.planner.logical import DuckDBQuery, Scan, walk
+
+    sql = "WITH t AS (SELECT 1 AS a, 2 AS b) SELECT a, count(*) AS n FROM t GROUP BY a"
+    with pytest.raises(UnsupportedQueryError):
+        db.plan(sql, epsilon=1.0, delta=1e-6)
+    res = db.sql(sql, epsilon=1.0, delta=1e-6)
+    assert_same_rows(res.arrow(), db.oracle.sql(sql).to_arrow_table())
+    nodes = list(walk(res.plan.root))
+    assert len(nodes) == 1 and isinstance(nodes[0], DuckDBQuery) and not any(isinstance(n, Scan) for n in nodes)
+    assert "DuckDBQuery" in res.explain() and "releases nothing" in res.explain()
+    assert res.privacy.charged_epsilon == 0
+
+
+def test_public_query_needing_the_operators_names_why_it_cannot(db, monkeypatch):
+    """The fallback (DuckDB's answer cannot be held) needs the operators: their error, nothing charged."""
+    from dodb.planner import plan as plan_module
+
+    monkeypatch.setattr(plan_module, "from_arrow", lambda *_a, **_k: (_ for _ in ()).throw(TypeError("lanes")))
+    before = db.ledger.status()["spent"]
+    with pytest.raises(DodbError, match="SELECT without FROM"):
+        db.sql("WITH t AS (SELECT 1 AS a) SELECT a FROM t", epsilon=1.0, delta=1e-6)
+    assert db.ledger.status()["spent"] == before
