@@ -131,3 +131,21 @@ def test_read_only_sessions_inspect_but_do_not_charge(tmp_path):
     rw.close()
     with pytest.raises(dodb.DodbError, match="no database file"):
         dodb.connect(str(tmp_path / "missing.duckdb"), create=False)
+
+
+def test_budget_shown_for_uncharged_queries_follows_every_charge(tmp_path):
+    """Ledger.standing reuses its answer only while the budget row's version is unchanged:
+    a charge made by another Database on the same file shows up at once."""
+    path = str(tmp_path / "standing.duckdb")
+    _make(path)
+    a, b = dodb.connect(path), dodb.connect(path)
+    public = "SELECT 1 AS one"
+    first = a.sql(public, epsilon=0.5).privacy
+    assert a.sql(public, epsilon=0.5).privacy.spent == first.spent  # nothing charged in between
+    b.sql(GROUPED, epsilon=0.5)
+    again = a.sql(public, epsilon=0.5).privacy
+    assert again.spent[0] > first.spent[0]
+    st = b.ledger.status()
+    assert (again.spent, again.remaining) == (tuple(st["spent"]), tuple(st["remaining"]))
+    a.close()
+    b.close()
