@@ -215,13 +215,19 @@ class Database:
             raise InvalidParameterError(f"unknown mode {mode!r}; choose one of {MODES}")
         with self._lock:
             try:
-                self.catalog.refresh()
+                listing = self.catalog.begin_refresh()  # the slow part runs while the ledger is read
             except duckdb.Error as e:
                 raise DodbError(f"cannot read the catalog: {one_line(e)}") from None
-            if delta is not None:
-                d = delta
-            else:
-                d = self._default_delta() if account is None else self.ledger.session_info(account)["default_delta"]
+            try:
+                if delta is not None:
+                    d = delta
+                else:
+                    d = self._default_delta() if account is None else self.ledger.session_info(account)["default_delta"]
+            finally:
+                try:
+                    self.catalog.end_refresh(listing)
+                except duckdb.Error as e:
+                    raise DodbError(f"cannot read the catalog: {one_line(e)}") from None
             p = plan_query(query, self.catalog, epsilon=epsilon, delta=d, mode=mode,
                            neighbour=self.neighbour, allocation=allocation, params=params, public_fast=public_fast)
             p.memory_limit = self.memory_limit

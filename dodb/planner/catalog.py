@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,6 +85,25 @@ class TableInfo:
         return [LogicalColumn(c, t, c not in self.not_null, self.widths.get(c, 0)) for c, t in self.columns.items()]
 
 
+_POOL: list[ThreadPoolExecutor] = []
+os.register_at_fork(after_in_child=_POOL.clear)  # a forked child has none of the parent's threads
+
+
+def _functions_pool() -> ThreadPoolExecutor:
+    if not _POOL:
+        _POOL.append(ThreadPoolExecutor(1, thread_name_prefix="dodb-catalog"))
+    return _POOL[0]
+
+
+def _user_functions(cur: duckdb.DuckDBPyConnection) -> set[str]:
+    """Names of every user macro and function a fresh cursor sees (lower case); closes ``cur``."""
+    try:
+        return {r[0].lower() for r in cur.execute(
+            "SELECT DISTINCT function_name FROM duckdb_functions() WHERE NOT internal").fetchall()}
+    finally:
+        cur.close()
+
+
 class Catalog:
     """Tables of one DuckDB database and their privacy declarations."""
 
@@ -102,13 +123,25 @@ class Catalog:
 
     # -- loading -----------------------------------------------------------------------
     def refresh(self) -> None:
+        self.end_refresh(self.begin_refresh())
+
+    def begin_refresh(self) -> Future:
+        """Start reading the user functions on another thread; the caller does other work,
+        then :meth:`end_refresh` reads the rest and completes the refresh.  Listing functions
+        is the slow part of a refresh (``duckdb_functions()`` builds every built-in's row) and
+        DuckDB runs it without the GIL, so it overlaps whatever the caller does meanwhile."""
+        cur = self.con.cursor()
+        return _functions_pool().submit(_user_functions, cur)
+
+    def end_refresh(self, functions: Future) -> None:
         cur = self.con.cursor()
         try:
-            self._load(cur)
+            self._load(cur, functions)
         finally:
             cur.close()
+            wait([functions])  # never leave the listing running; its error, if any, was raised in _load
 
-    def _load(self, cur: duckdb.DuckDBPyConnection) -> None:
+    def _load(self, cur: duckdb.DuckDBPyConnection, functions: Future) -> None:
         self.database, self.schema = cur.execute("SELECT current_database(), current_schema()").fetchall()[0]
         # duckdb_columns()/duckdb_views() rather than information_schema: same facts, 3x faster
         rows = cur.execute(
@@ -130,13 +163,12 @@ class Catalog:
         for name, sql in views.items():
             if name in tables:
                 tables[name].view_sql = sql
-        self.macros = {r[0].lower() for r in cur.execute(
-            "SELECT DISTINCT function_name FROM duckdb_functions() WHERE NOT internal").fetchall()}
         specs = []
         if self._has_meta(cur):
             specs = cur.execute(f"SELECT table_name, spec FROM {META_SCHEMA}.{META_TABLE} ORDER BY table_name").fetchall()
             for name, spec in specs:
                 tables[name] = _private_info(name, json.loads(spec))
+        self.macros = functions.result()
         self.tables = tables
         state = (self.database, self.schema, tuple(rows), tuple(sorted(views.items())), tuple(sorted(self.macros)),
                  tuple(specs))
