@@ -254,6 +254,10 @@ class Neighbourhood:
         finally:
             w.close()
         self.catalog.refresh()
+        # every run after a write starts with no slot arrays kept (docs/design.md §Slot cache):
+        # whether a scan is served from memory depends on which storage versions earlier
+        # queries read, the same on both sides of a pair only if both start empty
+        self.catalog.slot_cache.clear()
 
     def restore(self) -> None:
         """Put the original slots back."""

@@ -103,6 +103,10 @@ def _run(db, sql: str, mode: str, epsilon: float, delta: float | None, seed: int
     ctx = ExecContext(mode=mode, rng=rng, neighbour=db.neighbour,
                       replay=None if replay is None else list(replay), true_log=[], observer=rec)
     view = View(plan=plan.explain())
+    # every audited run reads its slots from storage: a scan served from the slot cache
+    # allocates differently, and which runs hit depends on the audit's own order of runs
+    # (public, but not the same on both sides of a pair): docs/design.md §Slot cache
+    db.catalog.slot_cache.clear()
     rec.start()
     try:
         with duckcalls.recording() as log:

@@ -85,6 +85,18 @@ class TableInfo:
         return [LogicalColumn(c, t, c not in self.not_null, self.widths.get(c, 0)) for c, t in self.columns.items()]
 
 
+SLOT_CACHE_BYTES = 1 << 30  # default; DODB_SLOT_CACHE_BYTES overrides (0 turns it off)
+
+
+def slot_cache_bytes() -> int:
+    """Bytes of decoded private slot arrays a catalog keeps between queries."""
+    raw = os.environ.get("DODB_SLOT_CACHE_BYTES")
+    try:
+        return max(0, int(raw)) if raw else SLOT_CACHE_BYTES
+    except ValueError:
+        raise CatalogError(f"DODB_SLOT_CACHE_BYTES must be a number of bytes, got {raw!r}") from None
+
+
 _POOL: list[ThreadPoolExecutor] = []
 os.register_at_fork(after_in_child=_POOL.clear)  # a forked child has none of the parent's threads
 
@@ -119,6 +131,9 @@ class Catalog:
         self.schema_cache = PublicFacts()
         # facts of public data, keyed by content fingerprints (planner/public_cache.py)
         self.public_facts = PublicFacts()
+        # decoded, verified slot arrays of private tables, keyed by the storage they came from
+        # (docs/design.md §Slot cache); weights are bytes
+        self.slot_cache = PublicFacts(max_entries=64, max_weight=slot_cache_bytes())
         self.refresh()
 
     # -- loading -----------------------------------------------------------------------

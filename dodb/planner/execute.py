@@ -10,7 +10,7 @@ mismatch is a bug and stops the query (the charge stays, as the leak may have ha
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 import duckdb
 import numpy as np
@@ -210,11 +210,21 @@ class Executor:
             raise RuntimeError("internal error: a predicate was pushed into a private scan")
         wanted = set(node.source_columns)
         cols = [c for c in info.logical_columns if c.name in wanted]
-        cur = self.catalog.con.cursor()
-        try:
-            is_real, columns = read_slots(cur, info.name, cols, int(info.capacity), info.checksums)
-        finally:
-            cur.close()
+
+        def read() -> tuple[np.ndarray, dict[str, Column]]:
+            cur = self.catalog.con.cursor()
+            try:
+                return read_slots(cur, info.name, cols, int(info.capacity), info.checksums)
+            finally:
+                cur.close()
+
+        # every slot of these columns, as the storage version the catalog just read holds them
+        # (docs/design.md §Slot cache): the key is public, the arrays handed out are fresh copies
+        key = ("slots", info.name, tuple(c.name for c in cols), int(info.capacity), info.version,
+               tuple(sorted(info.checksums.items())))
+        is_real, columns = self.catalog.slot_cache.get_or_compute(
+            key, read, weight=lambda got: got[0].nbytes + sum(_nbytes(c) for c in got[1].values()))
+        is_real, columns = is_real.copy(), {k: _fresh(c) for k, c in columns.items()}
         self.ctx.trace.record(f"scan:{info.name}", -1, int(info.capacity), len(cols))
         names = [f"{node.alias}.{c}" for c in node.source_columns]
         return PaddedTable(names, [columns[c] for c in node.source_columns], is_real, node.stability,
@@ -233,6 +243,19 @@ class Executor:
         out = project(t, node.exprs, widths=widths, ctx=ctx).table.with_stability(node.stability)
         out.aligned = t.aligned  # row-wise: every row stays in its slot
         return out
+
+
+def _arrays_of(c) -> dict[str, np.ndarray]:
+    return {f.name: getattr(c, f.name) for f in fields(c) if isinstance(getattr(c, f.name), np.ndarray)}
+
+
+def _nbytes(c) -> int:
+    return sum(a.nbytes for a in _arrays_of(c).values())
+
+
+def _fresh(c):
+    """``c`` with copies of all its arrays: operators may write their inputs in place."""
+    return replace(c, **{k: a.copy() for k, a in _arrays_of(c).items()})
 
 
 def _broadcast(big: PaddedTable, one: PaddedTable, stability: int) -> PaddedTable:
