@@ -280,7 +280,7 @@ class Database:
                 self._writable("run a query that charges the privacy budget")
                 charge = self.ledger.admit(p.events, sql=p.sql, operators=[e.operator for e in p.events],
                                            delta=p.delta, neighbour=p.neighbour, session=session,
-                                           partitions=p.partitions, account=account)
+                                           partitions=p.partitions, account=account, standing=True)
             try:
                 padded = p.execute(rng=self._rng)
             except BaseException as e:

@@ -405,7 +405,8 @@ class Ledger(SessionLedger, LedgerRecords):
               operators: Sequence[Any] | None = None, method: str = "best", delta: float | None = None,
               session: str | None = None, neighbour: str | None = None, kind: str = "query",
               partitions: frozenset[str] | None = None, account: str | None = None,
-              after: Callable[[duckdb.DuckDBPyConnection, int], None] | None = None) -> Charge:
+              after: Callable[[duckdb.DuckDBPyConnection, int], None] | None = None,
+              standing: bool = False) -> Charge:
         """Check the filter and charge the query, atomically, before it runs.
 
         The query's own cost is its tightest fixed-sequence bound with ``method``
@@ -421,6 +422,8 @@ class Ledger(SessionLedger, LedgerRecords):
         ``account``: an open analyst session whose own filter admits the query instead
         of the dataset's (its budget was charged to the dataset when it opened).
         ``after(cur, query_id)`` runs in the same transaction once the charge is written.
+        ``standing``: also read the dataset's spent and remaining after this charge, in the
+        same transaction (``Charge.spent``/``remaining``; what a query's report shows).
         """
         if kind not in ("query", "owner", "session"):
             raise ValueError(f"kind must be 'query', 'owner' or 'session', got {kind!r}")
@@ -470,7 +473,7 @@ class Ledger(SessionLedger, LedgerRecords):
             if after is not None:
                 after(cur, qid)
             spent = remaining = None
-            if account is None:  # what status() would read now, without a second transaction
+            if standing and account is None:  # what status() would read now, without a second transaction
                 now = self._read_state(cur)
                 spent, remaining = worst_spent(now, relation), worst_headroom(filt, now, relation)
             return Charge(qid, chosen.epsilon, chosen.delta, chosen.method, info.filter, report, self,

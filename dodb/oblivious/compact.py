@@ -69,6 +69,30 @@ def _run_compiled(kernel: str, flags: np.ndarray, dist: np.ndarray, payload: Seq
     return live.view(bool), from_word_block(block, payload, widths, n)
 
 
+PARALLEL_MIN_ROWS = 1 << 16  # binned compactions this large run their halves on two threads
+
+
+def _run_compiled_halves(flags: np.ndarray, dist: np.ndarray, payload: Sequence[np.ndarray], n: int, rounds: int,
+                         span: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """A binned compaction as two independent compactions of the bins below and above a
+    bin boundary near ``n / 2``, on the sort's two threads (:func:`.sort._pool`).
+
+    No row ever leaves its bin (``dist`` counts within the bin), so each half is the same
+    computation on its own rows; the split point depends on ``n`` and ``span`` only."""
+    from .sort import THREADS, _pool
+
+    bins = n // span
+    cut = -(-bins // 2) * span
+    if THREADS < 2 or bins < 2:
+        return _run_compiled("compact_rounds", flags, dist, payload, n, rounds)
+    halves = [(0, cut), (cut, n)]
+    pool = _pool(2)
+    futures = [pool.submit(_run_compiled, "compact_rounds", flags[a:b], dist[a:b], [p[a:b] for p in payload],
+                           b - a, rounds) for a, b in halves]
+    (live0, pay0), (live1, pay1) = [f.result() for f in futures]
+    return np.concatenate([live0, live1]), [np.concatenate([x, y]) for x, y in zip(pay0, pay1)]
+
+
 def compact(
     marked: np.ndarray,
     payload: Sequence[np.ndarray] = (),
@@ -103,6 +127,8 @@ def compact(
         rounds = (span - 1).bit_length() if span > 0 else 0
         for r in range(rounds):
             trace.record("compact:round", buf, n, 1 << r)
+        if span < n and n >= PARALLEL_MIN_ROWS:
+            return _run_compiled_halves(marked, dist, payload, n, rounds, span)
         return _run_compiled("compact_rounds", marked, dist, payload, n, rounds)
     cols = [np.array(p, copy=True) for p in payload]
     live = marked.copy()

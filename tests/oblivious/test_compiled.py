@@ -125,6 +125,28 @@ def test_compact_matches_reference(marked, seed, blk):
     check(lambda t: compact(m, [], block=blk, trace=t))
 
 
+@pytest.mark.parametrize("bins, span", [(2, 4), (3, 4), (7, 16), (64, 1024)])
+def test_binned_compaction_on_two_threads_matches_reference(monkeypatch, bins, span):
+    """Large binned compactions run their halves on two threads (compact._run_compiled_halves):
+    the same bytes and trace as the reference, odd bin counts too."""
+    import importlib
+
+    compact_mod = importlib.import_module("dodb.oblivious.compact")  # the package exports the function
+    monkeypatch.setattr(compact_mod, "PARALLEL_MIN_ROWS", 1)
+    n = bins * span
+    rng = np.random.default_rng(n)
+    m = rng.random(n) < 0.4
+    pay = [rng.integers(0, 2**62, n), np.array([b"r%d" % i for i in range(n)], dtype="S7"), rng.random((n, 3)),
+           rng.random(n) < 0.5]
+    check(lambda t: compact(m, pay, block=span, trace=t))
+    called = []
+    real = compact_mod._run_compiled_halves
+    monkeypatch.setattr(compact_mod, "_run_compiled_halves", lambda *a: called.append(a) or real(*a))
+    with kernel_backend_scope("compiled"):
+        compact(m, pay, block=span)
+    assert called  # the two-thread path ran
+
+
 @given(flags, st.data())
 def test_distribute_matches_reference(live_flags, data):
     n = len(live_flags)
