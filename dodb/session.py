@@ -231,6 +231,14 @@ class Database:
             p = plan_query(query, self.catalog, epsilon=epsilon, delta=d, mode=mode,
                            neighbour=self.neighbour, allocation=allocation, params=params, public_fast=public_fast)
             p.memory_limit = self.memory_limit
+            if p.build_later is not None:  # built later (EXPLAIN of a result): under this lock too
+                build = p.build_later
+
+                def locked() -> QueryPlan:
+                    with self._lock:
+                        return build()
+
+                p.build_later = locked
             return p
 
     def explain(self, query: str, *, epsilon: float = 1.0, delta: float | None = None, mode: str = "do",
