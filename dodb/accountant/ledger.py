@@ -114,6 +114,11 @@ class BudgetInfo:
     config: dict[str, Any]
     version: int
 
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> "BudgetInfo":
+        """From a ``budget`` row read as ``epsilon, delta, filter, config, version``."""
+        return cls(row[0], row[1], row[2], json.loads(row[3]), row[4])
+
     def make_filter(self) -> PrivacyFilter:
         return make_filter(self.filter, self.epsilon, self.delta, **self.config)
 
@@ -261,7 +266,7 @@ class Ledger(SessionLedger, LedgerRecords):
         if not rows:
             return None
         row = rows[0]
-        return BudgetInfo(row[0], row[1], row[2], json.loads(row[3]), row[4])
+        return BudgetInfo.from_row(row)
 
     def _read_totals(self, cur: duckdb.DuckDBPyConnection) -> dict[str, float]:
         rows = _run(cur, f"SELECT coord, fsum(value) FROM {self._s}.ledger_cost GROUP BY coord")
@@ -438,7 +443,7 @@ class Ledger(SessionLedger, LedgerRecords):
                        "RETURNING epsilon, delta, filter, config, version")
             if not row:
                 raise BudgetNotSetError("no privacy budget set for this dataset; call set_budget() first")
-            info = BudgetInfo(row[0][0], row[0][1], row[0][2], json.loads(row[0][3]), row[0][4])
+            info = BudgetInfo.from_row(row[0])
             stored, qid = _run(cur, f"SELECT (SELECT value FROM {self._s}.settings WHERE name = 'neighbour'), "
                                f"(SELECT coalesce(max(query_id), 0) + 1 FROM {self._s}.ledger)")[0]
             current = (stored or DEFAULT_NEIGHBOUR) if neighbour is not None else None
@@ -594,7 +599,7 @@ class Ledger(SessionLedger, LedgerRecords):
             key = tuple(rows[0])
             if self._standing is not None and self._standing[0] == key:
                 return self._standing[1]
-            info, nb = BudgetInfo(key[0], key[1], key[2], json.loads(key[3]), key[4]), key[5] or DEFAULT_NEIGHBOUR
+            info, nb = BudgetInfo.from_row(key), key[5] or DEFAULT_NEIGHBOUR
             state = self._read_state(cur)
             value = (worst_spent(state, nb), worst_headroom(info.make_filter(), state, nb))
             self._standing = (key, value)

@@ -309,6 +309,32 @@ def _run_network(X: np.ndarray, nk: int, n: int, m: int, packed: bool, trace: Tr
     net.finish()
 
 
+def _checked(keys: Sequence[np.ndarray], payload: Sequence[np.ndarray], what: str) -> tuple[list[np.ndarray], int]:
+    """``keys`` as ``uint64`` words and the row count, after checking every array has it."""
+    keys = [np.asarray(k, dtype=np.uint64) for k in keys]
+    if not keys:
+        raise ValueError(f"{what} needs at least one key word")
+    n = int(keys[0].shape[0])
+    for a in list(keys) + list(payload):
+        if a.shape[0] != n:
+            raise ValueError("all key and payload arrays must have the same length")
+    return keys, n
+
+
+def _trace_buffer(trace: Trace, keys: list[np.ndarray], payload: Sequence[np.ndarray], m: int, what: str) -> int:
+    width = len(keys) + sum(int(np.prod(p.shape[1:], dtype=np.int64)) for p in payload)
+    return trace.alloc(m, width + 1, what)
+
+
+def _block(nk: int, payload: Sequence[np.ndarray], m: int) -> tuple[np.ndarray, list[int]]:
+    """The network's ``(nk + payload words, m)`` block: ``nk`` key rows of all-ones sentinels
+    (the caller writes the keys), then every payload as word columns (one contiguous row per
+    word, so a stage swaps long runs); and each payload's word count."""
+    X = np.empty((nk + block_words(payload), m), dtype=np.uint64)
+    X[:nk] = _U64_MAX
+    return X, fill_word_block(list(payload), X[nk:])
+
+
 def oblivious_sort(
     keys: Sequence[np.ndarray],
     payload: Sequence[np.ndarray] = (),
@@ -328,28 +354,19 @@ def oblivious_sort(
     position in already), so no position word is appended.
     Returns the sorted key words and payload, each of length ``n``.
     """
-    keys = [np.asarray(k, dtype=np.uint64) for k in keys]
-    if not keys:
-        raise ValueError("oblivious_sort needs at least one key word")
-    n = int(keys[0].shape[0])
-    for a in list(keys) + list(payload):
-        if a.shape[0] != n:
-            raise ValueError("all key and payload arrays must have the same length")
+    keys, n = _checked(keys, payload, "oblivious_sort")
     trace = trace if trace is not None else Trace()
     m = next_pow2(n)
     idx_bits = max(1, (m - 1).bit_length())
-    width = len(keys) + sum(int(np.prod(p.shape[1:], dtype=np.int64)) for p in payload)
-    buf = trace.alloc(m, width + 1, "sort")
+    buf = _trace_buffer(trace, keys, payload, m, "sort")
 
-    # keys as a (words, m) block; padding rows are all-ones sentinels that sort last
+    # one block, sorted in place: key words (padding rows are all-ones sentinels that sort
+    # last), then the payload words
     extra = 0 if unique else 1
     packed = key_bits is not None and len(keys) == 1 and key_bits + idx_bits <= 64
-    # one block: key words, then each payload as word columns (one contiguous row per word,
-    # so a stage swaps long runs); the network works on it in place
     nk = 1 if packed else len(keys) + extra
-    X = np.empty((nk + block_words(payload), m), dtype=np.uint64)
-    work_keys = X[:nk]
-    work_keys[...] = _U64_MAX
+    X, widths = _block(nk, payload, m)
+    work_keys, work_pay = X[:nk], X[nk:]
     for row, k in zip(work_keys, keys):
         row[:n] = ~k if descending else k
     pos = np.arange(m, dtype=np.uint64)
@@ -362,8 +379,6 @@ def oblivious_sort(
         work_keys[0] = (work_keys[0] << np.uint64(idx_bits)) | pos
     elif not unique:
         work_keys[-1] = pos
-    work_pay = X[nk:]
-    widths = fill_word_block(list(payload), work_pay)
 
     _run_network(X, nk, n, m, packed, trace, buf)
 
@@ -398,30 +413,20 @@ def oblivious_merge(
     the middle), so the access pattern depends on ``m`` alone; ``n`` and ``split`` only
     place the runs.
     """
-    keys = [np.asarray(k, dtype=np.uint64) for k in keys]
-    if not keys:
-        raise ValueError("oblivious_merge needs at least one key word")
-    n = int(keys[0].shape[0])
+    keys, n = _checked(keys, payload, "oblivious_merge")
     if not 0 <= split <= n:
         raise ValueError("split must lie inside the rows")
-    for a in list(keys) + list(payload):
-        if a.shape[0] != n:
-            raise ValueError("all key and payload arrays must have the same length")
     trace = trace if trace is not None else Trace()
     m = next_pow2(n)
-    width = len(keys) + sum(int(np.prod(p.shape[1:], dtype=np.int64)) for p in payload)
-    buf = trace.alloc(m, width + 1, "merge")
+    buf = _trace_buffer(trace, keys, payload, m, "merge")
     right = n - split
     nk = len(keys)
-    X = np.empty((nk + block_words(payload), m), dtype=np.uint64)  # key words, then payload words
-    work_keys = X[:nk]
-    work_keys[...] = _U64_MAX
+    # payload words in input order (rows n.. zero), then the second run moved reversed to the end
+    X, widths = _block(nk, payload, m)
+    work_keys, work_pay = X[:nk], X[nk:]
     for row, k in zip(work_keys, keys):
         row[:split] = k[:split]
         row[m - right:] = k[split:][::-1]
-    # payload words in input order (rows n.. zero), then the second run moved reversed to the end
-    work_pay = X[nk:]
-    widths = fill_word_block(list(payload), work_pay)
     if right:
         tail = work_pay[:, split:n][:, ::-1].copy()
         work_pay[:, split:] = 0
