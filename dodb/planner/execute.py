@@ -33,7 +33,7 @@ from .build import AddRowId
 from .catalog import Catalog
 from .guard import pushable
 from .logical import (Aggregate, CrossJoin, CrossOne, Distinct, Filter, Join, Node, Project, ScalarRow, Scan, SetOp,
-                      Sort, leaks)
+                      Sort, consumer_counts, leaks)
 from .windows import Window
 from ..storage.canonical import read_slots
 from .widths import string_width
@@ -47,6 +47,41 @@ class NodeStats:
     padded_out: int = 0
     seconds: float = 0.0
     leaked: list[int] = field(default_factory=list)
+
+
+PIN_FACTOR = 2  # a kept lane may hold at most this many times its own bytes (plus PIN_SLACK)
+PIN_SLACK = 1 << 16
+
+
+def _root(a: np.ndarray) -> np.ndarray:
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def unpinned(t: PaddedTable) -> PaddedTable:
+    """``t`` with every lane that is a view pinning a much larger buffer (the sorted block
+    under a LIMIT's rows, a full-size scratch array under one aggregate row) copied out, so
+    the buffer is freed with the node that made it (docs/design.md §Memory guard).  Whether
+    a lane is a view depends on the operator and the padded sizes only."""
+    def own(a):
+        if a is None or not isinstance(a, np.ndarray) or _root(a).nbytes <= PIN_FACTOR * a.nbytes + PIN_SLACK:
+            return a
+        return a.copy()
+
+    columns = list(t.columns)
+    changed = False
+    for j, c in enumerate(columns):
+        if type(c) is not Column:  # list columns keep their own layout
+            continue
+        lanes = (own(c.values), own(c.valid), own(c.lengths))
+        if any(x is not y for x, y in zip(lanes, (c.values, c.valid, c.lengths))):
+            columns[j] = replace(c, values=lanes[0], valid=lanes[1], lengths=lanes[2])
+            changed = True
+    is_real = own(t.is_real)
+    if not changed and is_real is t.is_real:
+        return t
+    return replace(t, columns=columns, is_real=is_real)
 
 
 DRY_RUN_SLOTS = 2  # dummy slots per private scan when a plan is bound before admission
@@ -67,11 +102,20 @@ class Executor:
         self.bin_size = bin_size
         self.results: dict[int, PaddedTable] = {}
         self.stats: dict[int, NodeStats] = {}
+        self._consumers: dict[int, int] = {}
 
     def run(self, node: Node) -> PaddedTable:
+        """The output of ``node``: its sub-plan runs children first, in order (as
+        :func:`~dodb.planner.logical.walk` lists it).  A node's output is dropped once every
+        node that reads it has run, so only live outputs hold memory (§Memory guard)."""
+        self._consumers = consumer_counts(node)
+        self.results = {}
+        return self._run(node)
+
+    def _run(self, node: Node) -> PaddedTable:
         if node.node_id in self.results:
             return self.results[node.node_id]
-        inputs = [self.run(c) for c in node.children]
+        inputs = [self._run(c) for c in node.children]
         public = node.stability == 0 and all(c.stability == 0 for c in node.children)
         ctx = self.public_ctx if public else self.ctx
         eps, delta = self.allocation.get(node.node_id, (1.0, 0.5))
@@ -95,7 +139,12 @@ class Executor:
                                f"but the plan announced aligned={node.aligned}")
         self.stats[node.node_id] = NodeStats([t.padded_size for t in inputs], out.padded_size,
                                              time.perf_counter() - t0, [v for lk in made for v in lk.values])
-        self.results[node.node_id] = out
+        self.results[node.node_id] = out = unpinned(out)
+        del inputs
+        for c in node.children:  # an edge per child: a CTE read twice by one node counts twice
+            self._consumers[c.node_id] -= 1
+            if self._consumers[c.node_id] == 0:
+                del self.results[c.node_id]
         return out
 
     # -- per node kind ---------------------------------------------------------------------

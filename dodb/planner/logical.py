@@ -18,7 +18,7 @@ from ..operators.aggregate import Agg
 
 __all__ = [
     "Node", "DuckDBQuery", "Scan", "Filter", "Project", "ScalarRow", "Join", "CrossOne", "CrossJoin", "Aggregate", "Sort", "Distinct", "SetOp",
-    "walk", "leaking_nodes", "leaks", "upper_rows",
+    "walk", "consumer_counts", "leaking_nodes", "leaks", "upper_rows",
 ]
 
 _ids = itertools.count()
@@ -273,6 +273,17 @@ def walk(node: Node) -> Iterator[Node]:
         yield n
 
     yield from go(node)
+
+
+def consumer_counts(root: Node) -> dict[int, int]:
+    """How many parent edges read each node's output in the plan under ``root`` (a node
+    that reads one CTE twice counts twice)."""
+    counts: dict[int, int] = {}
+    for n in walk(root):
+        counts.setdefault(n.node_id, 0)
+        for c in n.children:
+            counts[c.node_id] = counts.get(c.node_id, 0) + 1
+    return counts
 
 
 def leaks(node: Node) -> list[tuple[str, int]]:

@@ -6,19 +6,18 @@ before it runs and before anything is charged.  The estimate is deliberately sim
 pessimistic:
 
 * a row of a node's output costs 16 bytes per column (value words and validity) plus the
-  declared width of every string column it carries from a private scan, plus the
-  ``is_real`` flag;
-* the executor keeps every node's output until the query ends (shared sub-plans), so the
-  outputs add up;
-* a fixed ``BASE_BYTES`` for the interpreter's own working set;
-* on top of that, the node that works hardest holds ``WORK_FACTOR`` copies of its inputs
-  and output (sorting networks and compaction keep keys, payload and temporaries), and a
-  filter or projection also ``EXPR_FACTOR`` copies of the string bytes it reads (the
-  oblivious evaluator works on whole fixed-width string matrices: LIKE, substring, casts).
+  declared width of every string column it carries (from a private scan, through renames
+  and bounded string expressions), plus the ``is_real`` flag;
+* the executor drops an output once its last reader ran (planner/execute.py), so when a
+  node runs the outputs still live add up (:func:`timeline` follows the executor's order);
+* on top of that the node holds its own output and its working copies: sorts, joins,
+  aggregates and compaction ``WORK_FACTOR - 1`` more copies of their inputs and output
+  (keys, payload and temporaries); filters and projections the evaluator's temporaries
+  (:func:`_evaluation_bytes`); plain column references and mark-only filters share lanes;
+* the peak is the largest of these sums, plus a fixed ``BASE_BYTES`` for the interpreter.
 
-Measured against tracemalloc's peak of the 22 TPC-H queries at sf 0.005, the real peak is
-3–51% of the estimate (the fixed base dominates at that size);
-tests/api/test_memory_guard.py checks that it bounds a few of them.
+Measured against tracemalloc's peak of the 22 TPC-H queries at sf 0.05, the real peak is
+12–72% of the estimate; tests/api/test_memory_guard.py checks that it bounds a set of them.
 
 >>> from dodb.planner.logical import Scan
 >>> estimate_peak_bytes(Scan(table="t", alias="t", columns=["t.a", "t.b"], max_rows=1000)) - BASE_BYTES
@@ -28,9 +27,12 @@ from __future__ import annotations
 
 import os
 
-from .logical import Aggregate, Filter, Node, Project, Scan, upper_rows, walk
+from sqlglot import exp
 
-__all__ = ["estimate_peak_bytes", "default_memory_limit", "format_bytes", "parse_bytes", "WORK_FACTOR"]
+from .logical import Aggregate, Filter, Node, Project, Scan, consumer_counts, upper_rows, walk
+from .widths import string_width
+
+__all__ = ["estimate_peak_bytes", "timeline", "default_memory_limit", "format_bytes", "parse_bytes", "WORK_FACTOR"]
 
 BYTES_PER_COLUMN = 16
 WORK_FACTOR = 3
@@ -40,11 +42,20 @@ DEFAULT_SHARE = 0.5  # of the machine's physical memory, unless DODB_MEMORY_LIMI
 
 
 def _string_widths(root: Node) -> dict[str, int]:
+    """Public string widths by column name: the scans' declared widths, carried through
+    projections (renames and computed strings, bounded by :func:`string_width`).  A name
+    used twice keeps the larger width."""
     out: dict[str, int] = {}
     for n in walk(root):
         if isinstance(n, Scan):
             for col, w in n.widths.items():  # keyed 'alias.column' already
-                out[col if "." in col else f"{n.alias}.{col}"] = int(w)
+                name = col if "." in col else f"{n.alias}.{col}"
+                out[name] = max(out.get(name, 0), int(w))
+        elif isinstance(n, Project):
+            for name, e in n.exprs.items():
+                w = string_width(e, out)
+                if w:
+                    out[name] = max(out.get(name, 0), int(w))
     return out
 
 
@@ -75,24 +86,60 @@ def _string_agg_bytes(node: Node, widths: dict[str, int]) -> int:
     return out
 
 
+_NOT_EVALUATED = (exp.Column, exp.Literal, exp.Identifier, exp.Paren, exp.Boolean, exp.Null, exp.DataType)
+
+
+def _evaluation_bytes(node: Node, widths: dict[str, int]) -> int:
+    """The oblivious evaluator's temporaries for a filter's predicate or a projection's
+    computed expressions: every operator in them may hold ``WORK_FACTOR`` 16-byte words per
+    row (values, validity, error codes, 128-bit decimals and their temporaries), plus ``EXPR_FACTOR`` copies of
+    the string bytes they read (whole fixed-width string matrices: LIKE, substring, casts)."""
+    if isinstance(node, Filter):
+        exprs = [node.predicate]
+    elif isinstance(node, Project):
+        exprs = [e for e in node.exprs.values() if not isinstance(e, exp.Column)]
+    else:
+        return 0
+    rows = max((upper_rows(c) for c in node.children), default=0)
+    ops = sum(1 for e in exprs for x in e.walk() if not isinstance(x, _NOT_EVALUATED))
+    read = {c.name for e in exprs for c in e.find_all(exp.Column)}
+    strings = sum(widths.get(col, 0) for c in node.children for col in c.columns if col in read)
+    return rows * (WORK_FACTOR * BYTES_PER_COLUMN * ops + EXPR_FACTOR * strings)
+
+
 def _row_bytes(node: Node, widths: dict[str, int]) -> int:
     return BYTES_PER_COLUMN * len(node.columns) + sum(widths.get(c, 0) for c in node.columns) + 1
 
 
 def estimate_peak_bytes(root: Node) -> int:
     """Upper estimate of the bytes a plan holds at its peak (module doc)."""
+    return BASE_BYTES + max((live + out + work for _, live, out, work in timeline(root)), default=0)
+
+
+def timeline(root: Node) -> list[tuple[Node, int, int, int]]:
+    """``(node, live, output, work)`` bytes for each node in the executor's order: ``live`` is
+    what earlier outputs still hold when it runs (an output is dropped once its last reader
+    ran, planner/execute.py), ``output`` its own output, ``work`` its working copies."""
     widths = _string_widths(root)
     nodes = list(walk(root))
     outputs = {n.node_id: upper_rows(n) * _row_bytes(n, widths) for n in nodes}
 
     def work(n: Node) -> int:
-        held = (WORK_FACTOR - 1) * (sum(outputs[c.node_id] for c in n.children) + outputs[n.node_id])
-        if isinstance(n, (Filter, Project)):
-            held += EXPR_FACTOR * sum(upper_rows(c) * sum(widths.get(col, 0) for col in c.columns)
-                                      for c in n.children)
-        return held + _string_agg_bytes(n, widths)
+        held = _evaluation_bytes(n, widths) + _string_agg_bytes(n, widths)
+        if isinstance(n, Project) or (isinstance(n, Filter) and n.mark_only):
+            return held  # no sort, no compaction; passed-through columns are shared, not copied
+        return held + (WORK_FACTOR - 1) * (sum(outputs[c.node_id] for c in n.children) + outputs[n.node_id])
 
-    return BASE_BYTES + sum(outputs.values()) + max((work(n) for n in nodes), default=0)
+    remaining = consumer_counts(root)
+    live, out = 0, []
+    for n in nodes:
+        out.append((n, live, outputs[n.node_id], work(n)))
+        live += outputs[n.node_id]
+        for c in n.children:
+            remaining[c.node_id] -= 1
+            if remaining[c.node_id] == 0:
+                live -= outputs[c.node_id]
+    return out
 
 
 def default_memory_limit() -> int:

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import tracemalloc
 
+import numpy as np
+import pyarrow as pa
 import pytest
 
 import dodb
 from dodb.datasets import generate_tpch, protect_tpch, tpch_query
-from dodb.planner.memory import BASE_BYTES, estimate_peak_bytes, parse_bytes
+from dodb.oblivious.rng import new_rng
+from dodb.operators import ExecContext
+from dodb.operators.table import Column, PaddedTable
+from dodb.planner.execute import Executor, unpinned
+from dodb.planner.memory import BASE_BYTES, estimate_peak_bytes, parse_bytes, timeline
 
 
 @pytest.fixture(scope="module")
@@ -28,9 +34,13 @@ def test_explain_shows_the_estimate_and_the_limit(db):
     assert d["estimated_peak_bytes"] > 0 and d["limit_bytes"] == db.memory_limit
 
 
-@pytest.mark.parametrize("q", [1, 3, 13, 18])
+CTE_TWICE = ("WITH big AS (SELECT l_orderkey, l_quantity, l_comment FROM lineitem WHERE l_quantity > 10) "
+             "SELECT count(*), sum(a.l_quantity) FROM big a JOIN big b ON a.l_orderkey = b.l_orderkey")
+
+
+@pytest.mark.parametrize("q", [1, 3, 10, 13, 18, 21, CTE_TWICE])
 def test_the_estimate_bounds_what_the_run_allocates(db, q):
-    p = db.plan(tpch_query(q), epsilon=1.0, delta=1e-6)
+    p = db.plan(tpch_query(q) if isinstance(q, int) else q, epsilon=1.0, delta=1e-6)
     tracemalloc.start()
     try:
         tracemalloc.reset_peak()
@@ -40,6 +50,50 @@ def test_the_estimate_bounds_what_the_run_allocates(db, q):
     finally:
         tracemalloc.stop()
     assert 0 < peak <= p.memory_bytes, f"Q{q}: traced peak {peak} above the estimate {p.memory_bytes}"
+
+
+def test_the_executor_keeps_exactly_the_outputs_still_to_be_read(db, monkeypatch):
+    """At every node the executor holds the outputs of the nodes run so far that some node
+    not yet run reads — the live set the estimate's timeline adds up — and at the end only
+    the answer."""
+    p = db.plan(CTE_TWICE, epsilon=1.0, delta=1e-6)
+    p.operators()
+    order = [n for n, *_ in timeline(p.root)]
+    readers = {n.node_id: [m.node_id for m in order if n in m.children] for n in order}
+    seen, done = [], set()
+    original = Executor._dispatch
+
+    def spy(self, node, inputs, ctx, eps, delta):
+        want = {i for i in done if any(r not in done for r in readers[i])}
+        seen.append((node.node_id, set(self.results), want))
+        out = original(self, node, inputs, ctx, eps, delta)
+        done.add(node.node_id)
+        return out
+
+    monkeypatch.setattr(Executor, "_dispatch", spy)
+    ctx = ExecContext(mode=p.mode, rng=new_rng(), neighbour=p.neighbour)
+    ex = Executor(p.catalog, ctx, p.allocation)
+    out = ex.run(p.root)
+    assert [i for i, *_ in seen] == [n.node_id for n in order]
+    assert all(held == want for _, held, want in seen), seen
+    assert any(len(want) < k for k, (_, _, want) in enumerate(seen))  # something was dropped before the end
+    assert set(ex.results) == {p.root.node_id} and out.padded_size >= 1
+    # the CTE is read twice: kept until its second reader ran
+    assert any(len(readers[n.node_id]) == 2 for n in order)
+
+
+def test_a_view_pinning_a_large_buffer_is_copied_out():
+    big = np.arange(1 << 20, dtype=np.int64)
+    small = big[:10]
+    t = PaddedTable(["a"], [Column(pa.int64(), small, np.ones(1 << 20, dtype=bool)[:10])], big[:10] > -1, 1)
+    u = unpinned(t)
+    assert u.columns[0].values.base is None and np.array_equal(u.columns[0].values, small)
+    assert u.columns[0].valid.base is None
+    whole = PaddedTable(["a"], [Column(pa.int64(), big, np.ones(1 << 20, dtype=bool))], np.ones(1 << 20, dtype=bool), 1)
+    assert unpinned(whole) is whole  # nothing pinned: nothing copied
+    half = PaddedTable(["a"], [Column(pa.int64(), big[: 1 << 19], np.ones(1 << 19, dtype=bool))],
+                       np.ones(1 << 19, dtype=bool), 1)
+    assert unpinned(half).columns[0].values.base is big  # within PIN_FACTOR: kept as a view
 
 
 def test_a_plan_above_the_limit_is_refused_and_charges_nothing(db):
