@@ -25,10 +25,16 @@ def test_unit_path_joins_are_recognised():
     assert co.stability == min(co.left.stability * co.right_degree, co.right.stability * co.left_degree)
     assert co.stability <= s_orders
     assert "privacy-unit path" in p.explain()
-    # the Q21 self-join of lineitem on l_orderkey is along the path too
-    p21 = db.plan(tpch_query(21), epsilon=1.0, delta=1e-6)
+    # a self-join of lineitem on l_orderkey is along the path too
+    self_join = db.plan("SELECT count(*) FROM lineitem l1 JOIN lineitem l2 ON l1.l_orderkey = l2.l_orderkey "
+                        "WHERE l1.l_suppkey <> l2.l_suppkey", epsilon=1.0, delta=1e-6)
     assert any(j.same_unit and j.left_keys == ["l1.l_orderkey"] and j.right_keys == ["l2.l_orderkey"]
-               for j in walk(p21.root) if isinstance(j, Join))
+               for j in walk(self_join.root) if isinstance(j, Join))
+    # and so are Q21's joins with its per-order summaries of l2 and l3 (rules/unnest_exists.py)
+    p21 = db.plan(tpch_query(21), epsilon=1.0, delta=1e-6)
+    summaries = [j for j in walk(p21.root) if isinstance(j, Join) and j.left_keys == ["l1.l_orderkey"]
+                 and j.right_keys[0].endswith("._k0")]
+    assert len(summaries) == 2 and all(j.same_unit and j.right_degree == 1 for j in summaries)
 
 
 def test_unrelated_unit_columns_are_not_assumed_equal():

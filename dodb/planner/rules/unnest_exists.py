@@ -112,6 +112,10 @@ def unnest_exists(expression: exp.Expression, not_null: dict[str, set[str]] | No
 
 
 def _exists_to_join(select: exp.Select, sub: exp.Select, negated: bool, counter) -> None:
+    if _neq_correlation(sub) is not None:
+        derived, on = _neq_summary(sub, f"_e{next(counter)}")
+        select.append("joins", exp.Join(this=derived, kind="ANTI" if negated else "SEMI", on=on))
+        return
     outer = _aliases(select)
     inner_sources = _sources(sub)
     if len(inner_sources) != 1 or not isinstance(inner_sources[0], exp.Table):
@@ -128,6 +132,52 @@ def _exists_to_join(select: exp.Select, sub: exp.Select, negated: bool, counter)
         source = _sources(sub)[0].copy()
     cond = _and([p.copy() for p in conjuncts((sub.args.get("where") or exp.Where(this=exp.true())).this)])
     select.append("joins", exp.Join(this=source, kind="ANTI" if negated else "SEMI", on=cond or exp.true()))
+
+
+def _neq_correlation(sub: exp.Select):
+    """``(keys, (outer, inner))`` when ``sub`` is correlated by ``outer = inner`` equalities and
+    exactly one ``outer <> inner`` (TPC-H Q21), else None."""
+    _, correlated, inner = _split_correlation(sub)
+    neqs = [p for p in correlated if isinstance(p, exp.NEQ)]
+    if len(neqs) != 1:
+        return None
+    keys = _equality_keys([p for p in correlated if p is not neqs[0]], inner)
+    sides = _equality_keys([exp.EQ(this=neqs[0].left, expression=neqs[0].right)], inner)
+    if not keys or not sides:
+        return None
+    return keys, sides[0]
+
+
+def _neq_summary(sub: exp.Select, alias: str) -> tuple[exp.Subquery, exp.Expression]:
+    """``EXISTS (sub)`` correlated by ``o_k = i_k …`` and one ``o <> i`` as a semi-join condition
+    on a per-key summary: some matching row has ``i <> o`` iff ``o`` differs from the smallest
+    or the largest non-NULL ``i`` of its key (all equal to ``o`` means both are ``o``; no
+    non-NULL ``i``, or a NULL ``o``, leaves the condition NULL, as ``i <> o`` is for every
+    row).  The summary — ``GROUP BY`` the inner keys — is unique on them, so the join needs no
+    row expansion (docs/design.md §Subqueries).
+
+    >>> import sqlglot
+    >>> q = sqlglot.parse_one("SELECT * FROM b WHERE b.k = a.k AND b.x <> a.y AND b.z > 0")
+    >>> d, on = _neq_summary(q, "_e0")
+    >>> d.sql()
+    '(SELECT b.k AS "_k0", MIN(b.x) AS "_mn", MAX(b.x) AS "_mx" FROM b WHERE b.z > 0 GROUP BY b.k) AS _e0'
+    >>> on.sql()
+    'a.k = "_e0"."_k0" AND (a.y <> "_e0"."_mn" OR a.y <> "_e0"."_mx")'
+    """
+    local, _, _ = _split_correlation(sub)
+    keys, (o, i) = _neq_correlation(sub)
+    body = sub.copy()
+    body.set("where", exp.Where(this=_and([p.copy() for p in local])) if local else None)
+    body.set("expressions", [exp.alias_(ik.copy(), f"_k{n}", quoted=True) for n, (_, ik) in enumerate(keys)]
+             + [exp.alias_(exp.Min(this=i.copy()), "_mn", quoted=True),
+                exp.alias_(exp.Max(this=i.copy()), "_mx", quoted=True)])
+    body.set("group", exp.Group(expressions=[ik.copy() for _, ik in keys]))
+    derived = exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+    on = [exp.EQ(this=ok.copy(), expression=exp.column(f"_k{n}", table=alias, quoted=True))
+          for n, (ok, _) in enumerate(keys)]
+    differs = exp.or_(*[exp.NEQ(this=o.copy(), expression=exp.column(c, table=alias, quoted=True))
+                        for c in ("_mn", "_mx")])
+    return derived, _and(on + [exp.paren(differs)])
 
 
 def _uncorrelated_exists(sub: exp.Select, negated: bool) -> exp.Expression:
