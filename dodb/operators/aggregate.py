@@ -210,8 +210,14 @@ def group_by(
     epsilon: float = 1.0,
     delta: float = 1e-6,
     ctx: ExecContext | None = None,
+    sort_keys: list[str] | None = None,
 ) -> OpResult:
-    """Group real rows by ``keys`` and compute ``aggs``; no keys = one global row."""
+    """Group real rows by ``keys`` and compute ``aggs``; no keys = one global row.
+
+    ``sort_keys``: a subset of ``keys`` that determines the others in every input (a public
+    fact of the plan: declared keys, planner/degrees.py ``fd_unique``).  Rows are sorted and
+    runs cut on it alone; the other keys ride as payload and are read from each run's row.
+    """
     ctx = ctx or ExecContext(mode=mode)
     kern = ctx.kernels
     name = ctx.op_name("group_by" if keys else "aggregate")
@@ -230,7 +236,7 @@ def group_by(
     for i, d in enumerate(distinct_cols or [None]):
         sub = [a for a in aggs if (_pass_of(a) is not None and _pass_of(a) == d)
                or (i == 0 and _pass_of(a) is None)]
-        passes.append((sub, *_group_pass(kern, ctx, table, keys, sub, d)))
+        passes.append((sub, *_group_pass(kern, ctx, table, keys, sub, d, sort_keys)))
     if len(passes) == 1:
         out_cols, group_rows = passes[0][1], passes[0][2]
     elif not keys:
@@ -278,10 +284,14 @@ def _pass_of(a: Agg):
     return None
 
 
-def _group_pass(kern, ctx, table: PaddedTable, keys: list[str], aggs: list[Agg], distinct):
-    """Sort by ``(is_dummy, keys[, distinct])`` and scan: key + aggregate columns, and the
+def _group_pass(kern, ctx, table: PaddedTable, keys: list[str], aggs: list[Agg], distinct,
+                sort_keys: list[str] | None = None):
+    """Sort by ``(is_dummy, sort_keys[, distinct])`` and scan: key + aggregate columns, and the
     flags of each group's output row (the last real row of its run).  ``distinct`` is a
-    column name or a string_agg's ORDER BY (``(column, descending, nulls_first)`` triples)."""
+    column name or a string_agg's ORDER BY (``(column, descending, nulls_first)`` triples).
+    ``sort_keys`` (default ``keys``) determine the other keys (:func:`group_by`)."""
+    out_keys = keys
+    keys = list(keys) if sort_keys is None else list(sort_keys)
     n = table.padded_size
     order = distinct if isinstance(distinct, tuple) else ()
     if order:
@@ -304,7 +314,7 @@ def _group_pass(kern, ctx, table: PaddedTable, keys: list[str], aggs: list[Agg],
         dkey = encode_keys([sorted_t.column(distinct)], n=n)
         dstarts = starts | _words_differ(dkey.words)
     ctx.trace.record("group_by:scan", -1, n, len(aggs))
-    out_cols = [sorted_t.column(k) for k in keys]
+    out_cols = [sorted_t.column(k) for k in out_keys]
     overflow = np.zeros(n, dtype=bool)
     for a in aggs:
         col = sorted_t.column(a.column) if a.column is not None else None

@@ -16,7 +16,7 @@ from .agg_calls import agg_call
 from .degrees import aggregate_fds, fd_unique, literal_value, project_fds, rename_keys
 from .logical import Aggregate, Distinct, Filter, Project
 from .rules.reject_unsupported import position_of
-from .widths import string_width
+from .widths import plan_string_widths, string_width
 from .windows import extract_windows, plan_windows
 
 __all__ = ["plan_aggregation"]
@@ -126,9 +126,11 @@ def plan_aggregation(builder, sel: exp.Select, rel):
             aggs = _bound_string_aggs(builder, pnode, keys, aggs)
         s = node.stability
         agg_s = builder._group_s(s) if keys else (1 if s > 0 else 0)
+        smaller = fd_unique(keys, pnode.fds) if keys else []
         node = Aggregate(pnode, keys, aggs, columns=keys + [a.name for a in aggs], stability=agg_s,
+                         sort_keys=_narrowest_keys(keys, smaller, pnode),
                          # unique on its keys, and on fewer when declared keys determine the rest
-                         unique=[frozenset(keys)] + fd_unique(keys, pnode.fds) if keys else [],
+                         unique=[frozenset(keys)] + smaller if keys else [],
                          fds=aggregate_fds(pnode.fds, keys),
                          literals={k: v for k, v in pnode.literals.items() if k in keys},
                          # every key fixed by an equality filter below: one group at most
@@ -200,6 +202,26 @@ def _not_text(e: exp.Expression) -> bool:
     """The optimiser typed ``e`` as something other than a string (then string_agg casts it)."""
     t = getattr(e, "type", None)
     return t is not None and t.this not in (exp.DataType.Type.UNKNOWN,) and not t.is_type(*exp.DataType.TEXT_TYPES)
+
+
+def _narrowest_keys(keys: list[str], smaller: list[frozenset[str]], pnode) -> list[str] | None:
+    """The keys to sort and group by when fewer determine the rest (``smaller``, from
+    ``fd_unique``): the set with the fewest key bytes (a string its public width, anything
+    else 8), in the query's key order; None when no set is narrower than all keys.
+
+    Grouping by a set the other keys are functions of gives the same groups, and the other
+    keys take their values from any row of the group (docs/design.md §Aggregation)."""
+    if not smaller:
+        return None
+    widths = plan_string_widths(pnode)
+
+    def cost(cols) -> int:
+        return sum(max(8, widths.get(c, 0)) for c in cols)
+
+    best = min(smaller, key=lambda u: (cost(u), len(u), sorted(u)))
+    if cost(best) >= cost(keys):
+        return None
+    return [k for k in keys if k in best]
 
 
 def _bound_string_aggs(builder, pnode, keys: list[str], aggs: list[Agg]) -> list[Agg]:

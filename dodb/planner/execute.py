@@ -189,7 +189,8 @@ class Executor:
                 one = one.with_arrays([a[first] for a in one.arrays()])
             return _broadcast(inputs[0], one, node.stability)
         if isinstance(node, Aggregate):
-            return group_by(inputs[0], node.keys, node.aggs, epsilon=eps, delta=delta, ctx=ctx).table
+            return group_by(inputs[0], node.keys, node.aggs, epsilon=eps, delta=delta, ctx=ctx,
+                            sort_keys=node.sort_keys).table
         if isinstance(node, Sort):
             return order_by(inputs[0], node.keys, limit=node.limit, offset=node.offset, ctx=ctx).table
         if isinstance(node, Distinct):

@@ -177,6 +177,9 @@ class CrossJoin(Binary):
 class Aggregate(Unary):
     keys: list[str]
     aggs: list[Agg]
+    # the keys rows are sorted and grouped by; they determine the other keys (planner/degrees.py
+    # fd_unique), which ride as payload.  None: all keys
+    sort_keys: list[str] | None = None
 
     def describe(self) -> str:
         aggs = ", ".join(f"{a.name}={a.func}({', '.join(x for x in (a.column or '*', a.column2, a.param) if x)})"

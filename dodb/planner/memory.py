@@ -30,7 +30,7 @@ import os
 from sqlglot import exp
 
 from .logical import Aggregate, Filter, Node, Project, Scan, consumer_counts, upper_rows, walk
-from .widths import string_width
+from .widths import plan_string_widths
 
 __all__ = ["estimate_peak_bytes", "timeline", "default_memory_limit", "format_bytes", "parse_bytes", "WORK_FACTOR"]
 
@@ -39,24 +39,6 @@ WORK_FACTOR = 3
 EXPR_FACTOR = 12
 BASE_BYTES = 32 << 20  # the interpreter's own working set during a run (traces, Arrow conversions)
 DEFAULT_SHARE = 0.5  # of the machine's physical memory, unless DODB_MEMORY_LIMIT says otherwise
-
-
-def _string_widths(root: Node) -> dict[str, int]:
-    """Public string widths by column name: the scans' declared widths, carried through
-    projections (renames and computed strings, bounded by :func:`string_width`).  A name
-    used twice keeps the larger width."""
-    out: dict[str, int] = {}
-    for n in walk(root):
-        if isinstance(n, Scan):
-            for col, w in n.widths.items():  # keyed 'alias.column' already
-                name = col if "." in col else f"{n.alias}.{col}"
-                out[name] = max(out.get(name, 0), int(w))
-        elif isinstance(n, Project):
-            for name, e in n.exprs.items():
-                w = string_width(e, out)
-                if w:
-                    out[name] = max(out.get(name, 0), int(w))
-    return out
 
 
 STRING_AGG_FACTOR = 32  # working bytes per candidate byte of string_agg's compaction (operators/string_agg.py)
@@ -120,7 +102,7 @@ def timeline(root: Node) -> list[tuple[Node, int, int, int]]:
     """``(node, live, output, work)`` bytes for each node in the executor's order: ``live`` is
     what earlier outputs still hold when it runs (an output is dropped once its last reader
     ran, planner/execute.py), ``output`` its own output, ``work`` its working copies."""
-    widths = _string_widths(root)
+    widths = plan_string_widths(root)
     nodes = list(walk(root))
     outputs = {n.node_id: upper_rows(n) * _row_bytes(n, widths) for n in nodes}
 

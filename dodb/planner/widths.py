@@ -16,7 +16,7 @@ from typing import Mapping
 
 from sqlglot import exp
 
-__all__ = ["string_width"]
+__all__ = ["string_width", "plan_string_widths"]
 
 _CAST_WIDTH = {"INT": 11, "BIGINT": 20, "SMALLINT": 6, "TINYINT": 4, "DATE": 10, "BOOLEAN": 5,
                "DOUBLE": 32, "FLOAT": 32, "TIMESTAMP": 26, "HUGEINT": 40, "DECIMAL": 41}
@@ -66,3 +66,23 @@ def string_width(e: exp.Expression, widths: Mapping[str, int]) -> int | None:
             name = src.this.name if src is not None and hasattr(src.this, "name") else None
             return _CAST_WIDTH.get(name)
     return None
+
+
+def plan_string_widths(root) -> dict[str, int]:
+    """Public string widths by column name: the scans' declared widths, carried through
+    projections (renames and computed strings, bounded by :func:`string_width`).  A name
+    used twice keeps the larger width."""
+    from .logical import Project, Scan, walk
+
+    out: dict[str, int] = {}
+    for n in walk(root):
+        if isinstance(n, Scan):
+            for col, w in n.widths.items():  # keyed 'alias.column' already
+                name = col if "." in col else f"{n.alias}.{col}"
+                out[name] = max(out.get(name, 0), int(w))
+        elif isinstance(n, Project):
+            for name, e in n.exprs.items():
+                w = string_width(e, out)
+                if w:
+                    out[name] = max(out.get(name, 0), int(w))
+    return out
