@@ -89,6 +89,14 @@ QUERIES = [
     "WHERE (q.k = p.k AND q.j = 1) OR (q.k = p.k AND q.name = 'p2')) > 0 ORDER BY p.name",
     "SELECT p.j, count(*), sum(p.id) FROM people p WHERE (SELECT count(*) FROM sales s WHERE s.cust = p.k) "
     "BETWEEN 1 AND 3 GROUP BY p.j",
+    # correlated scalar subqueries whose WHERE has an OR over the subquery's table only
+    # (rules/local_disjunctions.py: sqlglot leaves any WHERE with an OR correlated)
+    "SELECT id FROM people p WHERE p.j >= (SELECT min(s.amt) FROM sales s WHERE s.cust = p.k "
+    "AND (s.day < 2 OR s.amt > 10 OR s.day IS NULL))",
+    "SELECT id, (SELECT max(s.day) FROM sales s WHERE p.k = s.cust AND (s.amt % 2 = 0 OR s.sid > 30) "
+    "AND s.day > 0) AS m FROM people p",
+    "SELECT p.name, count(*) FROM people p WHERE (SELECT count(*) FROM sales s WHERE s.cust = p.k "
+    "AND (s.day = 1 OR s.day = 3)) > 0 GROUP BY p.name",
     # an IN subquery over a derived table whose sources share names with the outer query
     "SELECT p.id FROM people p, sales s WHERE p.id = s.sid AND p.k IN (SELECT c FROM (SELECT s.cust AS c "
     "FROM sales s, people p WHERE s.cust = p.id) t)",
@@ -119,7 +127,8 @@ GROUPING_QUERIES = [
     "ORDER BY lvl DESC, CASE WHEN grouping(k) + grouping(j) = 0 THEN k END NULLS FIRST, j NULLS FIRST, c, k NULLS FIRST",
     "SELECT k, j, count(*) AS c FROM people GROUP BY CUBE (k, j) "
     "ORDER BY sum(id), grouping(k, j), k NULLS FIRST, j NULLS FIRST",
-    "SELECT k, count(*) AS c FROM people GROUP BY ROLLUP (k) ORDER BY k IS NULL, k % 3 NULLS FIRST, k NULLS FIRST",
+    # (the NULL group and the grand total tie on every key but c: SQL leaves their order open)
+    "SELECT k, count(*) AS c FROM people GROUP BY ROLLUP (k) ORDER BY k IS NULL, k % 3 NULLS FIRST, k NULLS FIRST, c",
     "SELECT k, j, count(*) AS c FROM people GROUP BY ROLLUP (k, j) ORDER BY 3 DESC, 1 NULLS FIRST, 2 NULLS FIRST "
     "LIMIT 5",
     # an alias of a GROUPING() combo in a window's PARTITION BY and inside an ORDER BY expression (Q36)

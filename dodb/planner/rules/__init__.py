@@ -9,13 +9,14 @@ from .factor_disjunctions import factor_disjunctions
 from .group_by_all import group_by_all
 from .grouping_sets import grouping_sets
 from .in_values import in_values
+from .local_disjunctions import local_disjunctions
 from .quantified_comparison import quantified_comparison
 from .reject_unsupported import reject_unsupported
 from .unnest_exists import unnest_exists
 from .within_group import within_group
 
 __all__ = ["aggregate_filter", "correlated_count", "factor_disjunctions", "group_by_all", "grouping_sets",
-           "in_values", "quantified_comparison", "reject_unsupported", "rewrite_grouping", "unnest_exists",
+           "in_values", "local_disjunctions", "quantified_comparison", "reject_unsupported", "rewrite_grouping", "unnest_exists",
            "within_group"]
 
 
