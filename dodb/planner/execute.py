@@ -60,28 +60,29 @@ def _root(a: np.ndarray) -> np.ndarray:
 
 
 def unpinned(t: PaddedTable) -> PaddedTable:
-    """``t`` with every lane that is a view pinning a much larger buffer (the sorted block
+    """``t`` with the lanes that are views pinning a much larger buffer (the sorted block
     under a LIMIT's rows, a full-size scratch array under one aggregate row) copied out, so
-    the buffer is freed with the node that made it (docs/design.md §Memory guard).  Whether
-    a lane is a view depends on the operator and the padded sizes only."""
-    def own(a):
-        if a is None or not isinstance(a, np.ndarray) or _root(a).nbytes <= PIN_FACTOR * a.nbytes + PIN_SLACK:
-            return a
-        return a.copy()
-
-    columns = list(t.columns)
-    changed = False
-    for j, c in enumerate(columns):
-        if type(c) is not Column:  # list columns keep their own layout
-            continue
-        lanes = (own(c.values), own(c.valid), own(c.lengths))
-        if any(x is not y for x, y in zip(lanes, (c.values, c.valid, c.lengths))):
-            columns[j] = replace(c, values=lanes[0], valid=lanes[1], lengths=lanes[2])
-            changed = True
-    is_real = own(t.is_real)
-    if not changed and is_real is t.is_real:
+    the buffer is freed with the node that made it (docs/design.md §Memory guard).  Lanes
+    sharing one buffer count together (a scan's columns decoded into one block keep it
+    whole).  Whether a lane is a view depends on the operator and the padded sizes only."""
+    lanes = [a for c in t.columns if type(c) is Column for a in (c.values, c.valid, c.lengths) if a is not None]
+    lanes.append(t.is_real)
+    used: dict[int, int] = {}
+    roots: dict[int, np.ndarray] = {}
+    for a in lanes:
+        r = _root(a)
+        roots[id(r)] = r
+        used[id(r)] = used.get(id(r), 0) + a.nbytes
+    pinned = {k for k, r in roots.items() if r.nbytes > PIN_FACTOR * used[k] + PIN_SLACK}
+    if not pinned:
         return t
-    return replace(t, columns=columns, is_real=is_real)
+
+    def own(a):
+        return a.copy() if a is not None and id(_root(a)) in pinned else a
+
+    columns = [replace(c, values=own(c.values), valid=own(c.valid), lengths=own(c.lengths))
+               if type(c) is Column else c for c in t.columns]  # list columns keep their own layout
+    return replace(t, columns=columns, is_real=own(t.is_real))
 
 
 DRY_RUN_SLOTS = 2  # dummy slots per private scan when a plan is bound before admission

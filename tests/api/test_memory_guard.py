@@ -94,6 +94,12 @@ def test_a_view_pinning_a_large_buffer_is_copied_out():
     half = PaddedTable(["a"], [Column(pa.int64(), big[: 1 << 19], np.ones(1 << 19, dtype=bool))],
                        np.ones(1 << 19, dtype=bool), 1)
     assert unpinned(half).columns[0].values.base is big  # within PIN_FACTOR: kept as a view
+    block = np.zeros((4, 1 << 18), dtype=np.int64)  # columns decoded into one block share it: no copy
+    shared = PaddedTable(["a", "b", "c"], [Column(pa.int64(), block[i], block[3].view(bool)[: 1 << 18])
+                                           for i in range(3)], np.ones(1 << 18, dtype=bool), 1)
+    assert unpinned(shared) is shared
+    alone = PaddedTable(["a"], [shared.columns[0]], shared.is_real, 1)  # one of them alone pins the block
+    assert unpinned(alone).columns[0].values.base is None
 
 
 def test_a_plan_above_the_limit_is_refused_and_charges_nothing(db):

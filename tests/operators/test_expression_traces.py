@@ -25,6 +25,7 @@ import dodb.operators.expressions as E
 from dodb.oblivious.trace import Trace
 from dodb.operators import ExecContext, project, simulate
 from dodb.operators.expressions import strings
+from dodb.audit.view import numpy_block_sizes
 
 from .expr_cases import padded, tables
 
@@ -88,8 +89,7 @@ _NODE_MODULES = {"evaluator.py", "functions.py", "text.py", "casts.py", "__init_
 
 def _numpy_live() -> tuple[int, int]:
     """(count, bytes) of live numpy buffers allocated since tracing started."""
-    snap = tracemalloc.take_snapshot().filter_traces([tracemalloc.DomainFilter(True, np.lib.tracemalloc_domain)])
-    sizes = [t.size for t in snap.traces]
+    sizes = numpy_block_sizes()
     return len(sizes), sum(sizes)
 
 

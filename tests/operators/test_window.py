@@ -16,6 +16,7 @@ import dodb.operators.window as W
 from dodb.oblivious.rng import new_rng
 from dodb.operators import ExecContext, SortKey, from_arrow, simulate
 from dodb.operators.window import Frame, WindowFunc, WindowSpec, window
+from dodb.audit.view import numpy_block_sizes
 
 from .test_operators_vs_duckdb import padded
 from .util import assert_same_rows, duck, tables
@@ -146,8 +147,7 @@ WIDTHS = {"p": 8, "o": 8, "v": 8, "v2": 8, "u": 8}
 
 def _numpy_live() -> tuple[int, int]:
     """(count, bytes) of live numpy buffers allocated since tracing started."""
-    snap = tracemalloc.take_snapshot().filter_traces([tracemalloc.DomainFilter(True, np.lib.tracemalloc_domain)])
-    sizes = [t.size for t in snap.traces]
+    sizes = numpy_block_sizes()
     return len(sizes), sum(sizes)
 
 
