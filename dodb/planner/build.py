@@ -639,8 +639,9 @@ class PlanBuilder(ThetaJoins):
             raise UnsupportedQueryError("LEFT JOIN with a non-equality condition: "
                                         f"{residual[0].sql(dialect='duckdb')}", position_of(residual[0]))
         d = self.degree(r.node, rk)
-        if d is not None and d <= 1:
-            return self._residual_on_unique(cur, r, how, lk, rk, residual)
+        marker = next(((t, c) for (t, c), v in r.cols.items() if v == rk[0]), None)
+        if d is not None and d <= 1 and marker is not None:
+            return self._residual_on_unique(cur, r, how, lk, rk, residual, marker)
         # semi/anti with a residual: inner-join a narrow copy, filter, then semi/anti on row id
         rid = f"__rid{next(self._n)}"
         base = cur.node
@@ -658,17 +659,20 @@ class PlanBuilder(ThetaJoins):
         return self._join_node(cur_id, matched, how, [rid], [rid])
 
     def _residual_on_unique(self, cur: _Rel, r: _Rel, how: str, lk: list[str], rk: list[str],
-                            residual: list[exp.Expression]) -> _Rel:
+                            residual: list[exp.Expression], marker: tuple[str, str]) -> _Rel:
         """SEMI/ANTI join with a non-equality condition when the right side is unique on its
         keys: each left row meets at most one right row, so this is an inner (ANTI: left) join,
-        a filter on the condition (ANTI: the condition is not TRUE) and the left columns
-        (docs/design.md §Subqueries).  No row ids and no second join."""
+        a filter on the condition and the left columns (docs/design.md §Subqueries).  ANTI
+        keeps a row that matched nothing — its right key ``marker`` is NULL, while a matched
+        row's equals a non-NULL left key — or whose match does not make the condition TRUE.
+        No row ids and no second join."""
         from .aggregation import _project
 
         joined = self._join_node(cur, r, "inner" if how == "semi" else "left", lk, rk)
         cond = exp.and_(*[p.copy() for p in residual])
-        if how == "anti":  # an unmatched row's right columns are NULL: the condition is not TRUE
-            cond = exp.not_(exp.Coalesce(this=exp.paren(cond), expressions=[exp.false()]))
+        if how == "anti":  # the condition may be TRUE on NULLs (IS NULL): test "unmatched" by the key
+            unmatched = exp.Is(this=exp.column(marker[1], table=marker[0] or None), expression=exp.Null())
+            cond = exp.or_(unmatched, exp.not_(exp.Coalesce(this=exp.paren(cond), expressions=[exp.false()])))
         kept = self._filter(joined, [cond])
         node = _project(kept.node, {c: _col(c) for c in cur.node.columns})
         return _Rel(node, cur.cols, cur.aliases, cur.position, cur.scalar)

@@ -33,6 +33,9 @@ QUERIES = [
     # a residual that is not <> on a right side unique on its key (one join and a filter)
     "SELECT id FROM o WHERE EXISTS (SELECT * FROM i WHERE i.id = o.k AND i.x > o.x)",
     "SELECT id FROM o WHERE NOT EXISTS (SELECT * FROM i WHERE i.id = o.k AND i.x > o.x)",
+    # a condition TRUE on NULLs: a row that matched nothing is still kept by NOT EXISTS
+    "SELECT id FROM o WHERE NOT EXISTS (SELECT * FROM i WHERE i.id = o.k AND (i.x > o.x OR i.s IS NULL))",
+    "SELECT id FROM o WHERE EXISTS (SELECT * FROM i WHERE i.id = o.k AND (i.x > o.x OR i.s IS NULL))",
 ]
 
 X = [None, 0.0, -0.0, 1.0, 2.5, math.nan, -1.0]

@@ -142,7 +142,7 @@ def _neq_correlation(sub: exp.Select):
     if len(neqs) != 1:
         return None
     keys = _equality_keys([p for p in correlated if p is not neqs[0]], inner)
-    sides = _equality_keys([exp.EQ(this=neqs[0].left, expression=neqs[0].right)], inner)
+    sides = _equality_keys([exp.EQ(this=neqs[0].left.copy(), expression=neqs[0].right.copy())], inner)
     if not keys or not sides:
         return None
     return keys, sides[0]
