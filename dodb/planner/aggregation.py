@@ -210,7 +210,7 @@ def _narrowest_keys(keys: list[str], smaller: list[frozenset[str]], pnode) -> li
     else 8), in the query's key order; None when no set is narrower than all keys.
 
     Grouping by a set the other keys are functions of gives the same groups, and the other
-    keys take their values from any row of the group (docs/design.md §Aggregation)."""
+    keys take their values from any row of the group (docs/design.md §Aggregates, *Fewer sort keys*)."""
     if not smaller:
         return None
     widths = plan_string_widths(pnode)

@@ -29,7 +29,7 @@ import os
 
 from sqlglot import exp
 
-from .logical import Aggregate, Filter, Node, Project, Scan, consumer_counts, upper_rows, walk
+from .logical import Aggregate, Filter, Node, Project, consumer_counts, upper_rows, walk
 from .widths import plan_string_widths
 
 __all__ = ["estimate_peak_bytes", "timeline", "default_memory_limit", "format_bytes", "parse_bytes", "WORK_FACTOR"]
@@ -74,8 +74,8 @@ _NOT_EVALUATED = (exp.Column, exp.Literal, exp.Identifier, exp.Paren, exp.Boolea
 def _evaluation_bytes(node: Node, widths: dict[str, int]) -> int:
     """The oblivious evaluator's temporaries for a filter's predicate or a projection's
     computed expressions: every operator in them may hold ``WORK_FACTOR`` 16-byte words per
-    row (values, validity, error codes, 128-bit decimals and their temporaries), plus ``EXPR_FACTOR`` copies of
-    the string bytes they read (whole fixed-width string matrices: LIKE, substring, casts)."""
+    row (values, validity, error codes, 128-bit decimals and their temporaries), plus
+    ``EXPR_FACTOR`` copies of the string bytes they read (whole fixed-width string matrices: LIKE, substring, casts)."""
     if isinstance(node, Filter):
         exprs = [node.predicate]
     elif isinstance(node, Project):

@@ -17,15 +17,14 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..exprs import conjuncts
+from .unnest_exists import _sources
 
 __all__ = ["local_disjunctions"]
 
 
 def _single_table(select: exp.Select) -> exp.Table | None:
-    from_ = select.args.get("from") or select.args.get("from_")
-    if from_ is None or select.args.get("joins") or not isinstance(from_.this, exp.Table):
-        return None
-    return from_.this
+    sources = _sources(select)
+    return sources[0] if len(sources) == 1 and isinstance(sources[0], exp.Table) else None
 
 
 def _rewrite(select: exp.Select) -> None:
