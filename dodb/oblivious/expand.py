@@ -9,6 +9,11 @@ steps, each with an access pattern fixed by ``(n, m)``:
    (:func:`~dodb.oblivious.compact.distribute`, strictly increasing targets);
 3. forward-fill every slot from the nearest placed row before it
    (:func:`~dodb.oblivious.scan.forward_fill`).
+
+When a public bound caps every count at one (the other side of a join is unique on its
+key), step 1 is the whole expansion: a row's first slot ``p_i`` is the number of kept
+rows before it, which is where compaction puts it, so steps 2 and 3 would move nothing
+(docs/design.md §Compaction, *Unit expansions*).
 """
 from __future__ import annotations
 
@@ -38,6 +43,7 @@ def expand(
     payload: Sequence[np.ndarray],
     m: int,
     *,
+    unit: bool = False,
     trace: Trace | None = None,
 ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """Replicate row ``i`` ``counts[i]`` times, in order, into ``m >= sum(counts)`` slots.
@@ -47,6 +53,9 @@ def expand(
     guarantees ``m >= sum(counts)`` (a padded size from a DP mechanism that never
     undershoots); rows beyond ``m`` would be lost, so this is checked and raises — the
     check is the trusted caller's contract, not a data-dependent access.
+
+    ``unit``: the caller's public bound says every count is 0 or 1; only the compaction
+    runs (same outputs on real slots; dummy slots hold unspecified rows).
     """
     counts = np.asarray(counts, dtype=np.int64)
     m = int(m)
@@ -54,10 +63,17 @@ def expand(
     total = int(counts.sum())
     if total > m:  # lint: public never true in a correct run: m is a one-sided DP padding of total
         raise ValueError("expand: output size smaller than the total count")
+    if unit and counts.shape[0] and int(counts.max()) > 1:  # lint: public never true in a correct run: the caller's public degree bound caps every count at 1
+        raise ValueError("expand: a count above 1 in a unit expansion")
     n = int(counts.shape[0])
     buf = trace.alloc(m, 1, "expand")
     trace.record("expand:begin", buf, n, m)
     nz = counts > 0
+    slot = np.arange(m, dtype=np.int64)
+    real = slot < total
+    if unit:  # every row's first slot is where compaction puts it: no counts, no targets
+        _, cols = compact(nz, list(payload), trace=trace)
+        return real, np.zeros(m, dtype=np.int64), [_fit(c, m) for c in cols]
     first_slot = np.cumsum(counts) - counts
     live, cols = compact(nz, [counts, first_slot] + list(payload), trace=trace)
     live = _fit(live, m)
@@ -65,7 +81,5 @@ def expand(
     target = np.where(live, cols[1], 0)
     occ, cols = distribute(live, target, cols, trace=trace)
     _, cols = forward_fill(occ, cols, trace=trace)
-    slot = np.arange(m, dtype=np.int64)
-    real = slot < total
     copy_index = np.where(real, slot - cols[1], 0)
     return real, copy_index, cols[2:]

@@ -85,10 +85,15 @@ def _sorted_side(ctx: ExecContext, t: PaddedTable, keys: list[str]) -> PaddedTab
 
 
 def _degrees(ctx: ExecContext, lcols, rcols, l_ok, r_ok, bound_l: int | None, bound_r: int | None,
-             l_dummy: np.ndarray, r_dummy: np.ndarray):
-    """Per side and row: partner count ``deg``, rank in its key run, and its run's own count.
+             l_dummy: np.ndarray, r_dummy: np.ndarray, right: str = "ranks"):
+    """Partner counts per row of each side, in its sorted order: ``deg_l`` and
+    ``(deg_r, rank_r, own_r)``, a right row's rank in its key run and the run's own count.
 
     Declared degree bounds are enforced: rows ranked beyond the bound become ineligible.
+    Only what the caller asks for is moved back to the sides (a choice made from the join
+    type and public bounds): ``right`` is ``"none"`` (semi/anti joins use ``deg_l`` only),
+    ``"deg"`` (one side unique: no alignment sort) or ``"ranks"``; what is not asked for
+    is ``None``.
     """
     kern = ctx.kernels
     nl, nr = l_ok.shape[0], r_ok.shape[0]
@@ -124,12 +129,15 @@ def _degrees(ctx: ExecContext, lcols, rcols, l_ok, r_ok, bound_l: int | None, bo
     cnt_r = kern.seg_last(kern.seg_reduce(is_r, starts, "count"), starts)
     left_row = tag_s == 0
     deg = np.where(left_row, np.where(is_l, cnt_r, 0), np.where(is_r, cnt_l, 0))
-    own = np.where(left_row, cnt_l, cnt_r)
-    rank = np.where(left_row, rank_l, rank_r)
     # back to the two sides, each in its sorted order (same key order, ties by position)
-    _, (deg_l, rank_l2, own_l) = kern.compact(left_row, [deg, rank, own])
-    _, (deg_r, rank_r2, own_r) = kern.compact(~left_row, [deg, rank, own])
-    return (deg_l[:nl], rank_l2[:nl], own_l[:nl]), (deg_r[:nr], rank_r2[:nr], own_r[:nr])
+    _, (deg_l,) = kern.compact(left_row, [deg])
+    if right == "none":
+        return deg_l[:nl], (None, None, None)
+    if right == "deg":
+        _, (deg_r,) = kern.compact(~left_row, [deg])
+        return deg_l[:nl], (deg_r[:nr], None, None)
+    _, (deg_r, rank_r2, own_r) = kern.compact(~left_row, [deg, rank_r, cnt_r])
+    return deg_l[:nl], (deg_r[:nr], rank_r2[:nr], own_r[:nr])
 
 
 def _max_degree(t: PaddedTable, keys: list[str]) -> int:
@@ -209,8 +217,12 @@ def join(
     rt = _sorted_side(ctx, right, right_keys)
     lcols, rcols = _key_columns(lt, rt, left_keys, right_keys)
     l_ok, r_ok = _eligible(lt, lcols), _eligible(rt, rcols)
-    (dl, _, _), (dr, rank_r, own_r) = _degrees(ctx, lcols, rcols, l_ok, r_ok, left_degree, right_degree,
-                                               ~lt.is_real, ~rt.is_real)
+    # one side unique (a public bound, enforced in _degrees): no run pairs several rows with
+    # several rows, so the output needs no alignment sort and no ranks (see _inner)
+    one_unique = (deg_l is not None and deg_l <= 1) or (deg_r is not None and deg_r <= 1)
+    right = "none" if how in ("semi", "anti") else ("deg" if one_unique else "ranks")
+    dl, (dr, rank_r, own_r) = _degrees(ctx, lcols, rcols, l_ok, r_ok, left_degree, right_degree,
+                                       ~lt.is_real, ~rt.is_real, right=right)
     name = ctx.op_name(f"{how}_join")
 
     # Which left rows have a partner changes with either side: s_L + s_R * deg_L.
@@ -295,20 +307,22 @@ def _inner(ctx, name, lt, rt, dl, dr, rank_r, own_r, deg_l, deg_r, s_out, epsilo
         noisy = int(ctx.release(name, "output_size", [total], epsilon, delta, s_out)[0])
         m = min(noisy, worst)
     ctx.trace.record("join:expand", -1, nl, nr, m)
-    real, _, l_arrays = kern.expand(dl, lt.arrays()[:-1], m)
-    r_real, r_copy, r_arrays = kern.expand(dr, rt.arrays()[:-1] + [rank_r, own_r, dr], m)
-    rank, own, copies = r_arrays[-3], r_arrays[-2], r_arrays[-1]
-    slot = np.arange(m, dtype=np.int64)
-    # In a key run with deg_L left rows and deg_R right rows, right row b's copy i sits at
-    # run_start + b*deg_L + i (deg_L = its number of copies) and must move to its partner,
-    # left row i's copy b, at run_start + i*deg_R + b.  Unused slots go last.
-    run_start = slot - rank * copies - r_copy
-    if (deg_l is not None and deg_l <= 1) or (deg_r is not None and deg_r <= 1):
-        # One side unique (a public bound, enforced above): a run has one left row (every
-        # right copy is copy 0, rank*copies = rank) or one right row (own = 1, rank = 0), so
-        # every target below equals its slot and the sort would be the identity: skip it.
-        r_arrays = r_arrays[:-3]
+    # A count is at most the other side's degree bound (enforced in _degrees); a bound of
+    # one makes that side's expansion a compaction alone (oblivious/expand.py).
+    real, _, l_arrays = kern.expand(dl, lt.arrays()[:-1], m, unit=deg_r is not None and deg_r <= 1)
+    if rank_r is None:
+        # One side unique (a public bound): a run has one left row (every right copy is
+        # copy 0, rank*copies = rank) or one right row (own = 1, rank = 0), so every target
+        # below would equal its slot and the sort would be the identity: skip it.
+        _, _, r_arrays = kern.expand(dr, rt.arrays()[:-1], m, unit=deg_l is not None and deg_l <= 1)
     else:
+        r_real, r_copy, r_arrays = kern.expand(dr, rt.arrays()[:-1] + [rank_r, own_r, dr], m)
+        rank, own, copies = r_arrays[-3], r_arrays[-2], r_arrays[-1]
+        slot = np.arange(m, dtype=np.int64)
+        # In a key run with deg_L left rows and deg_R right rows, right row b's copy i sits at
+        # run_start + b*deg_L + i (deg_L = its number of copies) and must move to its partner,
+        # left row i's copy b, at run_start + i*deg_R + b.  Unused slots go last.
+        run_start = slot - rank * copies - r_copy
         target = np.where(r_real, run_start + r_copy * own + rank, m + slot)
         bits = max(1, int(2 * m + 1).bit_length())
         enc = EncodedKey([target.astype(np.uint64) << np.uint64(64 - bits)], bits)

@@ -73,8 +73,10 @@ class ObliviousKernels(Kernels):
         # (shifting rounds are cheap per column: packing rows does not pay here, unlike sorting)
         return ocompact(flags, payload, block=block, trace=self.trace)
 
-    def expand(self, counts: np.ndarray, payload: Sequence[np.ndarray], m: int):
-        return oexpand(counts, payload, m, trace=self.trace)
+    def expand(self, counts: np.ndarray, payload: Sequence[np.ndarray], m: int, unit: bool = False):
+        """Row ``i`` copied ``counts[i]`` times into ``m`` slots; ``unit``: a public bound
+        caps every count at one (:func:`dodb.oblivious.expand.expand`)."""
+        return oexpand(counts, payload, m, unit=unit, trace=self.trace)
 
     def seg_reduce(self, values: np.ndarray, starts: np.ndarray, op: str) -> np.ndarray:
         return segmented_scan(values, starts, op, trace=self.trace)
@@ -116,7 +118,7 @@ class PlainKernels(Kernels):
             order = np.lexsort((~flags, blk))
         return flags[order], [p[order] for p in payload]
 
-    def expand(self, counts: np.ndarray, payload: Sequence[np.ndarray], m: int):
+    def expand(self, counts: np.ndarray, payload: Sequence[np.ndarray], m: int, unit: bool = False):
         counts = np.asarray(counts, dtype=np.int64)
         total = int(counts.sum())
         if total > m:

@@ -15,6 +15,7 @@ from dodb.oblivious import (
     segmented_lex_scan,
     segmented_scan,
 )
+from dodb.oblivious.trace import Trace
 
 U64MAX = 2**64 - 1
 key_values = st.one_of(
@@ -122,6 +123,30 @@ def test_expand_matches_repeat(counts, extra):
     assert real.tolist() == [True] * total + [False] * extra
     assert out[:total].tolist() == np.repeat(v, d).tolist()
     assert ci[:total].tolist() == [j for c in counts for j in range(c)]
+
+
+@given(st.lists(st.integers(0, 1), max_size=60), st.integers(0, 6))
+def test_unit_expand_matches_the_full_expansion(counts, extra):
+    """A unit expansion (every count 0 or 1, a public bound) is the compaction alone: the
+    same real slots, copies and payload as the three-step expansion, and a trace that
+    depends on ``(n, m)`` only (the all-zero counts give the same events)."""
+    d = np.array(counts, dtype=np.int64)
+    total = int(d.sum())
+    v = np.arange(d.shape[0]) + 100
+    real, ci, (out,) = expand(d, [v], total + extra)
+    t_unit, t_zero = Trace(), Trace()
+    real_u, ci_u, (out_u,) = expand(d, [v], total + extra, unit=True, trace=t_unit)
+    assert real_u.tolist() == real.tolist()
+    assert ci_u.tolist() == ci.tolist()
+    assert out_u[:total].tolist() == out[:total].tolist() == v[d == 1].tolist()
+    expand(np.zeros_like(d), [v], total + extra, unit=True, trace=t_zero)
+    assert t_unit == t_zero
+
+
+def test_unit_expand_refuses_a_count_above_one():
+    """A bound that does not hold would lose copies silently: the contract is checked."""
+    with pytest.raises(ValueError, match="unit expansion"):
+        expand(np.array([1, 2, 0]), [np.arange(3)], 3, unit=True)
 
 
 @st.composite
