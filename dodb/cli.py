@@ -22,6 +22,7 @@ from typing import Any, Iterator
 import duckdb
 
 from .accountant import AccountantError, BudgetExceededError
+from .compare import table_rows
 from .errors import DodbError
 
 CLI_WAIT = 60.0  # seconds a command waits for another process to release the database file
@@ -61,9 +62,9 @@ def _progress(label: str) -> Iterator[None]:
 
 
 def _print_table(table, limit: int = 20) -> None:
-    rows = table.to_pylist()
+    rows = table_rows(table)
     cols = table.column_names
-    cells = [[str(r[c]) for c in cols] for r in rows[:limit]]
+    cells = [[str(v) for v in r] for r in rows[:limit]]
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(cols)]
     print("  " + " | ".join(c.ljust(w) for c, w in zip(cols, widths)))
     print("  " + "-+-".join("-" * w for w in widths))

@@ -11,7 +11,19 @@ import math
 
 import pyarrow as pa
 
-__all__ = ["same_answer", "snapshot"]
+__all__ = ["same_answer", "snapshot", "table_rows"]
+
+
+def table_rows(table: pa.Table) -> list[tuple]:
+    """The rows of ``table`` as tuples, one value per column — also when two columns share
+    a name (``SELECT a, a``), which ``Table.to_pylist()``'s dicts would merge into one.
+
+    >>> table_rows(pa.table([[1, 2], [3, 4]], names=["a", "a"]))
+    [(1, 3), (2, 4)]
+    """
+    if table.num_columns == 0:
+        return [()] * table.num_rows
+    return list(zip(*(c.to_pylist() for c in table.columns)))
 
 
 def _cell(v):
@@ -34,8 +46,8 @@ def same_answer(got: pa.Table, want: pa.Table, *, ordered: bool = False, rel_tol
     """Whether two result tables hold the same rows (in order if ``ordered``)."""
     if got.num_columns != want.num_columns or got.num_rows != want.num_rows:
         return False
-    g = [tuple(_cell(v) for v in r.values()) for r in got.to_pylist()]
-    w = [tuple(_cell(v) for v in r.values()) for r in want.to_pylist()]
+    g = [tuple(map(_cell, r)) for r in table_rows(got)]
+    w = [tuple(map(_cell, r)) for r in table_rows(want)]
     if not ordered:
         key = lambda r: tuple((t, str(round(v, 6)) if t == "f" else str(v)) for t, v in r)  # noqa: E731
         g, w = sorted(g, key=key), sorted(w, key=key)

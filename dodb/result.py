@@ -14,6 +14,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from .compare import table_rows
 from .errors import DodbError
 from .wire import PaddedAnswer, decode
 
@@ -188,7 +189,9 @@ class Result:
         return polars.from_arrow(self._table)
 
     def fetchall(self) -> list[tuple]:
-        return [tuple(r.values()) for r in self._table.to_pylist()]
+        """The rows as tuples, like DuckDB's ``fetchall()`` (one value per column, also
+        when names repeat)."""
+        return table_rows(self._table)
 
     def show(self) -> None:
         """Print the answer the way DuckDB prints a relation."""

@@ -8,12 +8,14 @@ import decimal
 import sys
 
 import duckdb
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dodb
 from dodb.cli import main
+from dodb.compare import same_answer
 from dodb.planner.overhead import padding_overhead
 
 from ..operators.util import assert_same_rows
@@ -54,6 +56,27 @@ def test_result_as_polars_pandas_and_printed_like_duckdb(dbs, capsys):
     shown = capsys.readouterr().out
     duckdb.connect().from_arrow(res.arrow()).show()
     assert shown == capsys.readouterr().out and "ward" in shown
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT 1, 1",
+    "SELECT count(*), count(*) FROM visits",
+    "SELECT ward AS a, patient AS a FROM visits WHERE id < 20 ORDER BY id",
+    "SELECT v1.ward, v2.ward FROM visits v1 JOIN visits v2 ON v1.id = v2.id + 1 WHERE v1.id < 30 ORDER BY v1.id",
+])
+def test_fetchall_keeps_columns_that_share_a_name(dbs, sql):
+    """``SELECT a, a`` has two columns: fetchall gives both, like DuckDB's (dicts of
+    ``to_pylist`` would merge them), and the answer comparison sees both."""
+    raw, db = dbs
+    got = db.sql(sql, epsilon=1.0)
+    want = raw.sql(sql).fetchall()
+    assert got.fetchall() == want and len(want[0]) == 2
+
+
+def test_answer_comparison_reads_every_column_of_a_repeated_name():
+    a = pa.table([[1, 2], [5, 6]], names=["x", "x"])
+    b = pa.table([[9, 9], [5, 6]], names=["x", "x"])
+    assert same_answer(a, a) and not same_answer(a, b)
 
 
 @pytest.mark.parametrize("module, method", [("pandas", "df"), ("polars", "pl")])

@@ -9,6 +9,8 @@ import duckdb
 import pyarrow as pa
 from hypothesis import strategies as st
 
+from dodb.compare import table_rows
+
 SMALL_STR = st.sampled_from(["", "a", "b", "ab", "abc", "zz", "héllo", "a\u00e9"])
 COLUMN_KINDS = {
     "int": (pa.int64(), st.integers(-3, 3)),
@@ -46,7 +48,7 @@ def _norm(v):
 
 
 def rows(table: pa.Table) -> list[tuple]:
-    return [tuple(_norm(v) for v in r.values()) for r in table.to_pylist()]
+    return [tuple(map(_norm, r)) for r in table_rows(table)]  # every column, also repeated names
 
 
 def _close(a, b) -> bool:

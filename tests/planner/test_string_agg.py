@@ -37,7 +37,7 @@ def _database(rows, width=12, max_degree=None):
 
 
 def _answer(res):
-    return [tuple(r.values()) for r in res.arrow().to_pylist()]
+    return res.fetchall()
 
 
 ORDERED = [
