@@ -189,9 +189,15 @@ class Result:
         return polars.from_arrow(self._table)
 
     def fetchall(self) -> list[tuple]:
-        """The rows as tuples, like DuckDB's ``fetchall()`` (one value per column, also
-        when names repeat)."""
-        return table_rows(self._table)
+        """The rows as tuples, like DuckDB's ``fetchall()``: one value per column, also when
+        names repeat, and HUGEINT values (``sum`` of integers) as ``int``, not the
+        ``Decimal`` their Arrow type (decimal128(38, 0), as DuckDB exports it) would give."""
+        rows = table_rows(self._table)
+        types = self.padded.types or []
+        huge = [i for i, t in enumerate(types) if str(t).upper() in ("HUGEINT", "UHUGEINT")]
+        if not huge or len(types) != self._table.num_columns:
+            return rows
+        return [tuple(int(v) if i in huge and v is not None else v for i, v in enumerate(r)) for r in rows]
 
     def show(self) -> None:
         """Print the answer the way DuckDB prints a relation."""

@@ -30,7 +30,7 @@ from .rules.mark_scalar_sources import (mark_scalar_sources, merge_keeping_scala
 from ..errors import CatalogError, PlanningError, UnsupportedQueryError, one_line
 from .catalog import Catalog
 from .guard import check_nesting
-from .rules import (correlated_count, factor_disjunctions, in_values, local_disjunctions, quantified_comparison, reject_unsupported,
+from .rules import (correlated_count, correlated_value, factor_disjunctions, in_values, local_disjunctions, quantified_comparison, reject_unsupported,
                     unnest_exists)
 from .rules.reject_unsupported import position_of
 
@@ -165,6 +165,7 @@ def _optimize(e: exp.Expression, catalog: Catalog) -> exp.Expression:
             rules.append(dodb_unnest_exists)
             rules.append(in_values)
             rules.append(correlated_count)
+            rules.append(correlated_value)
             rules.append(local_disjunctions)
             rules.append(scalar_projections)
         rules.append(rule)

@@ -73,6 +73,17 @@ def test_fetchall_keeps_columns_that_share_a_name(dbs, sql):
     assert got.fetchall() == want and len(want[0]) == 2
 
 
+@pytest.mark.parametrize("sql", ["SELECT sum(patient) AS s, count(*) AS n, sum(cost) AS c FROM visits",
+                                 "SELECT ward, sum(id) FROM visits GROUP BY ward ORDER BY ward"])
+def test_fetchall_types_equal_duckdbs(dbs, sql):
+    """sum() of integers is a HUGEINT: DuckDB's fetchall gives an int, not the Decimal of its
+    Arrow type (decimal128(38, 0)); every value has DuckDB's Python type."""
+    raw, db = dbs
+    got, want = db.sql(sql, epsilon=1.0).fetchall(), raw.sql(sql).fetchall()
+    assert got == want
+    assert [[type(v) for v in r] for r in got] == [[type(v) for v in r] for r in want]
+
+
 def test_answer_comparison_reads_every_column_of_a_repeated_name():
     a = pa.table([[1, 2], [5, 6]], names=["x", "x"])
     b = pa.table([[9, 9], [5, 6]], names=["x", "x"])

@@ -5,6 +5,7 @@ from sqlglot import exp
 
 from .aggregate_filter import aggregate_filter
 from .correlated_count import correlated_count
+from .correlated_value import correlated_value
 from .factor_disjunctions import factor_disjunctions
 from .group_by_all import group_by_all
 from .grouping_sets import grouping_sets
@@ -15,7 +16,7 @@ from .reject_unsupported import reject_unsupported
 from .unnest_exists import unnest_exists
 from .within_group import within_group
 
-__all__ = ["aggregate_filter", "correlated_count", "factor_disjunctions", "group_by_all", "grouping_sets",
+__all__ = ["aggregate_filter", "correlated_count", "correlated_value", "factor_disjunctions", "group_by_all", "grouping_sets",
            "in_values", "local_disjunctions", "quantified_comparison", "reject_unsupported", "rewrite_grouping", "unnest_exists",
            "within_group"]
 
