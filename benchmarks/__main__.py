@@ -46,7 +46,7 @@ def run_all(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import allocation, kernels, operators, orp, planning, scaling, tpcds, tpch
+    from . import allocation, breakdown, kernels, operators, orp, planning, scaling, tpcds, tpch
 
     p = argparse.ArgumentParser(prog="python -m benchmarks", description="dodb benchmark harness")
     sub = p.add_subparsers(dest="command", required=True)
@@ -57,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
                              ("planning", planning, "planning + accounting time per TPC-H query"),
                              ("orp", orp, "ORP + comparison sort vs the bitonic network"),
                              ("tpcds", tpcds, "the 99 TPC-DS queries with private sales tables vs DuckDB"),
-                             ("scaling", scaling, "TPC-H time/memory exponents over scale factors (from JSON)")):
+                             ("scaling", scaling, "TPC-H time/memory exponents over scale factors (from JSON)"),
+                             ("breakdown", breakdown, "DO vs oblivious time per operator class (from a TPC-H JSON)")):
         sp = sub.add_parser(name, help=help_, description=(mod.__doc__ or "").strip().split("\n\n")[0])
         mod.add_arguments(sp)
         sp.set_defaults(func=mod.run)
