@@ -172,13 +172,37 @@ class Result:
     def arrow(self) -> pa.Table:
         return self._table
 
+    to_arrow_table = fetch_arrow_table = arrow
+
     def df(self):
-        """The answer as a pandas DataFrame (needs pandas: ``pip install pandas``)."""
+        """The answer as a pandas DataFrame, converted by DuckDB as its own ``.df()`` does
+        (nullable integers as ``Int64``, DATE as ``datetime64``; needs pandas)."""
         try:
             import pandas  # noqa: F401
         except ImportError:
             raise DodbError("Result.df() needs pandas: pip install pandas (or use .arrow() / .pl())") from None
-        return self._table.to_pandas()
+        return self.relation.df()
+
+    fetchdf = df
+
+    def fetchnumpy(self) -> dict:
+        """The answer as a dict of numpy arrays, by DuckDB's ``fetchnumpy()``."""
+        return self.relation.fetchnumpy()
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self._table.num_rows, self._table.num_columns)
+
+    @property
+    def description(self) -> list:
+        """DB-API column descriptions, as DuckDB's relation gives them."""
+        return self.relation.description
+
+    @property
+    def types(self) -> list:
+        return self.relation.types
+
+    dtypes = types
 
     def pl(self):
         """The answer as a polars DataFrame (needs polars: ``pip install polars``)."""

@@ -43,7 +43,7 @@ class SlotState:
     columns: dict[str, Column]
 
     def copy(self) -> "SlotState":
-        cols = {n: Column(c.type, c.values.copy(), c.valid.copy(), None if c.lengths is None else c.lengths.copy())
+        cols = {n: Column(c.type, c.values.copy(), c.valid.copy(), None if c.lengths is None else c.lengths.copy(), huge=c.huge)
                 for n, c in self.columns.items()}
         return SlotState(self.info, self.is_real.copy(), cols)
 

@@ -188,7 +188,9 @@ def _aggregate(kern, agg: Agg, col: Column | None, real: np.ndarray, starts: np.
             if overflow is not None and pa.types.is_decimal(t) and t.precision > 18:
                 overflow |= _sum_overflows(kern, lo, hi, starts) & nonnull
             words = np.stack([lo_t, hi_t.view(np.uint64)], axis=1)
-            return Column(pa.decimal128(38, scale), np.where(nonnull[:, None], words, np.uint64(0)), nonnull)
+            huge = col.huge or not pa.types.is_decimal(t)  # DuckDB: SUM of integers (or booleans) is HUGEINT
+            return Column(pa.decimal128(38, scale), np.where(nonnull[:, None], words, np.uint64(0)), nonnull,
+                          huge=huge)
         cnt = kern.seg_reduce(inc, starts, "count")
         avg = _int128_to_float(lo_t, hi_t) / np.maximum(cnt, 1) / (10.0 ** scale)
         return Column(pa.float64(), avg, nonnull)
@@ -198,7 +200,7 @@ def _aggregate(kern, agg: Agg, col: Column | None, real: np.ndarray, starts: np.
     words, _ = pack_fields([lead] + fields, real.shape[0])
     _, lanes = kern.seg_reduce_lex(words, starts, agg.func, payload=col.arrays())
     out = col.with_arrays(lanes)
-    return Column(out.type, out.values, nonnull, out.lengths)
+    return Column(out.type, out.values, nonnull, out.lengths, huge=out.huge)
 
 
 def group_by(

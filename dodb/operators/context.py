@@ -73,9 +73,11 @@ class OpResult(NamedTuple):
 
 
 def check_privacy_params(epsilon: float, delta: float) -> None:
-    if not isinstance(epsilon, (int, float)) or not math.isfinite(epsilon) or epsilon <= 0:
+    # a bool is an int to Python, but epsilon=True is a mistake, not ε = 1
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not math.isfinite(epsilon) \
+            or epsilon <= 0:
         raise InvalidParameterError(f"epsilon must be a positive finite number, got {epsilon!r}")
-    if not isinstance(delta, (int, float)) or not (0 < delta < 1):
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not (0 < delta < 1):
         raise InvalidParameterError(f"delta must lie in (0, 1) for padding noise, got {delta!r}")
 
 

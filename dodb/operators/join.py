@@ -140,13 +140,26 @@ def _degrees(ctx: ExecContext, lcols, rcols, l_ok, r_ok, bound_l: int | None, bo
     return deg_l[:nl], (deg_r[:nr], rank_r2[:nr], own_r[:nr])
 
 
-def _max_degree(t: PaddedTable, keys: list[str]) -> int:
-    """Exact largest key multiplicity of a *public* table (its stability is 0)."""
-    real = t.to_arrow().select(keys)
+def max_key_multiplicity(real: pa.Table, keys: list[str]) -> int:
+    """Largest number of rows of ``real`` (public rows) sharing one value of ``keys``, with the
+    join's equality: -0.0 equals 0.0 (Arrow's grouping keeps them apart; the key encoding and
+    DuckDB do not), NaN equals NaN.
+
+    >>> max_key_multiplicity(pa.table({"w": [0.0, -0.0, 1.0]}), ["w"])
+    2
+    """
+    real = real.select(keys)
     if real.num_rows == 0:
         return 0
-    g = real.group_by(keys).aggregate([([], "count_all")])
+    cols = [pa.compute.add(c, pa.scalar(0.0, c.type)) if pa.types.is_floating(c.type) else c
+            for c in real.columns]  # -0.0 + 0.0 is +0.0
+    g = pa.table(cols, names=list(keys)).group_by(list(keys)).aggregate([([], "count_all")])
     return int(pa.compute.max(g.column("count_all")).as_py())
+
+
+def _max_degree(t: PaddedTable, keys: list[str]) -> int:
+    """Exact largest key multiplicity of a *public* table (its stability is 0)."""
+    return max_key_multiplicity(t.to_arrow(), keys)
 
 
 def join(
@@ -289,7 +302,7 @@ def same_unit_stability(how: str, s_l: int, s_r: int, deg_l: int | None, deg_r: 
 def _null_column(like: Column, n: int) -> Column:
     vals = np.zeros((n,) + like.values.shape[1:], dtype=like.values.dtype)
     lengths = np.zeros(n, np.int32) if like.lengths is not None else None
-    return Column(like.type, vals, np.zeros(n, dtype=bool), lengths)
+    return Column(like.type, vals, np.zeros(n, dtype=bool), lengths, huge=like.huge)
 
 
 def _inner(ctx, name, lt, rt, dl, dr, rank_r, own_r, deg_l, deg_r, s_out, epsilon, delta) -> PaddedTable:

@@ -138,7 +138,7 @@ def lookup_join(left: PaddedTable, right: PaddedTable, left_keys: list[str], rig
     words = iter(out_words)
     for c in pub.columns:
         arrays = [from_word_columns(next(words), a, n) for a in c.arrays()]
-        out_cols.append(Column(c.type, arrays[0], arrays[1], arrays[2] if len(arrays) > 2 else None))
+        out_cols.append(Column(c.type, arrays[0], arrays[1], arrays[2] if len(arrays) > 2 else None, huge=c.huge))
     s = left.stability
     if how in ("semi", "anti"):
         keep = matched if how == "semi" else ~matched

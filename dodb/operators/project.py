@@ -32,7 +32,7 @@ def _as_arrow(table: PaddedTable, needed: Sequence[str] | None) -> pa.Table:
     arrays = []
     for nm in names:
         c = table.column(nm)
-        masked = Column(c.type, c.values, c.valid & table.is_real, c.lengths)
+        masked = Column(c.type, c.values, c.valid & table.is_real, c.lengths, huge=c.huge)
         arrays.append(masked.to_arrow())
     if not arrays:
         return pa.table({"__dodb_rows": pa.array(np.zeros(table.padded_size, np.int8))})

@@ -43,6 +43,9 @@ class Column:
     values: np.ndarray
     valid: np.ndarray
     lengths: np.ndarray | None = None
+    # a DECIMAL(38, 0) lane that is DuckDB's HUGEINT (SUM of integers, a cast to HUGEINT): the
+    # same words, but expressions over it bind with integer semantics (``//``, overflow, casts)
+    huge: bool = field(default=False, kw_only=True)
 
     @property
     def width(self) -> int:
@@ -86,7 +89,7 @@ class Column:
                 values = np.empty((low.shape[0], 2), dtype=np.uint64)
                 values[:, 0] = low
                 values[:, 1] = (low.view(np.int64) >> np.int64(63)).view(np.uint64)
-        return Column(self.type, values, arrays[1], arrays[2] if self.lengths is not None else None)
+        return Column(self.type, values, arrays[1], arrays[2] if self.lengths is not None else None, huge=self.huge)
 
     def _is_low_view(self, a: np.ndarray) -> bool:
         """Whether ``a`` is exactly ``self.values[:, 0]`` (same memory, shape and stride)."""

@@ -284,7 +284,7 @@ def _value_at(c: _Ctx, col: Column, frame: Frame, at_start: bool) -> Column:
         ok = c.idx + bound >= c.p0 if at_start else c.idx + bound <= c.p1
         out = [_sel(ok, _shift(a, bound, 0), e) for a, e in zip(arrays, edge)]
     res = col.with_arrays(out)
-    return Column(res.type, res.values, res.valid & (lo <= hi), res.lengths)
+    return Column(res.type, res.values, res.valid & (lo <= hi), res.lengths, huge=res.huge)
 
 
 def _non_null_at(c: _Ctx, col: Column, frame: Frame, first: bool) -> Column:
@@ -295,7 +295,7 @@ def _non_null_at(c: _Ctx, col: Column, frame: Frame, first: bool) -> Column:
     best = _frame_state(c, _State("min" if first else "max", words, col.arrays()), frame)
     some = _frame_state(c, _State("add", [col.valid.astype(np.int64)]), frame).words[0] > 0
     out = col.with_arrays(best.payload)
-    return Column(out.type, out.values, some, out.lengths)
+    return Column(out.type, out.values, some, out.lengths, huge=out.huge)
 
 
 def _nth_value(c: _Ctx, col: Column, frame: Frame, k: int) -> Column:
@@ -316,7 +316,7 @@ def _nth_value(c: _Ctx, col: Column, frame: Frame, k: int) -> Column:
         edge = c.first(arrays, c.pstart)
         out = [_sel(c.idx + frame.start >= c.p0, _shift(a, frame.start, 0), e) for a, e in zip(arrays, edge)]
     res = col.with_arrays(out)
-    return Column(res.type, res.values, res.valid & (lo + (k - 1) <= hi), res.lengths)
+    return Column(res.type, res.values, res.valid & (lo + (k - 1) <= hi), res.lengths, huge=res.huge)
 
 
 def _lag(c: _Ctx, col: Column, default: Column | None, k: int) -> Column:
@@ -394,14 +394,15 @@ def _aggregate(c: _Ctx, f: WindowFunc, col: Column | None, real: np.ndarray) -> 
         if f.func == "avg":
             return Column(pa.float64(), _int128_to_float(lo, hi) / np.maximum(count, 1) / (10.0 ** scale), some)
         words = np.stack([lo, hi.view(np.uint64)], axis=1)
-        return Column(pa.decimal128(38, scale), np.where(some[:, None], words, np.uint64(0)), some)
+        huge = col.huge or not pa.types.is_decimal(col.type)  # DuckDB: SUM of integers is HUGEINT
+        return Column(pa.decimal128(38, scale), np.where(some[:, None], words, np.uint64(0)), some, huge=huge)
     # MIN / MAX: an order-preserving encoding whose lead bit puts NULLs behind every value
     fields = column_fields(col, nullable=False)
     lead = KeyField((~inc).astype(np.uint64) if f.func == "min" else inc.astype(np.uint64), 1)
     words, _ = pack_fields([lead] + fields, c.n)
     best = _frame_state(c, _State(f.func, words, col.arrays()), frame)
     out = col.with_arrays(best.payload)
-    return Column(out.type, out.values, some, out.lengths)
+    return Column(out.type, out.values, some, out.lengths, huge=out.huge)
 
 
 def _compute(c: _Ctx, t: PaddedTable, f: WindowFunc) -> Column:

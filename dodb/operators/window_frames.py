@@ -193,6 +193,6 @@ def value_at(c, col: Column, frame, which: str, k: int = 1) -> Column:
     at = e if which == "last" else s + (k - 1)
     ok = (s <= e) & (at <= e)
     if n == 0:  # public
-        return Column(col.type, col.values, col.valid & ok, col.lengths)
+        return Column(col.type, col.values, col.valid & ok, col.lengths, huge=col.huge)
     res = col.with_arrays(gather(c, col.arrays(), np.clip(at, 0, n - 1)))
-    return Column(res.type, res.values, res.valid & ok, res.lengths)
+    return Column(res.type, res.values, res.valid & ok, res.lengths, huge=res.huge)

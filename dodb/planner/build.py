@@ -20,14 +20,16 @@ from ..operators.aggregate import Agg
 from ..operators.join import same_unit_stability
 from ..operators.sort_limit import SortKey
 from .catalog import Catalog
-from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, upper_rows, walk
+from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, OneRow, Project, Scan, SetOp, Sort, upper_rows, walk
 from .degrees import (fixed_columns, key_fds, literal_fixes, reduce_degrees, reduce_unique, substituted_degrees,
                       union_literals, union_unique, unique_degrees, unique_reason)
 from .exprs import conjuncts
 from .expr_keys import expression_equality
 from .relation import _Rel, _all_public, _col, _refs
 from .theta_joins import ThetaJoins, _defer_to_outer
+from ..operators.join import max_key_multiplicity
 from .guard import pushable
+from .rules.one_row_source import is_one_row_source
 from .ownership import Owners, same_unit
 from .public_cache import content_fingerprints, scanned_tables, structural_key
 from .rules.mark_scalar_sources import SCALAR_MARK
@@ -182,11 +184,7 @@ class PlanBuilder(ThetaJoins):
         key = (node.node_id, tuple(cols))
         if key not in self._public_degree_cache:
             def compute() -> int:
-                t = self._run_public(node).to_arrow().select(cols)
-                if t.num_rows == 0:
-                    return 0
-                g = t.group_by(cols).aggregate([([], "count_all")])
-                return int(g.column("count_all").to_numpy().max())
+                return max_key_multiplicity(self._run_public(node).to_arrow(), list(cols))
             result = self._public_key(node)
             self._public_degree_cache[key] = self.catalog.public_facts.get_or_compute(
                 None if result is None else ("degree", result, tuple(cols)), compute)
@@ -291,6 +289,10 @@ class PlanBuilder(ThetaJoins):
             return _Rel(node, {(alias, c): f"{alias}.{c}" for c in used}, {alias})
         if isinstance(src, exp.Subquery):
             return self._rename(self._query(src.this, ctes), alias)
+        if is_one_row_source(src):  # a SELECT without FROM (rules/one_row_source.py)
+            col = f"{alias}._one"
+            return _Rel(OneRow(columns=[col], one_row=True, max_rows=1, unique=[frozenset()]), {(alias, "_one"): col},
+                        {alias})
         raise UnsupportedQueryError(f"FROM item {src.sql(dialect='duckdb')[:60]}", position_of(src))
 
     def _columns_by_table(self, select: exp.Select) -> dict[str, set[str]]:

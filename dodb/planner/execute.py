@@ -32,7 +32,7 @@ from ..operators.table import Column, column_from_arrow
 from .build import AddRowId
 from .catalog import Catalog
 from .guard import pushable
-from .logical import (Aggregate, CrossJoin, CrossOne, Distinct, Filter, Join, Node, Project, ScalarRow, Scan, SetOp,
+from .logical import (Aggregate, CrossJoin, CrossOne, Distinct, Filter, Join, Node, OneRow, Project, ScalarRow, Scan, SetOp,
                       Sort, consumer_counts, leaks)
 from .windows import Window
 from ..storage.canonical import read_slots
@@ -152,6 +152,8 @@ class Executor:
     def _dispatch(self, node: Node, inputs: list[PaddedTable], ctx, eps, delta) -> PaddedTable:
         if isinstance(node, Scan):
             return self._scan(node)
+        if isinstance(node, OneRow):  # public: one real row (a SELECT without FROM)
+            return from_arrow(pa.table({node.columns[0]: pa.array([1], pa.int32())}), stability=0)
         if isinstance(node, Filter):
             t = inputs[0]
             mask = predicate_mask(t, node.predicate, ctx)
@@ -219,6 +221,14 @@ class Executor:
         return self._scan_uncached(node)
 
     def _scan_uncached(self, node: Scan) -> PaddedTable:
+        t = self._scan_read(node)
+        info = self.catalog.table(node.table)
+        for name, col in zip(t.names, t.columns):  # Arrow holds HUGEINT as DECIMAL(38, 0): say which it is
+            if str(info.columns.get(name.split(".", 1)[-1], "")).upper() in ("HUGEINT", "INT128"):
+                col.huge = True
+        return t
+
+    def _scan_read(self, node: Scan) -> PaddedTable:
         info = self.catalog.table(node.table)
         if info.private:
             return self._dummy_slots(node, info) if self.dry_run else self._scan_private(node, info)
@@ -388,7 +398,8 @@ def cast_result(table: pa.Table, types: list[str] | None) -> pa.Table:
     sqlglot's rewrites can change a type without changing values (``CAST(0.5 AS DOUBLE)``
     loses its cast as sqlglot reads ``0.5`` as a DOUBLE where DuckDB reads a DECIMAL;
     ``DATE '…' + INTERVAL 2 DAY`` folds to a DATE where DuckDB yields a TIMESTAMP).
-    The answer is the analyst's in the clear, so casting it reveals nothing.
+    The answer is the analyst's in the clear, so casting it reveals nothing.  A value the
+    cast cannot hold is DuckDB's error, never a value of the wrong type.
     """
     if not types or len(types) != table.num_columns:
         return table
@@ -398,6 +409,9 @@ def cast_result(table: pa.Table, types: list[str] | None) -> pa.Table:
                            .as_(f"c{i}", quoted=True) for i, t in enumerate(types)]).from_("answer")
         with scratch_registered(answer=tmp) as con:
             out = con.sql(sql.sql(dialect="duckdb")).to_arrow_table()
+    except (duckdb.ConversionException, duckdb.OutOfRangeException) as e:
+        from ..wire import QueryRuntimeError
+        raise QueryRuntimeError(str(e).splitlines()[0]) from None
     except (duckdb.Error, sqlglot.errors.SqlglotError):
         return table  # a type DuckDB cannot name in a CAST: keep dodb's own
     return pa.Table.from_arrays(out.columns, names=table.column_names)

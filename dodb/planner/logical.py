@@ -17,7 +17,7 @@ from sqlglot import exp
 from ..operators.aggregate import Agg
 
 __all__ = [
-    "Node", "DuckDBQuery", "Scan", "Filter", "Project", "ScalarRow", "Join", "CrossOne", "CrossJoin", "Aggregate", "Sort", "Distinct", "SetOp",
+    "Node", "DuckDBQuery", "OneRow", "Scan", "Filter", "Project", "ScalarRow", "Join", "CrossOne", "CrossJoin", "Aggregate", "Sort", "Distinct", "SetOp",
     "walk", "consumer_counts", "leaking_nodes", "leaks", "upper_rows",
 ]
 
@@ -222,6 +222,15 @@ class DuckDBQuery(Node):
 
 
 @dataclass(eq=False)
+class OneRow(Node):
+    """The one-row relation a SELECT without FROM reads (``rules/one_row_source.py``): no
+    input, nothing private, one real row of one constant column."""
+
+    def describe(self) -> str:
+        return "OneRow (the source of a SELECT without FROM)"
+
+
+@dataclass(eq=False)
 class SetOp(Node):
     op: str  # union_all, union, intersect, except
     left: Node
@@ -239,7 +248,7 @@ def upper_rows(node: Node) -> int:
     """A public upper bound on a node's padded output size (worst case, from the plan)."""
     if isinstance(node, Scan):
         return node.max_rows
-    if isinstance(node, Aggregate) and not node.keys or isinstance(node, ScalarRow):
+    if isinstance(node, Aggregate) and not node.keys or isinstance(node, (ScalarRow, OneRow)):
         return 1
     if isinstance(node, (Filter, Project, Distinct, Aggregate)) or node.kind == "AddRowId":
         return upper_rows(node.children[0])

@@ -30,7 +30,8 @@ from .rules.mark_scalar_sources import (mark_scalar_sources, merge_keeping_scala
 from ..errors import CatalogError, PlanningError, UnsupportedQueryError, one_line
 from .catalog import Catalog
 from .guard import check_nesting
-from .rules import (correlated_count, correlated_value, factor_disjunctions, in_values, local_disjunctions, quantified_comparison, reject_unsupported,
+from .rules import (correlated_count, correlated_value, factor_disjunctions, in_values, local_disjunctions, one_row_source,
+                    quantified_comparison, reject_unsupported,
                     unnest_exists)
 from .rules.reject_unsupported import position_of
 
@@ -73,6 +74,58 @@ def _check_tables(e: exp.Expression, catalog: Catalog) -> None:
         info = catalog.tables.get(t.name)
         if info is None or t.name.startswith("dodb_") or info.kind != "table":
             raise CatalogError(f"unknown table {t.name!r}" + (f" ({position_of(t)})" if position_of(t) else ""))
+
+
+_INTEGER_TYPES = {getattr(exp.DataType.Type, t) for t in ("TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT", "INT128",
+                                                          "UTINYINT", "USMALLINT", "UINT", "UBIGINT", "UINT128")}
+
+
+def _sum_type(annotator, e: exp.Sum) -> exp.Sum:
+    """DuckDB's SUM type: HUGEINT over integers (sqlglot: the argument's type, promoted)."""
+    annotator._annotate_by_args(e, "this", "expressions", promote=True)
+    arg = e.this.unalias() if isinstance(e.this, exp.Expression) else None
+    if arg is not None and arg.type is not None and arg.type.this in _INTEGER_TYPES:
+        annotator._set_type(e, exp.DataType.build("HUGEINT", dialect="duckdb"))
+    return e
+
+
+_DUCKDB_METADATA = None
+
+
+def duckdb_annotate_types(expression: exp.Expression, schema=None, dialect=None) -> exp.Expression:
+    """sqlglot's ``annotate_types`` with DuckDB's SUM type.
+
+    sqlglot types ``sum(int_col)`` as BIGINT, DuckDB as HUGEINT; ``canonicalize`` would then
+    drop ``CAST(sum(x) AS BIGINT)`` as redundant, where DuckDB's cast fails on a total
+    outside BIGINT (and sqlglot's types of everything above the sum would be off too).
+    """
+    global _DUCKDB_METADATA
+    if _DUCKDB_METADATA is None:
+        from sqlglot.dialects.duckdb import DuckDB
+
+        _DUCKDB_METADATA = {**DuckDB().EXPRESSION_METADATA, exp.Sum: {"annotator": _sum_type}}
+    return annotate_types(expression, schema=schema, dialect=dialect, expression_metadata=_DUCKDB_METADATA)
+
+
+def typed_case_defaults(expression: exp.Expression) -> exp.Expression:
+    """Give a CASE without ELSE the ELSE it means, ``CAST(NULL AS <its type>)``, after
+    ``annotate_types``.
+
+    ``simplify`` turns a CASE whose every WHEN is false into a bare ``NULL``, and DuckDB cannot
+    bind ``NULL + INTERVAL 1 DAY`` (which of DATE, TIMESTAMP, TIME, INTERVAL is it?), though it
+    binds the CASE: the typed NULL keeps the query answerable, with the same value and type.
+
+    >>> e = sqlglot.parse_one("SELECT CASE WHEN x > 1 THEN DATE '2020-01-01' END FROM t", read="duckdb")
+    >>> from sqlglot.optimizer.annotate_types import annotate_types
+    >>> typed_case_defaults(annotate_types(e, schema={"t": {"x": "INT"}})).sql("duckdb")
+    "SELECT CASE WHEN x > 1 THEN CAST('2020-01-01' AS DATE) ELSE CAST(NULL AS DATE) END FROM t"
+    """
+    for case in expression.find_all(exp.Case):
+        t = case.type
+        if case.args.get("default") is None and t is not None and not t.is_type(
+                exp.DataType.Type.NULL, exp.DataType.Type.UNKNOWN):
+            case.set("default", exp.cast(exp.null(), t.copy()))
+    return expression
 
 
 def duckdb_literal_types(expression: exp.Expression) -> exp.Expression:
@@ -151,6 +204,7 @@ def optimize(sql: str | exp.Expression, catalog: Catalog) -> exp.Expression:
 def _optimize(e: exp.Expression, catalog: Catalog) -> exp.Expression:
     reject_unsupported(e)
     _check_tables(e, catalog)
+    e = one_row_source(e)  # a SELECT without FROM reads one row (a UNION's constant branch, scalar subqueries)
     schema = catalog.sqlglot_schema()
     not_null = {t: set(i.not_null) for t, i in catalog.tables.items()}
     def dodb_unnest_exists(expression: exp.Expression) -> exp.Expression:
@@ -176,7 +230,9 @@ def _optimize(e: exp.Expression, catalog: Catalog) -> exp.Expression:
         if rule is pushdown_predicates:
             rules[-1] = pushdown_keeping_scalar_sources
         if rule is annotate_types:
+            rules[-1] = duckdb_annotate_types
             rules.append(duckdb_literal_types)
+            rules.append(typed_case_defaults)
     try:
         e = sqlglot_optimize(e, schema=schema, dialect="duckdb", rules=rules, validate_qualify_columns=True)
     except OptimizeError as err:

@@ -51,7 +51,7 @@ def test_result_as_polars_pandas_and_printed_like_duckdb(dbs, capsys):
     assert_same_rows(res.arrow(), want, ordered=True)
     pl = pytest.importorskip("polars")
     assert res.pl().equals(pl.from_arrow(res.arrow()))
-    assert res.df().equals(res.arrow().to_pandas())
+    assert res.df().equals(raw.sql(GROUPED).df())
     res.show()
     shown = capsys.readouterr().out
     duckdb.connect().from_arrow(res.arrow()).show()
@@ -82,6 +82,20 @@ def test_fetchall_types_equal_duckdbs(dbs, sql):
     got, want = db.sql(sql, epsilon=1.0).fetchall(), raw.sql(sql).fetchall()
     assert got == want
     assert [[type(v) for v in r] for r in got] == [[type(v) for v in r] for r in want]
+
+
+def test_dataframes_and_relation_api_like_duckdbs(dbs):
+    """df() as DuckDB converts (nullable integers stay exact Int64, DATE datetime64), and the
+    relation's shape, description and fetchnumpy()."""
+    pytest.importorskip("pandas")
+    raw, db = dbs
+    sql = ("SELECT id, CASE WHEN id % 3 = 0 THEN NULL ELSE CAST(id AS BIGINT) * 76861433640456465 END AS big, "
+           "day, ward, cost FROM visits WHERE id < 9 ORDER BY id")
+    got, want = db.sql(sql, epsilon=1.0), raw.sql(sql)
+    assert got.df().equals(want.df()) and got.fetchdf().dtypes.equals(want.df().dtypes)
+    assert got.shape == want.shape and [d[0] for d in got.description] == [d[0] for d in want.description]
+    assert [str(t) for t in got.types] == [str(t) for t in want.types]
+    assert {k: v.tolist() for k, v in got.fetchnumpy().items()} == {k: v.tolist() for k, v in want.fetchnumpy().items()}
 
 
 def test_answer_comparison_reads_every_column_of_a_repeated_name():

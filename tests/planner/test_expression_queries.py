@@ -52,6 +52,10 @@ QUERIES = [
     "SELECT id, substring(name, 2, 2) AS s, trim(name, 'p') AS t FROM people WHERE NOT (age > 40 OR age IS NULL)",
     "SELECT sum(CAST(big AS HUGEINT) * 3) AS h FROM people",
     "SELECT id, big + 1 AS b FROM people WHERE big < 100",
+    # a CASE that simplifies away keeps its type: DuckDB cannot bind an untyped NULL + INTERVAL
+    "SELECT id, CASE WHEN 0 BETWEEN 3 AND 1 THEN born END + INTERVAL 1 DAY AS later FROM people WHERE id < 5",
+    "SELECT id, (CASE WHEN 1 > 2 THEN DATE '1992-01-25' END + INTERVAL 2 DAY) - INTERVAL 1 DAY AS d FROM people "
+    "WHERE id < 3",
 ]
 
 

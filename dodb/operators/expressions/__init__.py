@@ -26,13 +26,16 @@ from ..table import Column, PaddedTable
 from . import functions, text  # noqa: F401  (register the function handlers)
 from .bind import Output, prepare
 from .errors import ExpressionError, code_for, message_for, raise_for_code
+from .types import HUGEINT
 from .value import to_column
 
 __all__ = ["check", "evaluate", "Output", "ExpressionError", "message_for", "raise_for_code", "code_for"]
 
 
-def _schema(table: PaddedTable) -> tuple[dict[str, pa.DataType], dict[str, int]]:
-    return ({n: c.type for n, c in zip(table.names, table.columns)},
+def _schema(table: PaddedTable) -> tuple[dict[str, pa.DataType | str], dict[str, int]]:
+    """Column types for binding: Arrow types, and ``HUGEINT`` for a HUGEINT lane (its Arrow
+    type, DECIMAL(38, 0), would bind with decimal semantics)."""
+    return ({n: HUGEINT if c.huge else c.type for n, c in zip(table.names, table.columns)},
             {n: c.width for n, c in zip(table.names, table.columns) if c.is_string})
 
 

@@ -184,8 +184,10 @@ def prepare(exprs: Mapping[str, exp.Expression | str], schema: Mapping[str, pa.D
     return p
 
 
-def _empty_column(t: pa.DataType, width: int) -> Column:
-    from .types import parse_type
+def _empty_column(t: pa.DataType | str, width: int) -> Column:
+    from .types import HUGEINT
+    if t == HUGEINT:
+        return Column(pa.decimal128(38, 0), np.zeros((0, 2), np.uint64), np.zeros(0, bool), huge=True)
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return Column(pa.string(), np.zeros((0, max(1, width)), np.uint8), np.zeros(0, bool), np.zeros(0, np.int32))
     if pa.types.is_decimal(t):

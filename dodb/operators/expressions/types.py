@@ -17,7 +17,11 @@ from sqlglot import exp
 
 from ...duckcalls import scratch_registered
 
-__all__ = ["SqlType", "parse_type", "bind_types", "INT_BITS", "arrow_type"]
+__all__ = ["SqlType", "parse_type", "bind_types", "INT_BITS", "arrow_type", "HUGEINT"]
+
+# a schema entry for a HUGEINT lane (``Column.huge``): Arrow has no such type, and its export
+# type DECIMAL(38, 0) would bind with decimal semantics
+HUGEINT = "HUGEINT"
 
 INT_BITS = {"TINYINT": 8, "SMALLINT": 16, "INTEGER": 32, "BIGINT": 64}
 # DuckDB's names of the physical integer types, as its error messages spell them
@@ -86,8 +90,9 @@ _lock = threading.Lock()
 EMPTY = "__dodb_empty"
 
 
-def bind_types(schema: Mapping[str, pa.DataType], sqls: Sequence[str]) -> list[SqlType]:
-    """DuckDB's result type of each SQL expression over an empty table of ``schema``.
+def bind_types(schema: Mapping[str, pa.DataType | str], sqls: Sequence[str]) -> list[SqlType]:
+    """DuckDB's result type of each SQL expression over an empty table of ``schema``
+    (Arrow types, or :data:`HUGEINT`).
 
     Raises ``duckdb.Error`` when DuckDB cannot bind an expression.
     """
@@ -96,12 +101,15 @@ def bind_types(schema: Mapping[str, pa.DataType], sqls: Sequence[str]) -> list[S
         hit = _cache.get(key)
     if hit is not None:
         return hit
-    empty = pa.table({n: pa.array([], type=t) for n, t in schema.items()}) if schema else \
-        pa.table({"__dodb_none": pa.array([], type=pa.int8())})
+    empty = pa.table({n: pa.array([], type=pa.decimal128(38, 0) if t == HUGEINT else t) for n, t in schema.items()}) \
+        if schema else pa.table({"__dodb_none": pa.array([], type=pa.int8())})
     select = ", ".join(f"{s} AS {exp.to_identifier(f'e{i}', quoted=True).sql(dialect='duckdb')}"
                        for i, s in enumerate(sqls))
+    huge = [exp.to_identifier(n, quoted=True).sql(dialect="duckdb") for n, t in schema.items() if t == HUGEINT]
+    source = EMPTY if not huge else \
+        f"(SELECT * REPLACE ({', '.join(f'CAST({h} AS HUGEINT) AS {h}' for h in huge)}) FROM {EMPTY}) AS {EMPTY}"
     with scratch_registered(**{EMPTY: empty}) as con:
-        types = [parse_type(str(t)) for t in con.sql(f"SELECT {select} FROM {EMPTY}").types]
+        types = [parse_type(str(t)) for t in con.sql(f"SELECT {select} FROM {source}").types]
     with _lock:
         if len(_cache) > 4096:
             _cache.clear()

@@ -117,7 +117,7 @@ def to_column(v: Val, width: int | None = None) -> Column:
         return Column(t, data, valid, np.where(valid, v.lengths, 0).astype(np.int32))
     if v.type.kind == "dec":
         zero = i128.const(0, v.n)
-        return Column(t, i128.to_words(i128.where(valid, v.data, zero)), valid)
+        return Column(t, i128.to_words(i128.where(valid, v.data, zero)), valid, huge=v.type.huge)
     if v.type.kind == "null":
         return Column(pa.null(), np.zeros(v.n, dtype=np.int8), valid)
     dtype = {"bool": np.bool_, "float": np.float64 if v.type.bits == 64 else np.float32, "date": np.int32,
