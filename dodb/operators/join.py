@@ -148,6 +148,7 @@ def max_key_multiplicity(real: pa.Table, keys: list[str]) -> int:
     >>> max_key_multiplicity(pa.table({"w": [0.0, -0.0, 1.0]}), ["w"])
     2
     """
+    keys = list(dict.fromkeys(keys))  # ON p.k = t.a AND p.k = t.b names p.k twice: one grouping column
     real = real.select(keys)
     if real.num_rows == 0:
         return 0

@@ -11,7 +11,10 @@ or the WHERE clause, becomes
     LEFT JOIN (SELECT inner AS _k0, MAX(v) AS _v, COUNT(*) AS _n FROM … WHERE <local>
                GROUP BY inner) AS _sN ON outer = _sN._k0
 
-and the subquery reads ``CASE WHEN _sN._n > 1 THEN error(<DuckDB's message>) ELSE _sN._v END``.
+and the subquery reads ``_sN._v`` under the check ``CASE WHEN _sN._n > 1 THEN error(<DuckDB's
+message>) ELSE … END``, which wraps the whole SELECT item (DuckDB checks every row reaching
+the SELECT list, whatever CASE, COALESCE or AND surrounds the subquery), or stands in place
+in WHERE.
 Over one row ``MAX`` is that row's value (NULL included); over no row (or a NULL outer key,
 which equals nothing) the LEFT JOIN gives NULL, DuckDB's empty subquery.  The error is a
 constant DuckDB rejects, so the evaluator sets its code exactly on the real rows whose CASE
@@ -29,8 +32,8 @@ Example:
     >>> schema = {"t": {"k": "int"}, "o": {"k": "int", "v": "int"}}
     >>> e = qualify(sqlglot.parse_one("SELECT (SELECT v FROM o WHERE o.k = t.k) AS w FROM t"), schema=schema)
     >>> print(correlated_value(e).sql())  # doctest: +NORMALIZE_WHITESPACE
-    SELECT (CASE WHEN "_s0"."_n" > 1 THEN ERROR('More than one row returned by a subquery used as an expression -
-    scalar subqueries can only return a single row.') ELSE "_s0"."_v" END) AS "w" FROM "t" AS "t"
+    SELECT CASE WHEN "_s0"."_n" > 1 THEN ERROR('More than one row returned by a subquery used as an expression -
+    scalar subqueries can only return a single row.') ELSE "_s0"."_v" END AS "w" FROM "t" AS "t"
     LEFT JOIN (SELECT "o"."k" AS "_k0", MAX("o"."v") AS "_v", COUNT(*) AS "_n" FROM "o" AS "o" GROUP BY "o"."k")
     AS _s0 ON "t"."k" = "_s0"."_k0"
 """
@@ -66,7 +69,7 @@ def _candidate(sub: exp.Select) -> bool:
     return all(c.table in inner for c in value.find_all(exp.Column))
 
 
-def _rewrite(select: exp.Select, node: exp.Subquery, counter, grouped: bool) -> bool:
+def _rewrite(select: exp.Select, node: exp.Subquery, counter, grouped: bool, item: exp.Expression | None) -> bool:
     sub = node.this
     local, correlated, inner = _split_correlation(sub)
     keys = _equality_keys(correlated, inner)
@@ -96,13 +99,28 @@ def _rewrite(select: exp.Select, node: exp.Subquery, counter, grouped: bool) -> 
         col = exp.column(name, table=alias, quoted=True)
         return exp.Max(this=col) if grouped else col
 
-    checked = exp.Case(ifs=[exp.If(this=exp.GT(this=read("_n"), expression=exp.Literal.number(1)),
-                                   true=exp.Anonymous(this="error", expressions=[exp.Literal.string(ROWS_ERROR)]))],
-                       default=read("_v"))
+    def checked(value: exp.Expression) -> exp.Case:
+        return exp.Case(ifs=[exp.If(this=exp.GT(this=read("_n"), expression=exp.Literal.number(1)),
+                                    true=exp.Anonymous(this="error", expressions=[exp.Literal.string(ROWS_ERROR)]))],
+                        default=value)
+
     select.append("joins", exp.Join(this=derived, side="LEFT", on=on))
     name = node.args.get("alias")  # a SELECT item's name rides on the subquery node itself
-    node.replace(exp.alias_(exp.paren(checked, copy=False), name.this.copy()) if name is not None
-                 else exp.paren(checked, copy=False))
+    if item is None or node is item:
+        # WHERE, or the whole SELECT item: the check stands where the value is read
+        node.replace(exp.alias_(exp.paren(checked(read("_v")), copy=False), name.this.copy()) if name is not None
+                     else exp.paren(checked(read("_v")), copy=False))
+        return True
+    # inside a SELECT item: DuckDB checks every row that reaches the SELECT list, whatever
+    # CASE, COALESCE or AND around the subquery would evaluate, so the check wraps the item
+    node.replace(read("_v"))
+    target = item.this if isinstance(item, exp.Alias) else item
+    case = checked(exp.null())
+    if isinstance(item, exp.Alias):
+        item.set("this", case)
+    else:
+        item.replace(case)
+    case.set("default", target)  # the item's own nodes move under the check (no copies)
     return True
 
 
@@ -114,12 +132,12 @@ def correlated_value(expression: exp.Expression) -> exp.Expression:
         grouped = bool(select.args.get("group")) or any(
             p.find(exp.AggFunc) and not _inside_subquery(p, select) for p in select.expressions)
         where = select.args.get("where")
-        places = [(where, False)] + [(item, grouped) for item in select.expressions]
-        for place, in_groups in places:
+        places = [(where, False, None)] + [(item, grouped, item) for item in select.expressions]
+        for place, in_groups, item in places:
             for node in list(place.find_all(exp.Subquery)) if place is not None else []:
                 if node.parent_select is not select or not _candidate(node.this):
                     continue
                 if isinstance(node.parent, (exp.Exists, exp.In)) or node.find_ancestor(exp.AggFunc, exp.Window):
                     continue
-                _rewrite(select, node, counter, in_groups)
+                _rewrite(select, node, counter, in_groups, item)
     return expression

@@ -18,8 +18,8 @@ Example:
     >>> import sqlglot
     >>> q = sqlglot.parse_one("SELECT a, b, count(*) FROM t GROUP BY ROLLUP (a, b)", read="duckdb")
     >>> print(grouping_sets(q).sql(dialect="duckdb"))  # doctest: +NORMALIZE_WHITESPACE
-    SELECT * FROM (SELECT a, b, COUNT(*) FROM t GROUP BY a, b UNION ALL SELECT a, NULL, COUNT(*) FROM t
-    GROUP BY a UNION ALL SELECT NULL, NULL, COUNT(*) FROM t) AS _dodb_grouping_sets
+    SELECT * FROM (SELECT a, b, COUNT(*) AS "count_star()" FROM t GROUP BY a, b UNION ALL SELECT a, NULL, COUNT(*)
+    FROM t GROUP BY a UNION ALL SELECT NULL, NULL, COUNT(*) FROM t) AS _dodb_grouping_sets
 """
 from __future__ import annotations
 
@@ -120,6 +120,9 @@ def _substitute(e: exp.Expression, nulled: dict[str, exp.Expression], in_set: se
             return exp.Literal.number(mask)
         if isinstance(node, (exp.AggFunc, exp.Subquery, exp.Select)):
             return node
+        if isinstance(node, exp.Ordered):  # renders as its key ("grp"): substitute inside, keep the ordering
+            node.set("this", walk(node.this))
+            return node
         if _key(node) in nulled:
             return exp.Null()
         if _key(node) in in_set:  # a grouped expression stays whole (grp % 2 grouped, grp not)
@@ -147,7 +150,9 @@ def _branch(select: exp.Select, keys: list[exp.Expression], universe: dict[str, 
     items = []
     for item in select.expressions:
         new = _substitute(item, nulled, in_set)
-        if name_changed and not isinstance(item, exp.Alias) and _key(new) != _key(item):
+        if name_changed and not isinstance(item, exp.Alias) and (
+                _key(new) != _key(item) or not isinstance(item, exp.Column)):
+            # DuckDB's name for the column, which an outer ORDER BY count(*) reads as well
             new = exp.alias_(new, auto_name(item), quoted=True)
         items.append(new)
     items += [exp.alias_(_substitute(e, nulled, in_set), name, quoted=True) for name, e in hidden]
@@ -196,12 +201,47 @@ def _order_plan(select: exp.Select, first: exp.Select) -> tuple[list[tuple[exp.O
     return keys, hidden
 
 
+def _constant(e: exp.Expression) -> str | None:
+    """The SQL of ``e`` folded to a literal or NULL, else None (not constant)."""
+    from sqlglot.optimizer.simplify import simplify
+
+    folded = simplify(e.copy())
+    return _key(folded) if isinstance(folded, (exp.Literal, exp.Null, exp.Boolean)) else None
+
+
+def _check_windows(select: exp.Select, sets: list[list[exp.Expression]], universe: dict[str, exp.Expression]) -> None:
+    """A window over grouping sets sees the rows of every set together in DuckDB, but here each
+    set is its own branch of the union.  That is the same only when the window's PARTITION BY
+    tells the sets apart: some partition expressions fold to constants per set (``GROUPING(a) +
+    GROUPING(b)``, TPC-DS Q36, Q70, Q86) and no two sets share those constants.  Otherwise (and
+    for QUALIFY) refused, naming the rewrite that works."""
+    windows = [w for item in select.expressions for w in item.find_all(exp.Window)
+               if w.find_ancestor(exp.Select) is select]
+    for w in windows:
+        parts = w.args.get("partition_by") or []
+        signatures = []
+        for keys in sets:
+            in_set = {_key(k) for k in keys}
+            nulled = {k: v for k, v in universe.items() if k not in in_set}
+            consts = [_constant(_substitute(p, nulled, in_set)) for p in parts]
+            signatures.append(tuple(c for c in consts if c is not None))
+        if len(set(signatures)) < len(signatures) or not all(signatures) and len(signatures) > 1:
+            raise UnsupportedQueryError(
+                "window function over GROUPING SETS / ROLLUP / CUBE whose PARTITION BY does not separate the "
+                "sets (partition by their GROUPING(), or group in a subquery and apply the window to its rows)",
+                position_of(w))
+    if select.args.get("qualify") is not None:
+        raise UnsupportedQueryError("QUALIFY with GROUPING SETS / ROLLUP / CUBE (group in a subquery, then filter "
+                                    "its rows)", position_of(select.args["qualify"]))
+
+
 def _expand(select: exp.Select) -> exp.Expression:
     sets = _sets(select)
     universe: dict[str, exp.Expression] = {}
     for s in sets:
         for k in s:
             universe.setdefault(_key(k), k)
+    _check_windows(select, sets, universe)
     first = _branch(select, sets[0], universe, name_changed=True)
     order_keys, hidden = _order_plan(select, first)
     branches = [_branch(select, s, universe, name_changed=(i == 0), hidden=hidden) for i, s in enumerate(sets)]

@@ -2,7 +2,7 @@
 
 ``SELECT (SELECT count(*) FROM orders) AS n`` or the ``SELECT 99`` branch of a UNION has no
 FROM; DuckDB evaluates its SELECT list once.  This rule gives every such SELECT the source
-``FROM (VALUES (1)) AS _one_row(_one)``: one row, so the SELECT list is evaluated once, its
+``FROM (VALUES (1)) AS _one_row(_one)`` (``_one_row1``, ``_one_row2`` … for the next ones): one row, so the SELECT list is evaluated once, its
 scalar subqueries decorrelate into joins with that row like any other (sqlglot's
 ``unnest_subqueries``), ``count(*)`` is 1 and a WHERE keeps the row or not, as in DuckDB.
 The planner reads that source as a :class:`~dodb.planner.logical.OneRow` node (public, one
@@ -24,15 +24,17 @@ __all__ = ["one_row_source", "ONE_ROW_ALIAS", "is_one_row_source"]
 ONE_ROW_ALIAS = "_one_row"
 
 
-def _source() -> exp.Values:
+def _source(n: int) -> exp.Values:
+    # one alias per SELECT: two derived constants in one FROM must not share a name
     return exp.Values(expressions=[exp.Tuple(expressions=[exp.Literal.number(1)])],
-                      alias=exp.TableAlias(this=exp.to_identifier(ONE_ROW_ALIAS),
+                      alias=exp.TableAlias(this=exp.to_identifier(f"{ONE_ROW_ALIAS}{n or ''}"),
                                            columns=[exp.to_identifier("_one")]))
 
 
 def is_one_row_source(src: exp.Expression) -> bool:
-    """Whether ``src`` is the source this rule adds (one row of the literal 1)."""
-    if not isinstance(src, exp.Values) or src.alias_or_name != ONE_ROW_ALIAS or len(src.expressions) != 1:
+    """Whether ``src`` is a source this rule adds (one row of the literal 1)."""
+    if not isinstance(src, exp.Values) or not src.alias_or_name.startswith(ONE_ROW_ALIAS) \
+            or len(src.expressions) != 1:
         return False
     row = src.expressions[0]
     return isinstance(row, exp.Tuple) and len(row.expressions) == 1 and row.expressions[0] == exp.Literal.number(1)
@@ -40,7 +42,9 @@ def is_one_row_source(src: exp.Expression) -> bool:
 
 def one_row_source(expression: exp.Expression) -> exp.Expression:
     """Give every SELECT without FROM the one-row source (see the module docstring)."""
+    n = 0
     for select in list(expression.find_all(exp.Select)):
         if select.args.get("from") is None and select.args.get("from_") is None:
-            select.from_(_source(), copy=False)
+            select.from_(_source(n), copy=False)
+            n += 1
     return expression
