@@ -29,6 +29,8 @@ QUERIES = [
     "WITH c AS (SELECT 3 AS v) SELECT x + v AS y FROM t, c",
     "SELECT x FROM t EXCEPT SELECT 1",
     "SELECT x, (SELECT 5) AS five FROM t",
+    # two derived constants in one FROM (each its own one-row source)
+    "SELECT q.a, r.b, count(*) AS n FROM (SELECT 1 AS a) q, (SELECT 5 AS b) r, t WHERE t.x <= r.b GROUP BY q.a, r.b",
 ]
 
 

@@ -21,14 +21,17 @@ QUERIES = [
     "SELECT id FROM p WHERE score = ANY (SELECT w FROM k)",
     "SELECT p.id, k.w FROM p JOIN k ON p.score = k.w",
     "SELECT p.id, count(k.w) FROM p LEFT JOIN k ON p.score = k.w GROUP BY p.id",
+    # one public key equated with two private columns: its rows per key counted once per name
+    "SELECT p.id, k.w FROM p JOIN k ON k.w = p.score AND k.w = p.score2 WHERE k.w >= 0",
 ]
 
 
 @pytest.fixture(scope="module")
 def dbs():
     def make(con):
-        con.execute("CREATE TABLE p (id INTEGER, score DOUBLE)")
-        con.execute("INSERT INTO p VALUES (1, 0.0), (2, 1.0), (3, 'nan'), (4, NULL), (5, -0.0), (6, 2.0)")
+        con.execute("CREATE TABLE p (id INTEGER, score DOUBLE, score2 DOUBLE)")
+        con.execute("INSERT INTO p VALUES (1, 0.0, 0.0), (2, 1.0, 2.0), (3, 'nan', 'nan'), (4, NULL, NULL), "
+                    "(5, -0.0, 0.0), (6, 2.0, 2.0)")
         con.execute("CREATE TABLE k (w DOUBLE)")
         con.execute("INSERT INTO k VALUES (0.0), (-0.0), (1.0), ('nan'), ('nan')")
     raw, con = duckdb.connect(), duckdb.connect()

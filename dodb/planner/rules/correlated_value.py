@@ -5,22 +5,22 @@ fails the query ("More than one row returned by a subquery used as an expression
 outer row that reaches the SELECT list finds several rows.  sqlglot's ``unnest_subqueries``
 decorrelates it into ``MAX(v) … GROUP BY k``, which silently answers with the largest value
 instead.  This rule takes these subqueries first: a subquery of one non-aggregate expression
-over a plain FROM/WHERE, correlated only by ``outer = inner`` equalities, in the SELECT list
-or the WHERE clause, becomes
+over a plain FROM/WHERE, correlated only by ``outer = inner`` equalities, in the SELECT list,
+becomes
 
     LEFT JOIN (SELECT inner AS _k0, MAX(v) AS _v, COUNT(*) AS _n FROM … WHERE <local>
                GROUP BY inner) AS _sN ON outer = _sN._k0
 
 and the subquery reads ``_sN._v`` under the check ``CASE WHEN _sN._n > 1 THEN error(<DuckDB's
 message>) ELSE … END``, which wraps the whole SELECT item (DuckDB checks every row reaching
-the SELECT list, whatever CASE, COALESCE or AND surrounds the subquery), or stands in place
-in WHERE.
+the SELECT list, whatever CASE, COALESCE or AND surrounds the subquery).
 Over one row ``MAX`` is that row's value (NULL included); over no row (or a NULL outer key,
 which equals nothing) the LEFT JOIN gives NULL, DuckDB's empty subquery.  The error is a
 constant DuckDB rejects, so the evaluator sets its code exactly on the real rows whose CASE
-takes that branch (docs/design.md §Expressions) — after the query's WHERE, as in DuckDB; in
-WHERE, the rows a sibling conjunct already rejects do not fail (DuckDB pushes that conjunct
-below its join, and the evaluator masks an AND side the other side decides).  In a
+takes that branch (docs/design.md §Expressions) — after the query's WHERE, as in DuckDB.  The
+same subquery in WHERE is refused by name: whether DuckDB fails there depends on its plan
+(a comparison may be pushed into the subquery first, and its column statistics decide), so
+no rewrite can give its answer on every database.  In a
 grouped query the correlation columns are group keys, so every row of a group reads the same
 ``_n`` and ``_v`` and the reads are wrapped in ``MAX``.  ``SELECT DISTINCT v`` counts distinct
 values (NULL as one).  The grouped side has one row per key (degree 1).  The guard refuses
@@ -45,6 +45,8 @@ from sqlglot import exp
 
 from ...operators.scalar_row import SCALAR_ROWS_MESSAGE
 from .correlated_count import _inside_subquery
+from ...errors import UnsupportedQueryError
+from .reject_unsupported import position_of
 from .unnest_exists import _and, _equality_keys, _inner_aliases, _split_correlation
 
 __all__ = ["correlated_value", "ROWS_ERROR"]
@@ -125,19 +127,25 @@ def _rewrite(select: exp.Select, node: exp.Subquery, counter, grouped: bool, ite
 
 
 def correlated_value(expression: exp.Expression) -> exp.Expression:
-    """Rewrite correlated plain-value scalar subqueries of SELECT lists and WHERE clauses
+    """Rewrite correlated plain-value scalar subqueries of SELECT lists; refuse them in WHERE
     (see the module docstring)."""
     counter = itertools.count()
     for select in list(expression.find_all(exp.Select)):
         grouped = bool(select.args.get("group")) or any(
             p.find(exp.AggFunc) and not _inside_subquery(p, select) for p in select.expressions)
         where = select.args.get("where")
-        places = [(where, False, None)] + [(item, grouped, item) for item in select.expressions]
-        for place, in_groups, item in places:
-            for node in list(place.find_all(exp.Subquery)) if place is not None else []:
+        for node in list(where.find_all(exp.Subquery)) if where is not None else []:
+            if node.parent_select is select and _candidate(node.this) and not isinstance(node.parent, (exp.Exists, exp.In)) \
+                    and _equality_keys(*_split_correlation(node.this)[1:]):
+                raise UnsupportedQueryError(
+                    "a correlated scalar subquery in WHERE that selects a plain value: whether DuckDB fails on an "
+                    "outer row with several rows depends on its plan (select an aggregate such as max(v), or use "
+                    "EXISTS / IN)", position_of(node))
+        for item in list(select.expressions):
+            for node in list(item.find_all(exp.Subquery)):
                 if node.parent_select is not select or not _candidate(node.this):
                     continue
                 if isinstance(node.parent, (exp.Exists, exp.In)) or node.find_ancestor(exp.AggFunc, exp.Window):
                     continue
-                _rewrite(select, node, counter, in_groups, item)
+                _rewrite(select, node, counter, grouped, item)
     return expression
