@@ -76,3 +76,33 @@ def duck(sql: str, **tables: pa.Table) -> pa.Table:
     for name, t in tables.items():
         con.register(name, t)
     return con.sql(sql).to_arrow_table()
+
+
+def twin_connections(**tables: pa.Table) -> tuple[duckdb.DuckDBPyConnection, duckdb.DuckDBPyConnection]:
+    """Two DuckDB connections holding the same tables: the oracle's, and one for dodb to attach."""
+    raw, con = duckdb.connect(), duckdb.connect()
+    for c in (raw, con):
+        for name, t in tables.items():
+            c.register("_t", t)
+            c.execute(f'CREATE TABLE "{name}" AS SELECT * FROM _t')
+            c.unregister("_t")
+    return raw, con
+
+
+def assert_same_answer_or_error(db, raw: duckdb.DuckDBPyConnection, sql: str) -> None:
+    """dodb answers ``sql`` as DuckDB does: the same rows (and Python values), or an error of
+    the same kind (the text before the first ':') when DuckDB fails."""
+    import pytest
+
+    from dodb.errors import DodbError
+
+    try:
+        want = raw.sql(sql).to_arrow_table()
+    except duckdb.Error as e:
+        with pytest.raises(DodbError) as got:
+            db.sql(sql, epsilon=1.0).fetchall()
+        assert str(got.value).split(":")[0] == str(e).split(":")[0], sql
+        return
+    got = db.sql(sql, epsilon=1.0)
+    assert_same_rows(got.arrow(), want)
+    assert sorted(got.fetchall(), key=repr) == sorted(raw.sql(sql).fetchall(), key=repr), sql

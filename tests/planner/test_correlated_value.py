@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import dodb
 from dodb.errors import DodbError
 
-from ..operators.util import assert_same_rows
+from ..operators.util import assert_same_answer_or_error, twin_connections
 
 QUERIES = [
     "SELECT id, (SELECT v FROM i WHERE i.k = o.k) AS w FROM o",
@@ -32,22 +32,15 @@ QUERIES = [
 
 
 def _databases(outer: list, inner: list, private_inner: bool):
-    tables = {
-        "o": pa.table({"id": pa.array(range(len(outer)), pa.int64()),
-                       "k": pa.array([r[0] for r in outer], pa.int64()),
-                       "x": pa.array([r[1] for r in outer], pa.int64())}),
-        "i": pa.table({"id": pa.array(range(len(inner)), pa.int64()),
-                       "k": pa.array([r[0] for r in inner], pa.int64()),
-                       "j": pa.array([r[1] for r in inner], pa.int64()),
-                       "v": pa.array([r[2] for r in inner], pa.int64()),
-                       "s": pa.array([r[3] for r in inner], pa.string())}),
-    }
-    raw, con = duckdb.connect(), duckdb.connect()
-    for c in (raw, con):
-        for name, tab in tables.items():
-            c.register("_t", tab)
-            c.execute(f"CREATE TABLE {name} AS SELECT * FROM _t")
-            c.unregister("_t")
+    raw, con = twin_connections(
+        o=pa.table({"id": pa.array(range(len(outer)), pa.int64()),
+                    "k": pa.array([r[0] for r in outer], pa.int64()),
+                    "x": pa.array([r[1] for r in outer], pa.int64())}),
+        i=pa.table({"id": pa.array(range(len(inner)), pa.int64()),
+                    "k": pa.array([r[0] for r in inner], pa.int64()),
+                    "j": pa.array([r[1] for r in inner], pa.int64()),
+                    "v": pa.array([r[2] for r in inner], pa.int64()),
+                    "s": pa.array([r[3] for r in inner], pa.string())}))
     db = dodb.attach(con, seed=7, allow_insecure=True)
     db.set_budget(epsilon=1e6, delta=0.5)
     db.protect("o", "id", max_contributions=1)
@@ -56,15 +49,7 @@ def _databases(outer: list, inner: list, private_inner: bool):
     return raw, db
 
 
-def _same(db, raw, sql):
-    try:
-        want = raw.sql(sql).to_arrow_table()
-    except duckdb.Error as e:
-        with pytest.raises(DodbError) as got:
-            db.sql(sql, epsilon=1.0).fetchall()
-        assert str(got.value).split(" - ")[0] == str(e).split(" - ")[0], sql
-        return
-    assert_same_rows(db.sql(sql, epsilon=1.0).arrow(), want)
+_same = assert_same_answer_or_error
 
 
 OUTER = st.tuples(st.sampled_from([None, 0, 1, 2, 3]), st.sampled_from([None, -1, 0, 1, 2]))

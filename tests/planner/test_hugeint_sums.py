@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import dodb
 from dodb.errors import DodbError
 
-from ..operators.util import assert_same_rows
+from ..operators.util import assert_same_answer_or_error, twin_connections
 
 QUERIES = [
     "SELECT sum(x) // 2 AS a, sum(x) // -3 AS b, sum(x) % 5 AS c, sum(x) / 2 AS d FROM t",
@@ -32,32 +32,17 @@ BIG = 2**63 - 1
 
 
 def _databases(rows: list):
-    tab = pa.table({"id": pa.array(range(len(rows)), pa.int32()),
-                    "g": pa.array([r[0] for r in rows], pa.int32()),
-                    "x": pa.array([r[1] for r in rows], pa.int32()),
-                    "q": pa.array([r[2] for r in rows], pa.int64())})
-    raw, con = duckdb.connect(), duckdb.connect()
-    for c in (raw, con):
-        c.register("_t", tab)
-        c.execute("CREATE TABLE t AS SELECT * FROM _t")
-        c.unregister("_t")
+    raw, con = twin_connections(t=pa.table({"id": pa.array(range(len(rows)), pa.int32()),
+                                            "g": pa.array([r[0] for r in rows], pa.int32()),
+                                            "x": pa.array([r[1] for r in rows], pa.int32()),
+                                            "q": pa.array([r[2] for r in rows], pa.int64())}))
     db = dodb.attach(con, seed=9, allow_insecure=True)
     db.set_budget(epsilon=1e6, delta=0.5)
     db.protect("t", "id", max_contributions=1)
     return raw, db
 
 
-def _same(db, raw, sql):
-    try:
-        want = raw.sql(sql).to_arrow_table()
-    except duckdb.Error as e:
-        with pytest.raises(DodbError) as got:
-            db.sql(sql, epsilon=1.0).fetchall()
-        assert str(got.value).split(":")[0] == str(e).split(":")[0], sql
-        return
-    got = db.sql(sql, epsilon=1.0)
-    assert_same_rows(got.arrow(), want)
-    assert sorted(got.fetchall(), key=repr) == sorted(raw.sql(sql).fetchall(), key=repr), sql
+_same = assert_same_answer_or_error
 
 
 ROW = st.tuples(st.sampled_from([None, 1, 2]), st.one_of(st.none(), st.integers(-20, 20)),

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 
-import duckdb
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,7 +15,7 @@ import dodb
 from dodb.planner.build import AddRowId
 from dodb.planner.logical import Aggregate, Join, walk
 
-from ..operators.util import assert_same_rows
+from ..operators.util import assert_same_rows, twin_connections
 
 QUERIES = [
     "SELECT id FROM o WHERE EXISTS (SELECT * FROM i WHERE i.k = o.k AND i.x <> o.x)",
@@ -53,13 +52,7 @@ def _tables(outer: list, inner: list) -> dict[str, pa.Table]:
 
 
 def _databases(outer: list, inner: list, private_inner: bool = True):
-    tables = _tables(outer, inner)
-    raw, con = duckdb.connect(), duckdb.connect()
-    for c in (raw, con):
-        for name, tab in tables.items():
-            c.register("_t", tab)
-            c.execute(f"CREATE TABLE {name} AS SELECT * FROM _t")
-            c.unregister("_t")
+    raw, con = twin_connections(**_tables(outer, inner))
     db = dodb.attach(con, seed=5, allow_insecure=True)
     db.set_budget(epsilon=1e6, delta=0.5)
     db.protect("o", "id", max_contributions=1, widths={"s": 4})

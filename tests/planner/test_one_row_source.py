@@ -4,7 +4,6 @@ DuckDB; a query with no private table still goes to DuckDB whole (docs/design.md
 queries).  Traces are simulatable and coupled neighbours give identical views."""
 from __future__ import annotations
 
-import duckdb
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,7 +14,7 @@ from dodb.audit import audit
 from dodb.planner.logical import OneRow, walk
 from dodb.planner.simulate import simulate_plan
 
-from ..operators.util import assert_same_rows
+from ..operators.util import assert_same_rows, twin_connections
 
 QUERIES = [
     "SELECT (SELECT count(*) FROM t) AS n",
@@ -35,14 +34,9 @@ QUERIES = [
 
 
 def _databases(rows: list):
-    tab = pa.table({"id": pa.array(range(len(rows)), pa.int64()),
-                    "x": pa.array([r[0] for r in rows], pa.int64()),
-                    "s": pa.array([r[1] for r in rows], pa.string())})
-    raw, con = duckdb.connect(), duckdb.connect()
-    for c in (raw, con):
-        c.register("_t", tab)
-        c.execute("CREATE TABLE t AS SELECT * FROM _t")
-        c.unregister("_t")
+    raw, con = twin_connections(t=pa.table({"id": pa.array(range(len(rows)), pa.int64()),
+                                            "x": pa.array([r[0] for r in rows], pa.int64()),
+                                            "s": pa.array([r[1] for r in rows], pa.string())}))
     db = dodb.attach(con, seed=3, allow_insecure=True)
     db.set_budget(epsilon=1e6, delta=0.5)
     db.protect("t", "id", max_contributions=1, widths={"s": 3})
