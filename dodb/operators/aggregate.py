@@ -101,7 +101,7 @@ RANGE_OVERFLOW = 1 << 21  # a window's RANGE bound (ORDER BY key ± offset) outs
 STATUS_MESSAGES = {SUM_OVERFLOW: "Out of Range Error: Overflow in SUM: the total does not fit in 38 digits "
                                  "(DECIMAL(38)/HUGEINT)",
                    RANGE_OVERFLOW: "Out of Range Error: Overflow in a RANGE frame bound: the ORDER BY key plus "
-                                   "the offset is outside its type's range (INT64, DATE or TIMESTAMP)",
+                                   "the offset is outside its type's range (its integer type, DATE or TIMESTAMP)",
                    SCALAR_ROWS: SCALAR_ROWS_MESSAGE}
 assert len(STATUS_MESSAGES) == 3, "status codes must differ"
 _TEN38 = [(10 ** 38 >> (32 * i)) & 0xFFFFFFFF for i in range(4)]  # 32-bit limbs, low first

@@ -86,6 +86,12 @@ def probe_prefixes(c, words: list[np.ndarray], frame):
     if not frame.interval and frame.start is not None and frame.end is not None and frame.start > frame.end:
         raise UnsupportedQueryError(f"{frame.kind.upper()} frame whose start offset follows its end offset")
     v, valid, is_float, desc, nf, inf = _probe_key(c, frame)
+    narrow = None  # a key narrower than 64 bits: DuckDB adds the offset in the key's own type
+    if frame.kind == "range" and not frame.interval and c.okey is not None:
+        kt = c.okey[0].type
+        if pa.types.is_integer(kt) and kt.bit_width < 64:
+            info = np.iinfo(kt.to_pandas_dtype())
+            narrow = (int(info.min), int(info.max))
     sign = -1 if desc else 1
     zero = (0, 0) if frame.interval else 0
     pid = np.cumsum(c.pstart.astype(np.int64)).astype(np.uint64)  # the partition's number, in sorted order
@@ -97,6 +103,8 @@ def probe_prefixes(c, words: list[np.ndarray], frame):
                 side = np.where(~inf & (np.abs(mv) > _DATE_INF - 1), np.uint64(0), side)
             mv, side = np.where(inf, v, mv), np.where(inf, np.uint64(1), side)
         c.range_overflow |= valid & (side != 1)
+        if narrow is not None and off:  # public: the key's type; an offset of 0 moves nothing
+            c.range_overflow |= valid & ((mv < narrow[0]) | (mv > narrow[1]))
         if desc:
             side = np.uint64(2) - side
         vals.append(mv), sides.append(np.where(valid, side, np.uint64(1))), ties.append(np.full(n, tie, np.uint64))

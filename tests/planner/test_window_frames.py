@@ -208,3 +208,31 @@ def test_infinite_and_extreme_dates_like_duckdb():
             d.sql(sql, epsilon=1.0, delta=1e-6).arrow()
     finally:
         d.close()
+
+
+@pytest.mark.parametrize("sql, fails", [
+    ("SELECT id, sum(x) OVER (ORDER BY x RANGE BETWEEN 5 PRECEDING AND 5 FOLLOWING) AS s FROM t", True),
+    ("SELECT id, count(*) OVER (ORDER BY s DESC RANGE BETWEEN CURRENT ROW AND 1 FOLLOWING) AS c FROM t", True),
+    ("SELECT id, count(*) OVER (ORDER BY x RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS c FROM t WHERE id = 1", False),
+    ("SELECT id, count(*) OVER (ORDER BY s RANGE BETWEEN CURRENT ROW AND CURRENT ROW) AS c FROM t", False),
+])
+def test_offsets_overflowing_a_narrow_integer_key_fail_like_duckdb(sql, fails):
+    """DuckDB adds a RANGE offset in the ORDER BY key's own type: 2^31 - 1 + 5 overflows an
+    INTEGER key (not INT64), and the query fails."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, x INTEGER, s SMALLINT)")
+    con.execute("INSERT INTO t VALUES (1, 1, 1), (2, 2147483647, -32768), (3, NULL, NULL), (4, 7, 32767)")
+    d = dodb.attach(con, seed=7, allow_insecure=True)
+    oracle = snapshot(con)
+    d.set_budget(epsilon=1e7, delta=0.5)
+    d.protect("t", "id", max_contributions=1, keys=[["id"]])
+    try:
+        if fails:
+            with pytest.raises(duckdb.OutOfRangeException):
+                oracle.sql(sql).fetchall()
+            with pytest.raises(DodbError, match="Out of Range.*RANGE frame bound"):
+                d.sql(sql, epsilon=1.0, delta=1e-6).arrow()
+        else:
+            assert_same_rows(d.sql(sql, epsilon=1.0, delta=1e-6).arrow(), oracle.sql(sql).to_arrow_table())
+    finally:
+        d.close()
