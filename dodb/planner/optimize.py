@@ -22,6 +22,7 @@ from sqlglot.optimizer import optimize as sqlglot_optimize
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.merge_subqueries import merge_subqueries
 from sqlglot.optimizer.pushdown_predicates import pushdown_predicates
+from sqlglot.optimizer.simplify import Simplifier, simplify
 from sqlglot.optimizer.unnest_subqueries import unnest_subqueries
 
 from .rules.mark_scalar_sources import (mark_scalar_sources, merge_keeping_scalar_sources,
@@ -105,6 +106,65 @@ def duckdb_annotate_types(expression: exp.Expression, schema=None, dialect=None)
 
         _DUCKDB_METADATA = {**DuckDB().EXPRESSION_METADATA, exp.Sum: {"annotator": _sum_type}}
     return annotate_types(expression, schema=schema, dialect=dialect, expression_metadata=_DUCKDB_METADATA)
+
+
+class _DuckDBSimplifier(Simplifier):
+    """sqlglot's simplifier without the rewrites whose answer differs from DuckDB's.
+
+    * ``x + 0.2 = 0.3`` → ``x = 0.1`` holds in exact arithmetic only: over a DOUBLE ``x`` it
+      changes which rows match, and over an integer it removes DuckDB's overflow error;
+    * an arithmetic chain holding an INTERVAL is reassociated (``(DATE '2020-01-30' + 2) +
+      INTERVAL 1 MONTH`` folded the month first: 03-02, not DuckDB's 03-01); DuckDB folds the
+      constant parts itself when the expression is bound (docs/design.md §Expressions);
+    * ``-(-x)`` → ``x`` removes DuckDB's negation overflow.
+    """
+
+    def simplify_equality(self, expression: exp.Expression) -> exp.Expression:
+        return expression
+
+    def simplify_literals(self, expression: exp.Expression, root: bool = True) -> exp.Expression:
+        if isinstance(expression, exp.Neg) and isinstance(expression.this, exp.Neg):
+            return expression
+        if (isinstance(expression, exp.Binary) and not isinstance(expression, exp.Connector)
+                and expression.find(exp.Interval) is not None) or self._is_inverse_date_op(expression):
+            return expression
+        return super().simplify_literals(expression, root)
+
+
+def duckdb_simplify(expression: exp.Expression, dialect=None) -> exp.Expression:
+    """sqlglot's ``simplify`` rule with :class:`_DuckDBSimplifier`.
+
+    >>> duckdb_simplify(sqlglot.parse_one("SELECT a FROM t WHERE a + 0.2 = 0.3 AND 1 + 1 = 2")).sql()
+    'SELECT a FROM t WHERE a + 0.2 = 0.3'
+    """
+    return _DuckDBSimplifier(dialect=dialect).simplify(expression)
+
+
+# sqlglot's predicate pushdown simplifies every WHERE condition with its own simplifier
+# (`pushdown_predicates.pushdown`), where `f + 0.2 = 0.3` becomes `f = 0.1`: it must use the
+# DuckDB-faithful one.  Set once, at import, so concurrent planning never sees a swap.
+import sqlglot.optimizer.pushdown_predicates as _pushdown_module  # noqa: E402
+
+_pushdown_module.simplify = lambda expression, dialect=None, **_: duckdb_simplify(expression, dialect=dialect)
+
+# sqlglot drops the parentheses of ``a + (b + c)`` as if addition were associative; the tree
+# is rendered and parsed again, so it becomes ``(a + b) + c``: for ``d + (INTERVAL 1 MONTH +
+# INTERVAL 1 MONTH)`` DuckDB adds two months at once (01-30 → 03-30), not one and one (03-29),
+# and doubles round differently.  A right operand's parentheses stay.
+import sqlglot.optimizer.simplify as _simplify_module  # noqa: E402
+
+_sqlglot_simplify_parens = _simplify_module.simplify_parens
+
+
+def _simplify_parens(expression, dialect):
+    parent = expression.parent
+    if isinstance(expression, exp.Paren) and isinstance(expression.this, exp.Add) and isinstance(parent, exp.Add) \
+            and parent.args.get("expression") is expression:
+        return expression
+    return _sqlglot_simplify_parens(expression, dialect)
+
+
+_simplify_module.simplify_parens = _simplify_parens
 
 
 def typed_case_defaults(expression: exp.Expression) -> exp.Expression:
@@ -229,6 +289,8 @@ def _optimize(e: exp.Expression, catalog: Catalog) -> exp.Expression:
             rules[-1] = merge_keeping_scalar_sources
         if rule is pushdown_predicates:
             rules[-1] = pushdown_keeping_scalar_sources
+        if rule is simplify:
+            rules[-1] = duckdb_simplify
         if rule is annotate_types:
             rules[-1] = duckdb_annotate_types
             rules.append(duckdb_literal_types)

@@ -268,6 +268,10 @@ def _digits(x: np.ndarray, count: int) -> list[np.ndarray]:
 def _ev_strftime(ev, node):
     fmt = ev.literal(node.args.get("format"), "STRFTIME")
     v = ev.ev(node.this)
+    if fmt is None:  # a NULL format: NULL on every row, as in DuckDB
+        return ev.null_of(ev.type_of(node), v.err)
+    if str(fmt) == "":
+        raise Unsupported("STRFTIME with an empty format (DuckDB: 'Empty format string')")
     days, tod = _days(v)
     tod = np.zeros_like(days) if tod is None else tod
     y, m, d = dates.civil(days)
@@ -349,14 +353,22 @@ def _round_like(ev, node, mode: str, places: int = 0):
                 raise Unsupported("ROUND of a DOUBLE to negative places")
             if places == 0:
                 return Val(rt, numeric.round_half_away(x), v.valid, v.err)
-            k = float(10 ** places)
-            r = numeric.round_half_away(x * k) / k
+            if places > 22:  # 10^places is no longer an exact double; every double is its own rounding here
+                return Val(rt, x, v.valid, v.err)
+            r = numeric.round_places_exact(x, places)
             return Val(rt, np.where(np.isfinite(r), r, x), v.valid, v.err)
     if v.type.kind == "dec" and rt.kind == "dec":
         drop = v.type.scale - rt.scale
         if drop < 0 or (mode == "round" and rt.scale != max(0, min(places, v.type.scale))):
             raise Unsupported(f"{mode.upper()} of {v.type} giving {rt}")
-        res = i128.div_pow10(v.data, drop, {"round": "half_away", "floor": "floor", "ceil": "ceil"}.get(mode))
+        how = {"round": "half_away", "floor": "floor", "ceil": "ceil"}.get(mode)
+        if mode == "round" and places < 0:  # to tens, hundreds …: DuckDB keeps the scale 0 result type
+            tens = min(-places, 38)
+            res = i128.div_pow10(v.data, drop + tens, how)
+            res, over = i128.mul_pow10(res, tens)
+            return Val(rt, res, v.valid, np.maximum(v.err, ev.fail(over & v.valid, f"Out of Range Error: "
+                                                                     f"Overflow in ROUND of {v.type}")))
+        res = i128.div_pow10(v.data, drop, how)
         return Val(rt, res, v.valid, v.err)
     raise Unsupported(f"{mode.upper()} of {v.type} giving {rt}")
 

@@ -157,6 +157,47 @@ def round_half_away(x: np.ndarray) -> np.ndarray:
         return np.where(frac >= 0.5, t + np.copysign(1.0, x), t)
 
 
+def _two_product(a: np.ndarray, b: float) -> tuple[np.ndarray, np.ndarray]:
+    """``a * b`` as ``p + e`` exactly (Dekker's product: ``p`` the rounded product, ``e`` its
+    error), element-wise and branch-free; ``|a·b|`` well inside the double range."""
+    split = 134217729.0  # 2^27 + 1
+    ca = split * a
+    ahi = ca - (ca - a)
+    alo = a - ahi
+    cb = split * b
+    bhi = cb - (cb - b)
+    blo = b - bhi
+    p = a * b
+    e = ((ahi * bhi - p) + ahi * blo + alo * bhi) + alo * blo
+    return p, e
+
+
+def round_places_exact(x: np.ndarray, places: int) -> np.ndarray:
+    """DuckDB's ``round(DOUBLE, places)``, places in 1..22: the exact binary value rounded half
+    away from zero to ``places`` decimals (41.15 is 41.149999…, so 41.1), then the nearest double.
+
+    ``p = x·10^k`` is rounded; the exact product is ``p + e``.  Its side of a half-way point
+    ``m + 0.5`` (exactly representable below 2^52) is ``p``'s side unless ``p`` lands on it,
+    where the sign of ``e`` decides.  ``r / 10^k`` with an integer ``r`` is the correctly rounded
+    decimal.
+
+    >>> round_places_exact(np.array([41.15, 0.15, 2.675, 1.005, 0.125, -0.125, 2.5]), 2).tolist()
+    [41.15, 0.15, 2.67, 1.0, 0.13, -0.13, 2.5]
+    >>> round_places_exact(np.array([41.15, 0.15, -41.15]), 1).tolist()
+    [41.1, 0.1, -41.1]
+    """
+    k = float(10 ** places)
+    with np.errstate(all="ignore"):
+        p, e = _two_product(np.asarray(x, dtype=np.float64), k)
+        t = np.trunc(p)
+        frac = np.abs(p - t)
+        away = np.copysign(1.0, p)
+        # on a half-way point the error decides: toward zero if it points toward zero
+        tie_down = (frac == 0.5) & (e * away < 0)
+        r = np.where((frac >= 0.5) & ~tie_down, t + away, t)
+        return r / k
+
+
 def _f64_to_i128(r: np.ndarray) -> i128.I128:
     """An integer-valued double (|r| < 2^127) as 128 bits, exactly."""
     r = np.where(np.isfinite(r), r, 0.0)
