@@ -112,7 +112,8 @@ class _DuckDBSimplifier(Simplifier):
     """sqlglot's simplifier without the rewrites whose answer differs from DuckDB's.
 
     * ``x + 0.2 = 0.3`` → ``x = 0.1`` holds in exact arithmetic only: over a DOUBLE ``x`` it
-      changes which rows match, and over an integer it removes DuckDB's overflow error;
+      changes which rows match, and over an integer it removes DuckDB's overflow error (moving a
+      zero, ``x + 0 = 5``, is exact and still done);
     * an arithmetic chain holding an INTERVAL is reassociated (``(DATE '2020-01-30' + 2) +
       INTERVAL 1 MONTH`` folded the month first: 03-02, not DuckDB's 03-01); DuckDB folds the
       constant parts itself when the expression is bound (docs/design.md §Expressions);
@@ -120,6 +121,12 @@ class _DuckDBSimplifier(Simplifier):
     """
 
     def simplify_equality(self, expression: exp.Expression) -> exp.Expression:
+        # moving a zero is exact (x + 0 is x: no rounding, no overflow); anything else is not
+        left = expression.left if isinstance(expression, self.COMPARISONS) else None
+        if isinstance(left, (exp.Add, exp.Sub)) and any(
+                isinstance(o, exp.Literal) and o.is_number and o.to_py() == 0
+                for o in ((left.left, left.right) if isinstance(left, exp.Add) else (left.right,))):
+            return super().simplify_equality(expression)
         return expression
 
     def simplify_literals(self, expression: exp.Expression, root: bool = True) -> exp.Expression:
