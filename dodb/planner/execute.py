@@ -37,6 +37,7 @@ from .logical import (Aggregate, CrossJoin, CrossOne, Distinct, Filter, Join, No
 from .windows import Window
 from ..storage.canonical import read_slots
 from .widths import string_width
+from ..operators.expressions.types import parse_type
 
 __all__ = ["Executor", "NodeStats", "cast_result"]
 
@@ -224,7 +225,7 @@ class Executor:
         t = self._scan_read(node)
         info = self.catalog.table(node.table)
         for name, col in zip(t.names, t.columns):  # Arrow holds HUGEINT as DECIMAL(38, 0): say which it is
-            if str(info.columns.get(name.split(".", 1)[-1], "")).upper() in ("HUGEINT", "INT128"):
+            if parse_type(str(info.columns.get(name.split(".", 1)[-1], ""))).huge:
                 col.huge = True
         return t
 
