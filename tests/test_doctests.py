@@ -14,6 +14,7 @@ MODULES = [
     "dodb.planner.rules.factor_disjunctions",
     "dodb.planner.widths",
     "dodb.planner.degrees",
+    "dodb.planner.group_bounds",
     "dodb.planner.expr_keys",
     "dodb.planner.rules.mark_scalar_sources",
     "dodb.operators.theta_join",

@@ -229,11 +229,12 @@ def _bound_string_aggs(builder, pnode, keys: list[str], aggs: list[Agg]) -> list
     degree bound when the planner has one, else the padded input's — and the padded input size."""
     from dataclasses import replace
 
+    from .group_bounds import rows_per_group
     from .logical import upper_rows
     total = max(1, upper_rows(pnode))
     rows = total
     if keys:
-        d = builder.degree(pnode, list(keys))
+        d = rows_per_group(builder, pnode, list(keys))  # GROUP BY puts all NULLs in one group
         if d is not None:
             rows = max(1, min(rows, d))
     return [replace(a, rows=rows, total=total) if a.func in ("string_agg", "list") else a for a in aggs]

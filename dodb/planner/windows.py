@@ -31,6 +31,7 @@ from ..errors import UnsupportedQueryError
 from ..operators.sort_limit import SortKey
 from ..operators.window import Frame, WHOLE, WindowFunc, WindowSpec
 from .degrees import window_unique
+from .group_bounds import rows_per_group
 from .logical import Node, Scan, Unary, upper_rows
 from .rules.reject_unsupported import position_of
 
@@ -355,40 +356,8 @@ def _stability(builder, child: Node, specs: list[WindowSpec], order_free: bool) 
         return n
     total = 0
     for spec in specs:
-        d = _partition_bound(builder, child, list(spec.partition))
+        d = rows_per_group(builder, child, list(spec.partition))
         if d is None:
             return n
         total += 2 * s * d
     return min(n, total)
-
-
-def _partition_bound(builder, child: Node, cols: list[str]) -> int | None:
-    """A public bound on the rows of one partition, or ``None``.
-
-    A unique key bounds it by 1 (keys are verified counting NULLs).  A declared degree
-    bound counts non-NULL values only (joins never match NULLs), but the NULL partition
-    is a partition too, so a degree bounds partitions only for a column that is NOT NULL
-    in its table, followed through projections, filters and windows to its scan.
-    """
-    if not cols:
-        return None
-    if any(u <= frozenset(cols) for u in child.unique) or child.one_row:
-        return 1
-    known = [child.degrees[c] for c in cols if c in child.degrees and _not_null(builder, child, c)]
-    return min(known) if known else None
-
-
-def _not_null(builder, node: Node, col: str) -> bool:
-    while True:
-        if isinstance(node, Scan):
-            name = col.split(".", 1)[1] if col.startswith(f"{node.alias}.") else None
-            return name is not None and name in builder.catalog.table(node.table).not_null
-        if node.kind == "Project":
-            e = node.exprs.get(col)
-            if not isinstance(e, exp.Column):
-                return False
-            col, node = e.name, node.children[0]
-        elif node.kind in ("Filter", "Window", "Sort") and col in node.children[0].columns:
-            node = node.children[0]
-        else:
-            return False

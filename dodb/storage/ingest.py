@@ -166,6 +166,22 @@ def _count_orphans(cur, column: str, parent_keys: pa.Array) -> int:
         cur.unregister(_PARENT_KEYS)
 
 
+def _check_not_null(cur, table: str, not_null: set[str], columns: dict[str, str]) -> None:
+    """Refuse NULLs in NOT NULL columns (docs/design.md §Storage, *NOT NULL*).
+
+    A NOT NULL column is stored without a validity lane, and the planner relies on it
+    (a degree bound caps a NULL partition only where there is none): a NULL there would
+    be stored as the placeholder 0 and merge into a real value, breaking the declared
+    bounds.  Checked on the owner's side before anything is charged or stored.
+    """
+    for c in (c for c in columns if c in not_null):
+        nulls = _count_null(cur, c)
+        if nulls:
+            raise CatalogError(f"{table!r}: {nulls} row{'s' if nulls != 1 else ''} "
+                               f"{'have' if nulls != 1 else 'has'} a NULL in column {c!r}, which is NOT NULL; "
+                               "nothing was stored or charged")
+
+
 def _unit_policy_violation(table: str, d: Declaration, nulls: int, orphans: int | None) -> str | None:
     """The refusal message for rows the ``orphans``/``null_units`` policies refuse, or None.
 
@@ -325,6 +341,7 @@ def _run_action(db, table: str, action: str, d: Declaration, data: pa.Table, col
     cur = con.cursor()
     try:
         cur.register(_VIEW, data)
+        _check_not_null(cur, table, not_null, columns)
         dp_max = _verify(cur, table, d, data, parent_keys)
     finally:
         cur.close()

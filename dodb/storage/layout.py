@@ -112,6 +112,10 @@ def to_physical(t: PaddedTable, cols: list[LogicalColumn]) -> pa.Table:
     arrays: dict[str, pa.Array] = {SLOT: pa.array(np.arange(n, dtype=np.int64)), REAL: pa.array(t.is_real)}
     for c in cols:
         col = t.column(c.name)
+        if not c.nullable and bool(np.any(t.is_real & ~col.valid)):
+            # owner side (outside the observed window); ingest refuses these first, this
+            # keeps a NULL from ever being written as the placeholder 0 of a NOT NULL column
+            raise ValueError(f"column {c.name!r} is NOT NULL but a row holds NULL")
         if c.is_string:
             vals = np.zeros((n, c.width), dtype=np.uint8)
             vals[:, :col.values.shape[1]] = col.values
