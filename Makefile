@@ -19,13 +19,18 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[test,bench]'
 	touch $@ $(VENV)/.installed
 
+# `dodb warmup` compiles the oblivious kernels once into the per-user cache (a progress bar;
+# nothing to do when they are cached already), so neither the demo nor the test workers
+# compile them.
 run: $(VENV)/.installed
+	$(BIN)/dodb warmup
 	$(BIN)/dodb demo
 
 # pytest exits 5 when it collects nothing: that is a failure, not a pass.
 # One pytest worker per core (pytest-xdist), idle workers taking tests from busy ones.
 PYTEST_ARGS ?= -n auto --dist worksteal
 test: $(VENV)/.installed-test
+	$(BIN)/dodb warmup
 	@$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 

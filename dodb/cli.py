@@ -1,4 +1,4 @@
-"""The ``dodb`` command line: demo, query, explain, budget, history, protect, unprotect,
+"""The ``dodb`` command line: demo, warmup, query, explain, budget, history, protect, unprotect,
 token, serve, audit.
 
 User errors (bad SQL, unknown tables, budget exceeded, invalid parameters) print one
@@ -114,6 +114,29 @@ def _demo(args: argparse.Namespace) -> int:
         print(f"  refused before running: {e}")
         after = db.budget
         print(f"  nothing was charged: spent ε still {after['spent'][0]:.3f}")
+    return 0
+
+
+def _warmup(args: argparse.Namespace) -> int:
+    from .oblivious.kernel_cache import cache_dir
+    from .warmup import warmup
+
+    tty = sys.stderr.isatty()
+    print(f"dodb warmup: compiling the oblivious kernels for this CPU into {cache_dir()}", file=sys.stderr)
+
+    def progress(i: int, n: int, label: str) -> None:
+        bar = "#" * (20 * i // n) + "-" * (20 - 20 * i // n)
+        line = f"[{bar}] {i}/{n} {label}"
+        if tty:
+            sys.stderr.write("\r" + line[:100].ljust(100))
+            sys.stderr.flush()
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    secs = warmup(progress)
+    if tty:
+        sys.stderr.write("\n")
+    print(f"dodb warmup: done in {secs:.1f}s (later processes load the kernels from the cache)", file=sys.stderr)
     return 0
 
 
@@ -316,6 +339,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--scale", type=float, default=0.01)
     d.add_argument("--db", default=None, help="database file (default: in memory)")
     d.add_argument("--budget", type=float, default=5.0)
+    sub.add_parser("warmup", help="compile the oblivious kernels once, ahead of the first query (cached per user)")
     q = sub.add_parser("query", help="run a private query")
     ex = sub.add_parser("explain", help="show the plan without running or charging")
     for sp in (q, ex):
@@ -384,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from .audit import command as audit_command
 
-    handlers = {"demo": _demo, "query": _query, "explain": _explain, "budget": _budget, "protect": _protect,
+    handlers = {"demo": _demo, "warmup": _warmup, "query": _query, "explain": _explain, "budget": _budget, "protect": _protect,
                 "history": _history, "unprotect": _unprotect, "token": _token, "serve": _serve,
                 "audit": audit_command.run}
     if args.command == "token" and args.action != "list" and not args.name:

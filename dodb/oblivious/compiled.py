@@ -23,8 +23,8 @@ Rules every ``@njit`` kernel here follows (checked by ``tests/oblivious``):
 
 ``tests/oblivious/ir_lint.py`` checks the LLVM IR numba produces for every compiled
 signature (its docstring says what that proves and what it does not); ``lint_rules.py``
-checks this source.  Compile options: ``cache=True`` (compiled once per machine; see
-:func:`_cache_location` when no cache directory is writable),
+checks this source.  Compile options: ``cache=True`` (compiled once per machine and
+numba version, into the per-user folder of :mod:`.kernel_cache`),
 ``nogil``, ``boundscheck=False``, ``error_model="numpy"`` (no zero-division branches) and
 no fastmath, so floating-point sums round exactly like the reference.
 """
@@ -36,6 +36,8 @@ from numba import njit, types
 from numba import uint64 as _ix
 from numba.extending import intrinsic
 
+from . import kernel_cache
+
 __all__ = [
     "compact_rounds", "distribute_rounds", "compact_blocking", "scratch_rows", "fill_pass",
     "scan_pass", "lex_scan_pass", "lookup_rows", "checksum_words", "SCAN_OPS",
@@ -43,32 +45,9 @@ __all__ = [
 
 
 
-def _cache_location() -> bool:
-    """Whether numba can cache compiled code for this file.
-
-    numba writes the cache to ``$NUMBA_CACHE_DIR``, else next to this module
-    (``__pycache__``), else to the user's cache directory (``~/.cache/numba``).  If none is
-    writable (a read-only install run by a user without a home directory), ``cache=True``
-    would raise at import; then the kernels are compiled in every process instead
-    (about 10-15 s on the first calls), with a warning.
-    """
-    try:
-        from numba.core.caching import FunctionCache
-    except ImportError:  # a numba without this class: let cache=True decide
-        return True
-    try:
-        FunctionCache(_cache_location)  # the locator search cache=True runs for every kernel
-    except RuntimeError:
-        import warnings
-
-        warnings.warn("dodb: no writable numba cache directory for dodb/oblivious/compiled.py (set "
-                      "NUMBA_CACHE_DIR); the compiled kernels are compiled again in every process",
-                      RuntimeWarning, stacklevel=2)
-        return False
-    return True
-
-
-_OPTS = dict(cache=_cache_location(), nogil=True, boundscheck=False, error_model="numpy")
+_CACHED = kernel_cache.configure()  # before the first decorator: numba picks the folder then
+kernel_cache.announce()
+_OPTS = dict(cache=_CACHED, nogil=True, boundscheck=False, error_model="numpy")
 _ONE = np.uint64(1)
 _SIGN = np.uint64(1 << 63)
 

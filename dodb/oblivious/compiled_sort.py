@@ -36,19 +36,19 @@ __all__ = ["sort_blocks", "sort_long", "CHUNK"]
 CHUNK = 256  # comparators per pass: a stage pair's four runs of CHUNK rows stay in L1
 
 
-@njit(inline="always", **_OPTS)
+@njit(**_OPTS)
 def _swp(m, a, b):
     """``(b, a)`` where the mask ``m`` is all ones, ``(a, b)`` where it is zero."""
     d = (a ^ b) & m
     return a ^ d, b ^ d
 
 
-@njit(inline="always", **_OPTS)
+@njit(**_OPTS)
 def _gt(a, b):
     return np.uint64(0) - np.uint64(a > b)
 
 
-@njit(inline="always", **_OPTS)
+@njit(**_OPTS)
 def _done(nk):
     """Key words a pass of :func:`_cx4_body` / :func:`_run` has already exchanged (keys of 1-3 words)."""
     if nk <= 3:
@@ -56,13 +56,13 @@ def _done(nk):
     return 0
 
 
-@njit(inline="always", **_OPTS)
+@njit(**_OPTS)
 def _gt2(a0, a1, b0, b1):
     """Mask of ``(a0, a1) > (b0, b1)`` lexicographically."""
     return _gt(a0, b0) | ((np.uint64(0) - np.uint64(a0 == b0)) & _gt(a1, b1))
 
 
-@njit(inline="always", **_OPTS)
+@njit(**_OPTS)
 def _run(X, nk, nw, stride, a0, sa, b0, sb, L, msk):
     """One stage on the ``L <= CHUNK`` pairs ``(a0 + sa*u, b0 + sb*u)``: the lower row gets the smaller.
 
@@ -124,13 +124,13 @@ def _run(X, nk, nw, stride, a0, sa, b0, sb, L, msk):
             X[_ix(o + b0 + sb * u)] = y
 
 
-@njit(inline="always", **_OPTS)
+@njit(**_OPTS)
 def _gt3(a0, a1, a2, b0, b1, b2):
     """Mask of ``(a0, a1, a2) > (b0, b1, b2)`` lexicographically."""
     return _gt(a0, b0) | ((np.uint64(0) - np.uint64(a0 == b0)) & _gt2(a1, a2, b1, b2))
 
 
-@njit(inline="always", **_OPTS)
+@njit(**_OPTS)
 def _cx4_body(X, nk, nw, stride, p0, q0, r0, s0, sr, rev, t0, t1, msk):
     """Two stages on the groups ``P = p0+t, Q = q0+t, R = r0+sr*t, S = s0+sr*t``, ``t0 <= t < t1``.
 
@@ -282,7 +282,7 @@ def _cx4_flip(X, nk, nw, stride, p0, q0, r0, s0, t0, t1, msk):
     _cx4_body(X, nk, nw, stride, p0, q0, r0, s0, 1, True, t0, t1, msk)
 
 
-@njit(inline="always", **_OPTS)
+@njit(**_OPTS)
 def _clamp(v, hi):
     """``min(max(v, 0), hi)`` of public sizes."""
     return min(max(v, 0), hi)

@@ -1,0 +1,94 @@
+"""Where the compiled kernels are cached, and the one line a cold process prints (issue 26).
+
+numba compiles every ``@njit`` kernel of :mod:`.compiled` and its siblings on first use
+(minutes for the sorting networks) and, with ``cache=True``, keeps the machine code in a
+cache directory.  dodb puts that cache in a per-user folder, never in the package's own
+folder (an installed package may be read-only and is shared between users)::
+
+    <user cache dir>/dodb/kernels-numba<version>-<cpu>
+
+keyed by the numba version and the host CPU that the code was compiled for (numba also
+checks both, and each source file's time stamp, before it loads an entry).
+``$NUMBA_CACHE_DIR``, when set, wins.  If no folder is writable the kernels are compiled
+again in every process, with a warning.
+
+A process that has to compile prints one line on stderr saying so (:func:`announce`);
+``dodb warmup`` (:mod:`dodb.warmup`) compiles every kernel ahead of time.  Whether a kernel
+is compiled depends on the machine and the cache only, never on data.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+
+__all__ = ["cache_dir", "configure", "announce", "CACHE_ENV"]
+
+CACHE_ENV = "NUMBA_CACHE_DIR"
+
+
+def _cpu() -> str:
+    try:
+        from llvmlite import binding
+        return binding.get_host_cpu_name() or "cpu"
+    except Exception:  # noqa: BLE001 - an llvmlite without the call: one folder for all CPUs
+        return "cpu"
+
+
+def cache_dir() -> Path:
+    """The folder the kernels are cached in (``$NUMBA_CACHE_DIR`` when set)."""
+    env = os.environ.get(CACHE_ENV, "").strip()
+    if env:
+        return Path(env)
+    import numba
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("dodb")) / f"kernels-numba{numba.__version__}-{_cpu()}"
+
+
+def configure() -> bool:
+    """Point numba's cache at :func:`cache_dir`; False if it cannot be written.
+
+    Must run before the first ``@njit(cache=True)`` decorator: numba picks a function's
+    cache folder when the function is decorated.
+    """
+    from numba.core import config
+
+    path = cache_dir()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError:
+        import warnings
+
+        warnings.warn(f"dodb: the kernel cache folder {path} is not writable (set {CACHE_ENV}); the compiled "
+                      "kernels are compiled again in every process", RuntimeWarning, stacklevel=2)
+        return False
+    config.CACHE_DIR = str(path)
+    return True
+
+
+_announced = threading.Event()
+
+
+def announce() -> None:
+    """Print one line on stderr the first time this process compiles a kernel (numba's
+    ``numba:compile`` event fires on a cache miss only)."""
+    from numba.core import event
+
+    class _FirstCompile(event.Listener):
+        def on_start(self, ev: event.Event) -> None:
+            if _announced.is_set():
+                return
+            _announced.set()
+            name = getattr(ev.data.get("dispatcher"), "__qualname__", None) or "kernels"
+            print(f"dodb: compiling the oblivious kernels for this CPU (first use, starting with {name}; cached in "
+                  f"{cache_dir()}; `dodb warmup` compiles them all ahead of time)", file=sys.stderr, flush=True)
+
+        def on_end(self, ev: event.Event) -> None:
+            pass
+
+    event.register("numba:compile", _FirstCompile())
