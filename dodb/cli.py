@@ -19,10 +19,6 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-import duckdb
-
-from .accountant import AccountantError, BudgetExceededError
-from .compare import table_rows
 from .errors import DodbError
 
 CLI_WAIT = 60.0  # seconds a command waits for another process to release the database file
@@ -62,6 +58,8 @@ def _progress(label: str) -> Iterator[None]:
 
 
 def _print_table(table, limit: int = 20) -> None:
+    from .compare import table_rows
+
     rows = table_rows(table)
     cols = table.column_names
     cells = [[str(v) for v in r] for r in rows[:limit]]
@@ -76,6 +74,7 @@ def _print_table(table, limit: int = 20) -> None:
 
 def _demo(args: argparse.Namespace) -> int:
     import dodb
+    from .accountant import BudgetExceededError
     from .compare import same_answer, snapshot
     from .datasets import generate_tpch, protect_tpch, tpch_query
 
@@ -406,6 +405,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # the engine loads only once a command runs: `dodb --help` stays fast (issue 26)
+    import duckdb
+
+    from .accountant import AccountantError
     from .audit import command as audit_command
 
     handlers = {"demo": _demo, "warmup": _warmup, "query": _query, "explain": _explain, "budget": _budget, "protect": _protect,

@@ -12,8 +12,6 @@ import argparse
 from pathlib import Path
 
 from ..errors import DodbError
-from .neighbour import AuditError
-from .run import audit
 
 __all__ = ["add_arguments", "run", "BUILTIN_QUERIES"]
 
@@ -52,6 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _queries(args: argparse.Namespace) -> list[str]:
     from ..datasets import tpch_query
+    from .neighbour import AuditError
 
     out = list(args.sql)
     if args.queries_file is not None:
@@ -78,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
     import dodb
     from ..datasets import generate_tpch, protect_tpch
     from ..oblivious.rng import seeded_mode
+    from .neighbour import AuditError
+    from .run import audit
 
     if args.mode == "plain" and not args.allow_insecure:
         raise DodbError("--mode plain runs private rows without protection: add --allow-insecure to audit it")
