@@ -84,11 +84,27 @@ def _date_cols(days: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
     return cols, keep
 
 
+# DuckDB's ±infinity DATE and TIMESTAMP values (the extreme values of their storage types)
+DATE_INFINITY, TS_INFINITY = 2**31 - 1, 2**63 - 1
+
+
+def _with_infinities(mat: np.ndarray, lengths: np.ndarray, x: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows holding ``top`` / ``-top`` read 'infinity' / '-infinity', as DuckDB prints them
+    (a select on every row: both texts are built for every row)."""
+    pos, neg = x == top, x == -top
+    cmat, clen = strings.select_constants([b"infinity", b"-infinity"], [pos, neg])
+    either = pos | neg
+    wide = np.zeros_like(mat)
+    wide[:, :cmat.shape[1]] = cmat
+    return np.where(either[:, None], wide, mat), np.where(either, clen, lengths)
+
+
 def date_text(days: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """DuckDB's text of a DATE ('YYYY-MM-DD', wider years, ' (BC)'); nothing fails."""
+    """DuckDB's text of a DATE ('YYYY-MM-DD', wider years, ' (BC)', '±infinity'); nothing fails."""
     cols, keep = _date_cols(days)
     out, lengths = strings.compact(np.stack(cols, axis=1), np.stack(keep, axis=1))
-    return out[:, :DATE_TEXT_WIDTH], lengths, np.zeros(days.shape[0], dtype=bool)
+    out, lengths = _with_infinities(out[:, :DATE_TEXT_WIDTH], lengths, days, DATE_INFINITY)
+    return out, lengths, np.zeros(days.shape[0], dtype=bool)
 
 
 def ts_text(us: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -107,7 +123,8 @@ def ts_text(us: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                           np.stack(frac, axis=1) + np.uint8(_ZERO)], axis=1)
     mask = np.concatenate([np.stack(keep, axis=1), (micros != 0)[:, None], tail], axis=1)
     out, lengths = strings.compact(mat, mask)
-    return out[:, :TS_TEXT_WIDTH], lengths, np.zeros(n, dtype=bool)
+    out, lengths = _with_infinities(out[:, :TS_TEXT_WIDTH], lengths, us, TS_INFINITY)
+    return out, lengths, np.zeros(n, dtype=bool)
 
 
 def bool_text(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
