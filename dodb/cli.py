@@ -117,8 +117,10 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _warmup(args: argparse.Namespace) -> int:
-    from .oblivious.kernel_cache import cache_dir
+    from .oblivious.kernel_cache import cache_dir, quiet
     from .warmup import warmup
+
+    quiet()  # this command says what it compiles itself
 
     tty = sys.stderr.isatty()
     print(f"dodb warmup: compiling the oblivious kernels for this CPU into {cache_dir()}", file=sys.stderr)

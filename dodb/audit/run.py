@@ -23,7 +23,7 @@ from ..errors import DodbError
 from ..operators.context import ExecContext, ReplayBelowTrueError
 from ..oblivious.rng import new_rng, seeded_mode
 from .neighbour import AuditError, Neighbourhood
-from .view import CountingSource, View, ViewRecorder, first_difference
+from .view import CountingSource, MessageRecorder, View, ViewRecorder, first_difference
 
 __all__ = ["audit", "AuditReport", "QueryAudit", "PairResult"]
 
@@ -109,11 +109,12 @@ def _run(db, sql: str, mode: str, epsilon: float, delta: float | None, seed: int
     db.catalog.slot_cache.clear()
     rec.start()
     try:
-        with duckcalls.recording() as log:
+        with MessageRecorder() as said, duckcalls.recording() as log:
             padded = plan.execute(ctx=ctx)
     finally:
         rec.stop()
     view.trace, view.nodes, view.duckdb, view.random = list(ctx.trace.events), rec.nodes, log, rng.requests
+    view.messages = said.messages
     view.answer = (duckcalls.arrow_shape(padded.table), tuple(padded.status.shape))
     return view, ctx.true_log, ctx.trace.leaked_values()
 
@@ -146,6 +147,9 @@ def audit(db, queries: Iterable[str], *, pairs: int = 3, mode: str = "do", epsil
     each neighbour and restores afterwards; nothing is charged to its ledger.  Run it on
     a copy of the data (it reads private rows: owner tooling).
     """
+    from ..oblivious.kernel_cache import quiet
+
+    quiet()  # the one-time "compiling" line depends on the kernel cache, not on data: not part of the view
     queries = list(queries)
     if not queries:
         raise AuditError("no queries to audit")

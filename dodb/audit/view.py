@@ -74,10 +74,11 @@ class View:
     duckdb: list = field(default_factory=list)
     random: list = field(default_factory=list)
     answer: Any = None
+    messages: list = field(default_factory=list)  # warnings, log records and stderr text (MessageRecorder)
 
     def parts(self) -> dict[str, list]:
         return {"plan": [_renumber(self.plan)], "trace": [str(e) for e in self.trace], "operators": self.nodes,
-                "duckdb": self.duckdb, "random": self.random, "answer": [self.answer]}
+                "duckdb": self.duckdb, "random": self.random, "answer": [self.answer], "messages": self.messages}
 
 
 def first_difference(a: View, b: View) -> str:
@@ -172,3 +173,52 @@ class ViewRecorder:
             rec["peak"] = (tracemalloc.get_traced_memory()[1] - self._cur0) // PEAK_GRANULARITY
         rec["arrow"] = pa.total_allocated_bytes() - self._arrow0
         self.nodes.append(rec)
+
+
+class MessageRecorder:
+    """Everything a run says outside its result (docs/threat-model.md §Messages): Python and
+    numpy warnings, log records of any logger, and text written to ``sys.stderr``.  A served
+    engine's host sees all three, so the audit compares them like the rest of the view.
+
+    Used around one audited run (the audit runs one query at a time; ``warnings`` state is
+    process-global).  Text written by C code straight to file descriptor 2 is not seen.
+    """
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    def __enter__(self) -> "MessageRecorder":
+        import io
+        import logging
+        import sys
+        import warnings
+
+        self._warnings = warnings.catch_warnings(record=True)
+        self._caught = self._warnings.__enter__()
+        warnings.simplefilter("always")
+        recorder = self
+
+        class _Handler(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                recorder.messages.append(f"log {record.name} {record.levelname}: {record.getMessage()}")
+
+        self._handler = _Handler(level=logging.DEBUG)
+        self._root = logging.getLogger()
+        self._level = self._root.level
+        self._root.addHandler(self._handler)
+        self._root.setLevel(logging.DEBUG)
+        self._stderr, self._buffer = sys.stderr, io.StringIO()
+        sys.stderr = self._buffer
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import sys
+
+        sys.stderr = self._stderr
+        self._root.removeHandler(self._handler)
+        self._root.setLevel(self._level)
+        self._warnings.__exit__(*exc)
+        self.messages += [f"warning {w.category.__name__}: {w.message}" for w in self._caught]
+        text = self._buffer.getvalue()
+        if text:
+            self.messages.append(f"stderr: {text}")

@@ -23,7 +23,7 @@ import sys
 import threading
 from pathlib import Path
 
-__all__ = ["cache_dir", "configure", "announce", "CACHE_ENV"]
+__all__ = ["cache_dir", "configure", "announce", "quiet", "CACHE_ENV"]
 
 CACHE_ENV = "NUMBA_CACHE_DIR"
 
@@ -92,3 +92,8 @@ def announce() -> None:
             pass
 
     event.register("numba:compile", _FirstCompile())
+
+
+def quiet() -> None:
+    """No line from :func:`announce` in this process (``dodb warmup`` reports progress itself)."""
+    _announced.set()

@@ -112,7 +112,12 @@ class Executor:
         node that reads it has run, so only live outputs hold memory (§Memory guard)."""
         self._consumers = consumer_counts(node)
         self.results = {}
-        return self._run(node)
+        # Floating-point events on private values (an overflow in a variance, 0/0 in an
+        # average of dummies) stay silent: a numpy warning would put a bit that depends on the
+        # data on stderr, outside the view (docs/threat-model.md §Messages).  Errors the
+        # analyst must see travel in the status word (dodb.wire).
+        with np.errstate(all="ignore"):
+            return self._run(node)
 
     def _run(self, node: Node) -> PaddedTable:
         if node.node_id in self.results:

@@ -323,3 +323,41 @@ def test_planted_degree_bound_on_the_null_partition_is_caught(monkeypatch):
     monkeypatch.setattr(windows, "_not_null", lambda builder, node, col: True)
     report = audit(db, [sql], pairs=3, seed=2)
     assert report.identical < 3 and "charged sensitivity" in "\n".join(report.lines()), "\n".join(report.lines())
+
+
+@pytest.mark.parametrize("say", ["warning", "log", "stderr"])
+def test_planted_data_dependent_message_is_caught(db, monkeypatch, say):
+    """A warning, a log line or stderr text that depends on private values (issue 28
+    finding 2) reaches the watched host's stderr or log: the audit compares them."""
+    import logging
+    import warnings
+
+    orig = execute_mod.Executor._dispatch
+
+    def chatty(self, node, inputs, ctx, eps, delta):
+        out = orig(self, node, inputs, ctx, eps, delta)
+        if int(np.count_nonzero(out.is_real)) % 2:   # one patient fewer flips the parity
+            if say == "warning":
+                warnings.warn("odd", RuntimeWarning)
+            elif say == "log":
+                logging.getLogger("dodb.planted").warning("odd")
+            else:
+                sys.stderr.write("odd\n")
+        return out
+
+    monkeypatch.setattr(execute_mod.Executor, "_dispatch", chatty)
+    report = audit(db, ["SELECT ward, count(*) FROM patients GROUP BY ward"], pairs=3, allocations=False)
+    assert report.identical < 3 and "messages" in "\n".join(report.lines()), "\n".join(report.lines())
+
+
+def test_floating_point_events_on_private_values_stay_silent(db):
+    """An overflow in a variance over private values warned on stderr in some runs only
+    (RuntimeWarning: overflow encountered in multiply); execution runs under
+    np.errstate(all='ignore') and the answer is DuckDB's."""
+    import warnings
+
+    sql = "SELECT var_samp(age * 1e306), stddev_pop(age * 1e200), avg(age * 1e308) FROM patients WHERE age > 0"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        db.sql(sql, epsilon=1.0).arrow()
+    assert audit(db, [sql], pairs=3, allocations=False).ok
