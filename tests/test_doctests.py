@@ -15,6 +15,7 @@ MODULES = [
     "dodb.planner.widths",
     "dodb.planner.degrees",
     "dodb.planner.group_bounds",
+    "dodb.planner.projection",
     "dodb.planner.expr_keys",
     "dodb.planner.rules.mark_scalar_sources",
     "dodb.operators.theta_join",

@@ -13,17 +13,14 @@ from ..errors import UnsupportedQueryError
 from ..operators.aggregate import Agg
 from ..operators.sort_limit import SortKey
 from .agg_calls import agg_call
-from .degrees import aggregate_fds, fd_unique, literal_value, project_fds, rename_keys
-from .logical import Aggregate, Distinct, Filter, Project
+from .degrees import aggregate_fds, fd_unique
+from .logical import Aggregate, BuiltQuery, Distinct, Filter
+from .projection import column_ref, project_node
 from .rules.reject_unsupported import position_of
 from .widths import plan_string_widths, string_width
 from .windows import extract_windows, plan_windows
 
 __all__ = ["plan_aggregation"]
-
-
-def _col(name: str) -> exp.Column:
-    return exp.Column(this=exp.to_identifier(name, quoted=True))
 
 
 def _replace(e: exp.Expression, table: dict[str, exp.Expression]) -> exp.Expression:
@@ -93,7 +90,7 @@ def plan_aggregation(builder, sel: exp.Select, rel):
             name = g.name if isinstance(g, exp.Column) else f"_g{i}"
             pre[name] = g
             keys.append(name)
-            repl[g.sql(dialect="duckdb")] = _col(name)
+            repl[g.sql(dialect="duckdb")] = column_ref(name)
         aggs: list[Agg] = []
         seen: dict[str, str] = {}
         for e in [p for _, p in outputs] + order_exprs + ([having] if having is not None else []) + extra:
@@ -118,10 +115,10 @@ def plan_aggregation(builder, sel: exp.Select, rel):
                     order.append((col, desc, nf))
                 aggs.append(Agg(call.func, cols[0], out, column2=cols[1], param=call.param, order=tuple(order)))
                 seen[key] = out
-                repl[key] = _col(out)
+                repl[key] = column_ref(out)
         if not pre:  # COUNT(*) only: keep one column so the row count is known
-            pre[node.columns[0]] = _col(node.columns[0])
-        pnode = _project(node, pre)
+            pre[node.columns[0]] = column_ref(node.columns[0])
+        pnode = project_node(node, pre)
         if any(a.func in ("string_agg", "list") for a in aggs):
             aggs = _bound_string_aggs(builder, pnode, keys, aggs)
         s = node.stability
@@ -173,7 +170,7 @@ def plan_aggregation(builder, sel: exp.Select, rel):
             proj[col] = e
             hidden.append(col)
         sort_keys.append(SortKey(col, bool(o.args.get("desc")), bool(o.args.get("nulls_first"))))
-    node = _project(node, proj)
+    node = project_node(node, proj)
     if sel.args.get("distinct") is not None:
         if hidden:
             raise UnsupportedQueryError("SELECT DISTINCT with ORDER BY on a non-selected expression",
@@ -183,8 +180,7 @@ def plan_aggregation(builder, sel: exp.Select, rel):
     if sort_keys or sel.args.get("limit") is not None or sel.args.get("offset") is not None:
         node = builder._sort(node, sort_keys, sel)
     if hidden:
-        node = _project(node, {c: _col(c) for c in internal})
-    from .build import BuiltQuery
+        node = project_node(node, {c: column_ref(c) for c in internal})
 
     return BuiltQuery(node, [n for n, _ in outputs], internal)
 
@@ -238,41 +234,3 @@ def _bound_string_aggs(builder, pnode, keys: list[str], aggs: list[Agg]) -> list
         if d is not None:
             rows = max(1, min(rows, d))
     return [replace(a, rows=rows, total=total) if a.func in ("string_agg", "list") else a for a in aggs]
-
-
-def _project(child, exprs: dict[str, exp.Expression], same: dict[str, str] | None = None) -> Project:
-    """A projection node; plain column references keep their degree bounds and uniqueness.
-
-    ``same`` maps further outputs to the input column they are an injective function of
-    (planner/degrees.py ``shifted_column``): they keep its bounds too.  A column projected
-    under several names keeps its bounds under each."""
-    mapping: dict[str, str] = {}
-    for n, e in exprs.items():
-        if isinstance(e, exp.Column) and (e.name not in mapping or n == e.name):
-            mapping[e.name] = n  # the column under its own name if it keeps it, else its first alias
-    also = {n: e.name for n, e in exprs.items() if isinstance(e, exp.Column) and mapping[e.name] != n}
-    also.update({n: c for n, c in (same or {}).items() if n in exprs and c in mapping})
-    degrees = {mapping[c]: d for c, d in child.degrees.items() if not isinstance(c, frozenset) and c in mapping}
-    degrees.update({frozenset(mapping[x] for x in c): d for c, d in child.degrees.items()
-                    if isinstance(c, frozenset) and c <= set(mapping)})
-    unique = [frozenset(mapping[c] for c in u) for u in child.unique if u <= set(mapping)]
-    degrees, unique = rename_keys(degrees, unique, {n: mapping[c] for n, c in also.items()})
-    # a column fixed to one value stays fixed under any name (and any function of it too)
-    constant = frozenset({mapping[c] for c in child.constant if c in mapping}
-                         | {n for n, c in also.items() if c in child.constant})
-    # dependencies from declared keys survive while their key columns are kept (planner/degrees.py)
-    names: dict[str, list[str]] = {}
-    for n, e in exprs.items():
-        if isinstance(e, exp.Column):
-            names.setdefault(e.name, []).append(n)
-    fds = project_fds(child.fds, names)
-    # a literal output holds one value in every row; a plain column keeps its literal values
-    literals = {}
-    for n, e in exprs.items():
-        if (v := literal_value(e)) is not None:
-            literals[n] = frozenset({v})
-        elif isinstance(e, exp.Column) and e.name in child.literals:
-            literals[n] = child.literals[e.name]
-    return Project(child, dict(exprs), columns=list(exprs), stability=child.stability, degrees=degrees,
-                   unique=unique, one_row=child.one_row, max_rows=child.max_rows, constant=constant,
-                   fds=fds, literals=literals)

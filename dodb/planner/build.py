@@ -20,13 +20,14 @@ from ..operators.aggregate import Agg
 from ..operators.join import same_unit_stability
 from ..operators.sort_limit import SortKey
 from .catalog import Catalog
-from .logical import Aggregate, CrossOne, Distinct, Filter, Join, Node, OneRow, Project, Scan, SetOp, Sort, upper_rows, walk
+from .logical import AddRowId, Aggregate, BuiltQuery, CrossOne, Distinct, Filter, Join, Node, OneRow, Project, Scan, SetOp, Sort, upper_rows, walk
 from .degrees import (fixed_columns, key_fds, literal_fixes, reduce_degrees, reduce_unique, substituted_degrees,
                       union_literals, union_unique, unique_degrees, unique_reason)
 from .exprs import conjuncts
 from .expr_keys import expression_equality
-from .relation import _Rel, _all_public, _col, _refs
-from .theta_joins import ThetaJoins, _defer_to_outer
+from .projection import column_ref, project_node
+from .relation import _Rel, _all_public, _refs
+from .theta_joins import ThetaJoins, defer_to_outer
 from ..operators.join import max_key_multiplicity
 from .guard import pushable
 from .rules.one_row_source import is_one_row_source
@@ -37,29 +38,6 @@ from .rules.reject_unsupported import position_of
 from .widths import string_width
 
 __all__ = ["PlanBuilder", "BuiltQuery", "AddRowId"]
-
-
-@dataclass(eq=False)
-class AddRowId(Node):
-    """Adds a column holding each slot's position (positions are public)."""
-
-    child: Node = None
-    name: str = "__rid"
-
-    @property
-    def children(self):
-        return [self.child]
-
-    def describe(self) -> str:
-        return f"AddRowId {self.name}"
-
-
-@dataclass
-class BuiltQuery:
-    root: Node
-    names: list[str]          # display names of the result columns, in order
-    internal: list[str]       # the root's internal column names, same order
-    scalar: bool = False      # a CTE made of an unnested scalar subquery (at most one row)
 
 
 def _int_literal(node: exp.Expression | None, what: str) -> int | None:
@@ -306,10 +284,9 @@ class PlanBuilder(ThetaJoins):
         return self._select_columns[key][1]
 
     def _rename(self, sub: BuiltQuery, alias: str) -> _Rel:
-        exprs = {f"{alias}.{n}": _col(i) for n, i in zip(sub.names, sub.internal)}
-        from .aggregation import _project
+        exprs = {f"{alias}.{n}": column_ref(i) for n, i in zip(sub.names, sub.internal)}
 
-        node = _project(sub.root, exprs)
+        node = project_node(sub.root, exprs)
         return _Rel(node, {(alias, n): f"{alias}.{n}" for n in sub.names}, {alias})
 
     def _expr(self, e: exp.Expression, rel: _Rel) -> exp.Expression:
@@ -319,7 +296,7 @@ class PlanBuilder(ThetaJoins):
                 key = (node.table, node.name)
                 if key not in rel.cols:
                     raise PlanningError(f"column {node.sql(dialect='duckdb')} is not available here")
-                return _col(rel.cols[key])
+                return column_ref(rel.cols[key])
             if isinstance(node, (exp.Subquery, exp.Exists)) or (isinstance(node, exp.In) and node.args.get("query")):
                 raise UnsupportedQueryError(f"subquery in this position: {node.sql(dialect='duckdb')[:60]}",
                                             position_of(node))
@@ -431,7 +408,7 @@ class PlanBuilder(ThetaJoins):
         inner = [self._filter(self._scalar_row(r), per_source.get(i, [])) for i, r in enumerate(inner)]
         if inner_aliases:
             outer = self._push_down_semi_joins(inner, outer)
-        inner, deferred = _defer_to_outer(inner, spanning, post, outer)
+        inner, deferred = defer_to_outer(inner, spanning, post, outer)
         rel = self._join_inner(inner, spanning)
         for how, r, on in outer:
             rel = self._join_outer(rel, how, r, on)
@@ -652,7 +629,7 @@ class PlanBuilder(ThetaJoins):
         cur_id = _Rel(with_id, {**cur.cols, ("", rid): rid}, cur.aliases)
         needed = {rid, *lk} | {cur.cols[(c.table, c.name)] for p in residual for c in p.find_all(exp.Column)
                               if c.table in cur.aliases}
-        narrow_node = Project(with_id, {c: _col(c) for c in with_id.columns if c in needed},
+        narrow_node = Project(with_id, {c: column_ref(c) for c in with_id.columns if c in needed},
                               columns=[c for c in with_id.columns if c in needed], stability=with_id.stability,
                               degrees={c: d for c, d in with_id.degrees.items() if c in needed},
                               unique=[u for u in with_id.unique if u <= needed])
@@ -668,7 +645,6 @@ class PlanBuilder(ThetaJoins):
         keeps a row that matched nothing — its right key ``marker`` is NULL, while a matched
         row's equals a non-NULL left key — or whose match does not make the condition TRUE.
         No row ids and no second join."""
-        from .aggregation import _project
 
         joined = self._join_node(cur, r, "inner" if how == "semi" else "left", lk, rk)
         cond = exp.and_(*[p.copy() for p in residual])
@@ -676,7 +652,7 @@ class PlanBuilder(ThetaJoins):
             unmatched = exp.Is(this=exp.column(marker[1], table=marker[0] or None), expression=exp.Null())
             cond = exp.or_(unmatched, exp.not_(exp.Coalesce(this=exp.paren(cond), expressions=[exp.false()])))
         kept = self._filter(joined, [cond])
-        node = _project(kept.node, {c: _col(c) for c in cur.node.columns})
+        node = project_node(kept.node, {c: column_ref(c) for c in cur.node.columns})
         return _Rel(node, cur.cols, cur.aliases, cur.position, cur.scalar)
 
     # -- aggregation, projection, order ------------------------------------------------------

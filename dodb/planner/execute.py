@@ -29,10 +29,9 @@ from ..operators.scalar_row import SCALAR_ROWS, scalar_row
 from ..operators.theta_join import cross_product
 from ..operators.window import window
 from ..operators.table import Column, column_from_arrow
-from .build import AddRowId
 from .catalog import Catalog
 from .guard import pushable
-from .logical import (Aggregate, CrossJoin, CrossOne, Distinct, Filter, Join, Node, OneRow, Project, ScalarRow, Scan, SetOp,
+from .logical import (AddRowId, Aggregate, CrossJoin, CrossOne, Distinct, Filter, Join, Node, OneRow, Project, ScalarRow, Scan, SetOp,
                       Sort, consumer_counts, leaks)
 from .windows import Window
 from ..storage.canonical import read_slots

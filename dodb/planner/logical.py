@@ -18,7 +18,7 @@ from ..operators.aggregate import Agg
 
 __all__ = [
     "Node", "DuckDBQuery", "OneRow", "Scan", "Filter", "Project", "ScalarRow", "Join", "CrossOne", "CrossJoin", "Aggregate", "Sort", "Distinct", "SetOp",
-    "walk", "consumer_counts", "leaking_nodes", "leaks", "upper_rows",
+    "AddRowId", "BuiltQuery", "walk", "consumer_counts", "leaking_nodes", "leaks", "upper_rows",
 ]
 
 _ids = itertools.count()
@@ -327,3 +327,28 @@ def leaks(node: Node) -> list[tuple[str, int]]:
 
 def leaking_nodes(root: Node) -> list[Node]:
     return [n for n in walk(root) if leaks(n)]
+
+
+@dataclass(eq=False)
+class AddRowId(Node):
+    """Adds a column holding each slot's position (positions are public)."""
+
+    child: Node = None
+    name: str = "__rid"
+
+    @property
+    def children(self):
+        return [self.child]
+
+    def describe(self) -> str:
+        return f"AddRowId {self.name}"
+
+
+@dataclass
+class BuiltQuery:
+    """A planned query: its root node and how its columns are named."""
+
+    root: Node
+    names: list[str]          # display names of the result columns, in order
+    internal: list[str]       # the root's internal column names, same order
+    scalar: bool = False      # a CTE made of an unnested scalar subquery (at most one row)

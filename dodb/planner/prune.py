@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from .build import AddRowId
-from .logical import Aggregate, CrossJoin, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, walk
+from .logical import AddRowId, Aggregate, CrossJoin, CrossOne, Distinct, Filter, Join, Node, Project, Scan, SetOp, Sort, walk
 
 __all__ = ["prune_columns"]
 

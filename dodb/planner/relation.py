@@ -25,9 +25,5 @@ def _refs(e: exp.Expression) -> set[str]:
     return {c.table for c in e.find_all(exp.Column) if c.table}
 
 
-def _col(name: str) -> exp.Column:
-    return exp.Column(this=exp.to_identifier(name, quoted=True))
-
-
 def _all_public(node: Node) -> bool:
     return node.stability == 0 and all(_all_public(c) for c in node.children)

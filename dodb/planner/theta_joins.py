@@ -17,7 +17,8 @@ from ..wire import QueryRuntimeError
 from .degrees import shifted_column
 from .expr_keys import expression_equality
 from .logical import Aggregate, CrossJoin, Distinct, Filter, Join, Node, Project, ScalarRow, SetOp, upper_rows
-from .relation import _Rel, _all_public, _col, _refs
+from .projection import column_ref, project_node
+from .relation import _Rel, _all_public, _refs
 from .rules.reject_unsupported import position_of
 
 __all__ = ["ThetaJoins"]
@@ -45,13 +46,12 @@ class ThetaJoins:
         """``rel`` with computed join-key columns appended.  A key that is an injective
         integer shift of a column (``rn - 1``, planner/degrees.py) keeps that column's degree
         bounds and unique sets; any other computed key has none (see expr_keys)."""
-        from .aggregation import _project
 
-        exprs = {c: _col(c) for c in rel.node.columns}
+        exprs = {c: column_ref(c) for c in rel.node.columns}
         exprs.update({name: self._expr(e, rel) for name, e in keys.items()})
         same = {name: rel.cols[k] for name, e in keys.items()
                 if (x := shifted_column(e)) is not None and (k := (x.table, x.name)) in rel.cols}
-        node = _project(rel.node, exprs, same)
+        node = project_node(rel.node, exprs, same)
         for name in keys:
             if name not in same and (d := self._intersect_degree(rel.node, exprs[name])) is not None:
                 node.degrees[name] = d
@@ -64,7 +64,6 @@ class ThetaJoins:
         the columns ``key`` reads: its rows are distinct values of those columns that the
         public side holds too, so rows per key value ≤ the public side's distinct values per
         key value, counted on public data at plan time (docs/design.md §Degrees from structure)."""
-        from .aggregation import _project
 
         refs = {c.name for c in key.find_all(exp.Column)}
         if not refs or not any(u <= refs for u in node.unique):
@@ -85,10 +84,10 @@ class ThetaJoins:
             if not _all_public(side) or len(side.columns) != len(n.columns) or not set(mapping.values()) <= set(pos):
                 continue
             at = {top: side.columns[pos[c]] for top, c in mapping.items()}
-            distinct = Distinct(_project(side, {c: _col(c) for c in sorted(set(at.values()))}),
+            distinct = Distinct(project_node(side, {c: column_ref(c) for c in sorted(set(at.values()))}),
                                 columns=sorted(set(at.values())))
-            keyed = _project(distinct, {"__key": key.transform(
-                lambda c: _col(at[c.name]) if isinstance(c, exp.Column) else c)})
+            keyed = project_node(distinct, {"__key": key.transform(
+                lambda c: column_ref(at[c.name]) if isinstance(c, exp.Column) else c)})
             return max(1, self._public_result_degree(keyed, ["__key"]))
         return None
 
@@ -108,7 +107,7 @@ class ThetaJoins:
         if count == 1:
             n.one_row = True
             return r
-        node = ScalarRow(n, {c: _col(c) for c in n.columns}, columns=list(n.columns), stability=min(n.stability, 1),
+        node = ScalarRow(n, {c: column_ref(c) for c in n.columns}, columns=list(n.columns), stability=min(n.stability, 1),
                          one_row=True, max_rows=1)
         return _Rel(node, dict(r.cols), set(r.aliases), r.position, r.scalar)
 
@@ -176,7 +175,7 @@ def _as_written(e: exp.Expression) -> str:
     return plain.sql(dialect="duckdb")
 
 
-def _defer_to_outer(inner: list[_Rel], spanning: list[exp.Expression], post: list[exp.Expression],
+def defer_to_outer(inner: list[_Rel], spanning: list[exp.Expression], post: list[exp.Expression],
                     outer: list) -> tuple[list[_Rel], list[_Rel]]:
     """Split off the inner sources (not the first) that no spanning predicate touches but a
     predicate on an outer-joined source does: they are joined after the outer joins."""

@@ -32,6 +32,7 @@ from ..operators.sort_limit import SortKey
 from ..operators.window import Frame, WHOLE, WindowFunc, WindowSpec
 from .degrees import window_unique
 from .group_bounds import rows_per_group
+from .projection import column_ref, project_node
 from .logical import Node, Scan, Unary, upper_rows
 from .rules.reject_unsupported import position_of
 
@@ -43,10 +44,6 @@ _SIMPLE = {exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_
 _AGGS = {exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
 _EXACT = ("INT", "TINYINT", "SMALLINT", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINT", "UBIGINT",
           "DECIMAL", "BOOLEAN", "INT128", "UINT128")
-
-
-def _col(name: str) -> exp.Column:
-    return exp.Column(this=exp.to_identifier(name, quoted=True))
 
 
 @dataclass(eq=False)
@@ -130,7 +127,7 @@ def extract_windows(exprs: list[exp.Expression | None]) -> tuple[list[exp.Expres
             if key not in by_sql:
                 by_sql[key] = f"__w{len(by_sql)}"
                 calls.calls[by_sql[key]] = node.copy()
-            return _col(by_sql[key])
+            return column_ref(by_sql[key])
         return node
 
     out = [None if e is None else (e.copy().transform(rw) if e.find(exp.Window) else e) for e in exprs]
@@ -307,10 +304,9 @@ def plan_windows(builder, node: Node, calls: WindowCalls) -> Node:
     """``node`` with a pre-projection of the calls' inputs and a :class:`Window` node on top."""
     if not calls.calls:
         return node
-    from .aggregation import _project
 
     cols: dict[str, str] = {}
-    pre = {c: _col(c) for c in node.columns}
+    pre = {c: column_ref(c) for c in node.columns}
     for e in calls.inputs():
         key = e.sql(dialect="duckdb")
         if key in cols:
@@ -320,7 +316,7 @@ def plan_windows(builder, node: Node, calls: WindowCalls) -> Node:
         else:
             cols[key] = f"__wa{len(cols)}"
             pre[cols[key]] = e
-    child = _project(node, pre) if len(pre) > len(node.columns) else node
+    child = project_node(node, pre) if len(pre) > len(node.columns) else node
     groups: dict[tuple, list[WindowFunc]] = {}
     order_free = True
     for name, w in calls.calls.items():

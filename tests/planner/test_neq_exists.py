@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dodb
-from dodb.planner.build import AddRowId
+from dodb.planner.logical import AddRowId
 from dodb.planner.logical import Aggregate, Join, walk
 
 from ..operators.util import assert_same_rows, twin_connections
