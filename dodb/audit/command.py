@@ -41,7 +41,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pairs", type=int, default=3, help="neighbour pairs (sampled privacy units) per query")
     p.add_argument("--mode", choices=["do", "oblivious", "plain"], default="do")
     p.add_argument("--allow-insecure", action="store_true", help="required for --mode plain")
-    p.add_argument("--neighbour", choices=["add_remove", "replace"], default="add_remove")
+    p.add_argument("--neighbour", choices=["add_remove", "replace"], default=None,
+                   help="neighbour relation (default: add_remove; with --database, the file's own setting)")
+    p.add_argument("--database", type=Path, metavar="FILE",
+                   help="audit this protected database (a temporary copy: the file is not changed) instead of a "
+                        "generated TPC-H sample; units that stress its bounds are audited, plus --pairs sampled ones")
     p.add_argument("--epsilon", type=float, default=1.0, help="ε of each audited query")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-allocations", action="store_true",
@@ -53,6 +57,8 @@ def _queries(args: argparse.Namespace) -> list[str]:
     from .neighbour import AuditError
 
     out = list(args.sql)
+    if args.database is not None and args.tpch:
+        raise AuditError("--tpch audits the generated TPC-H sample: give queries over your tables with --database")
     if args.queries_file is not None:
         try:
             lines = args.queries_file.read_text().splitlines()
@@ -86,20 +92,51 @@ def run(args: argparse.Namespace) -> int:
         raise AuditError(f"--pairs must be at least 1, got {args.pairs}")
     if not 0 < args.scale <= 1:
         raise AuditError(f"--scale must be in (0, 1], got {args.scale}")
-    queries = _queries(args)
+    queries = _queries(args) if (args.sql or args.queries_file or args.tpch or args.database is None) else []
     with seeded_mode():
-        db = dodb.connect(neighbour=args.neighbour, allow_insecure=args.allow_insecure, seed=args.seed)
-        try:
-            generate_tpch(db.con, args.scale)
-            db.set_budget(epsilon=1e9, delta=0.5)  # the audit charges nothing; protect needs a budget
-            protect_tpch(db)
-            report = audit(db, queries, pairs=args.pairs, mode=args.mode, epsilon=args.epsilon,
-                           seed=args.seed, allocations=not args.no_allocations)
-        finally:
-            db.close()
+        if args.database is not None:
+            report = _audit_database(args, queries)
+        else:
+            db = dodb.connect(neighbour=args.neighbour or "add_remove", allow_insecure=args.allow_insecure,
+                              seed=args.seed)
+            try:
+                generate_tpch(db.con, args.scale)
+                db.set_budget(epsilon=1e9, delta=0.5)  # the audit charges nothing; protect needs a budget
+                protect_tpch(db)
+                report = audit(db, queries, pairs=args.pairs, mode=args.mode, epsilon=args.epsilon,
+                               seed=args.seed, allocations=not args.no_allocations)
+            finally:
+                db.close()
     for i, (q, line) in enumerate(zip(report.queries, report.lines())):
         print(line)
         if q.identical != len(q.pairs) or q.error:
             print(f"      q{i + 1} = {' '.join(q.sql.split())[:200]}")
     print(report.lines()[-1])
     return 0 if report.ok else 1
+
+
+def _audit_database(args: argparse.Namespace, queries: list[str]):
+    """The audit on a copy of the owner's database (dodb/audit/owner_data.py)."""
+    import shutil
+
+    import dodb
+    from .neighbour import Neighbourhood
+    from .owner_data import audit_units, copy_database, default_queries, temporary_copy_path
+    from .run import audit
+
+    path = temporary_copy_path()
+    con = copy_database(args.database, path)
+    try:
+        db = dodb.attach(con, neighbour=args.neighbour, allow_insecure=args.allow_insecure, seed=args.seed)
+        if db.ledger.budget is None:
+            db.set_budget(epsilon=1e9, delta=0.5)  # on the copy only: planning needs a budget, nothing is charged
+        queries = queries or default_queries(db.catalog)
+        units = audit_units(Neighbourhood.read(db.con, db.catalog), args.pairs, args.seed)
+        print(f"audit of {args.database} (a copy), {db.neighbour} neighbours, {len(units)} units:")
+        for u, why in units:
+            print(f"  {u!r}: {why}")
+        return audit(db, queries, units=[u for u, _ in units], mode=args.mode, epsilon=args.epsilon,
+                     seed=args.seed, allocations=not args.no_allocations)
+    finally:
+        con.close()
+        shutil.rmtree(path.parent, ignore_errors=True)

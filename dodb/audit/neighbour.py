@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass, field
-from typing import Hashable
+from typing import Any, Hashable
 
 import duckdb
 import numpy as np
@@ -138,6 +138,47 @@ class Neighbourhood:
             raise AuditError("no privacy unit owns a row: nothing to audit")
         rest = units[1:]
         return units[:1] + rng.sample(rest, min(k - 1, len(rest)))
+
+    def stress_units(self) -> list[tuple[Hashable, str]]:
+        """Units that stress the declared bounds, each with why it was chosen (no repeats):
+        the busiest unit; per table, the unit owning its last real slot, a unit at
+        ``max_contributions`` (rows per unit, or per parent row for a hop), the unit of a row
+        holding the most frequent value of each degree-bounded column; every kind of orphan
+        and NULL unit (the first of each per table)."""
+        chosen: dict[Hashable, str] = {}
+
+        def pick(u: Hashable | None, why: str) -> None:
+            if u is not None and u not in chosen:
+                chosen[u] = why
+
+        units = self.root_units()
+        if units:
+            pick(units[0], "busiest unit")
+        for t in self.order():
+            st, owners = self.states[t], self.units[t]
+            real = np.flatnonzero(st.is_real)
+            if real.size:
+                pick(owners[int(real[-1])], f"owns the last real slot of {t}")
+            info = st.info
+            per: dict[Any, list[int]] = {}
+            for i, k in enumerate(st.values(info.privacy_unit)):
+                if k is not None:
+                    per.setdefault(k, []).append(i)
+            full = next((rows for rows in per.values() if len(rows) >= info.max_contributions), None)
+            if full:
+                pick(owners[full[0]], f"{info.max_contributions} rows of {t} under one key (max_contributions)")
+            for c in sorted(info.max_degree):
+                counts: dict[Any, list[int]] = {}
+                for i, v in enumerate(st.values(c)):
+                    if v is not None:
+                        counts.setdefault(v, []).append(i)
+                if counts:
+                    heavy = max(counts.values(), key=len)
+                    pick(owners[heavy[0]], f"in the heaviest value of {t}.{c} ({len(heavy)} rows)")
+            for kind in ("orphan", "null"):
+                u = next((u for u in owners if isinstance(u, tuple) and u and u[0] == kind), None)
+                pick(u, f"{'an orphan' if kind == 'orphan' else 'a NULL-key'} unit of {t}")
+        return list(chosen.items())
 
     # -- neighbours --------------------------------------------------------------------
     def removed(self, u: Hashable) -> dict[str, SlotState]:

@@ -1,0 +1,77 @@
+"""``dodb audit --database FILE`` audits the owner's own protected database (issue 28):
+a copy of it, with units chosen to stress its bounds (orphans, NULL units, the busiest
+unit, units at max_contributions, the heaviest degree value) plus sampled ones."""
+from __future__ import annotations
+
+import os
+
+import duckdb
+import numpy as np
+import pytest
+
+import dodb
+from dodb.audit.neighbour import Neighbourhood
+from dodb.cli import main
+from dodb.datasets.flights import generate_flights, protect_flights
+from dodb.planner import execute as execute_mod
+
+
+@pytest.fixture(scope="module")
+def flights_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("owner") / "flights.duckdb"
+    db = dodb.connect(str(path))
+    generate_flights(db.con)
+    db.set_budget(epsilon=10.0, delta=1e-5)
+    protect_flights(db)
+    db.close()
+    return path
+
+
+def _fingerprint(path) -> tuple:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return (con.execute("SELECT count(*) FROM dodb_meta.ledger").fetchall(),
+                con.execute("SELECT spec FROM dodb_meta.private_tables ORDER BY table_name").fetchall(),
+                con.execute("SELECT * FROM dodb_private.flights ORDER BY 1").fetchall())
+    finally:
+        con.close()
+
+
+def test_stress_units_cover_orphans_null_units_and_the_busiest(flights_file):
+    db = dodb.connect(str(flights_file), read_only=True)
+    try:
+        units = dict(Neighbourhood.read(db.con, db.catalog).stress_units())
+    finally:
+        db.close()
+    kinds = {u[0] for u in units}
+    assert {"unit", "orphan", "null"} <= kinds, units
+    reasons = " | ".join(units.values())
+    assert "busiest unit" in reasons and "last real slot" in reasons and "max_contributions" in reasons
+
+
+def test_cli_audits_a_copy_of_the_owners_file(flights_file, capsys):
+    before = _fingerprint(flights_file), os.path.getsize(flights_file)
+    rc = main(["audit", "--database", str(flights_file), "--pairs", "1", "--no-allocations"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "orphan" in out and "NULL-key" in out and "neighbour pairs identical" in out
+    assert (_fingerprint(flights_file), os.path.getsize(flights_file)) == before  # the owner's file is untouched
+
+
+def test_cli_database_audit_catches_a_planted_leak(flights_file, capsys, monkeypatch):
+    orig = execute_mod.Executor._dispatch
+    kept = []
+
+    def sized(self, node, inputs, ctx, eps, delta):
+        out = orig(self, node, inputs, ctx, eps, delta)
+        kept.append(np.zeros(int(np.count_nonzero(out.is_real)) * 16 + 1, dtype=np.uint8))
+        return out
+
+    monkeypatch.setattr(execute_mod.Executor, "_dispatch", sized)
+    rc = main(["audit", "--database", str(flights_file), "--pairs", "1", "SELECT count(*) FROM flights"])
+    assert rc == 1, capsys.readouterr().out
+
+
+def test_cli_database_audit_errors_are_one_line(tmp_path, capsys):
+    assert main(["audit", "--database", str(tmp_path / "missing.duckdb")]) == 2
+    assert "no database file" in capsys.readouterr().err
