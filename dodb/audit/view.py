@@ -3,7 +3,8 @@
 * the trace (every kernel pass, allocation and released value, in order);
 * per plan node, the numpy allocations — the multiset of sizes of live numpy buffers
   (tracemalloc's numpy domain) when the node ends, relative to the start of the run,
-  and the peak of traced memory while it ran — and the Arrow memory pool's usage;
+  and the peak of traced memory while it ran — and the Arrow memory pool's usage, with
+  the bytes and the number of every allocation made while the node ran (freed or not);
 * per plan node, the shape of its output: padded length, and each array's dtype and size;
 * every call into DuckDB (:mod:`dodb.duckcalls`): SQL text, the Arrow data handed over
   and the sizes of every result buffer;
@@ -162,6 +163,8 @@ class ViewRecorder:
         if self.allocations:
             tracemalloc.reset_peak()
             self._cur0 = tracemalloc.get_traced_memory()[0]
+        pool = pa.default_memory_pool()
+        self._pool0 = (pool.total_bytes_allocated(), pool.num_allocations())
 
     def leave(self, node, out) -> None:
         rec: dict[str, Any] = {"node": node.describe(), "padded": out.padded_size, "aligned": bool(out.aligned),
@@ -172,6 +175,10 @@ class ViewRecorder:
             rec["numpy_freed"] = sorted((self._baseline - now).items())
             rec["peak"] = (tracemalloc.get_traced_memory()[1] - self._cur0) // PEAK_GRANULARITY
         rec["arrow"] = pa.total_allocated_bytes() - self._arrow0
+        # every Arrow allocation while the node ran, freed or not (the pool's running totals:
+        # a transient buffer sized by the data shows here, where the live total above misses it)
+        pool = pa.default_memory_pool()
+        rec["arrow_allocated"] = (pool.total_bytes_allocated() - self._pool0[0], pool.num_allocations() - self._pool0[1])
         self.nodes.append(rec)
 
 

@@ -307,7 +307,7 @@ def test_top_k_per_partition_is_charged_for_the_touched_partitions_only(neighbou
 def test_planted_degree_bound_on_the_null_partition_is_caught(monkeypatch):
     """Declared degrees do not count NULLs, but NULL keys form one partition: a window that
     trusted the degree of a nullable column would be undercharged there."""
-    from dodb.planner import windows
+    from dodb.planner import group_bounds
 
     con = duckdb.connect()
     con.execute("CREATE TABLE patients (id INTEGER PRIMARY KEY, ward INTEGER)")
@@ -320,7 +320,7 @@ def test_planted_degree_bound_on_the_null_partition_is_caught(monkeypatch):
     sql = ("SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY ward ORDER BY id) AS rn FROM patients) t "
            "WHERE rn = id - id // 4")
     assert audit(db, [sql], pairs=3, seed=2).ok  # charged the padded size: the NULL partition is unbounded
-    monkeypatch.setattr(windows, "_not_null", lambda builder, node, col: True)
+    monkeypatch.setattr(group_bounds, "column_not_null", lambda builder, node, col: True)
     report = audit(db, [sql], pairs=3, seed=2)
     assert report.identical < 3 and "charged sensitivity" in "\n".join(report.lines()), "\n".join(report.lines())
 
@@ -361,3 +361,21 @@ def test_floating_point_events_on_private_values_stay_silent(db):
         warnings.simplefilter("error")
         db.sql(sql, epsilon=1.0).arrow()
     assert audit(db, [sql], pairs=3, allocations=False).ok
+
+
+def test_planted_transient_arrow_allocation_is_caught(db, monkeypatch):
+    """16 KiB of Arrow's pool per real row, freed before the operator returns (issue 28
+    finding 3: the pool was read only when a node ended)."""
+    import pyarrow as pa
+
+    orig = execute_mod.Executor._dispatch
+
+    def transient(self, node, inputs, ctx, eps, delta):
+        out = orig(self, node, inputs, ctx, eps, delta)
+        buf = pa.allocate_buffer(16384 * int(np.count_nonzero(out.is_real)) + 1)
+        del buf
+        return out
+
+    monkeypatch.setattr(execute_mod.Executor, "_dispatch", transient)
+    report = audit(db, ["SELECT ward, count(*) FROM patients GROUP BY ward"], pairs=3)
+    assert report.identical < 3 and "arrow_allocated" in "\n".join(report.lines()), "\n".join(report.lines())
