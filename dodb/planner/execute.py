@@ -408,6 +408,8 @@ def cast_result(table: pa.Table, types: list[str] | None) -> pa.Table:
     """
     if not types or len(types) != table.num_columns:
         return table
+    if list(table.schema.types) == _arrow_types_of(tuple(types)):
+        return table  # already DuckDB's types: a cast to the same type changes nothing and cannot fail
     tmp = table.rename_columns([f"c{i}" for i in range(table.num_columns)])
     try:
         sql = exp.select(*[exp.cast(exp.column(f"c{i}", quoted=True), exp.DataType.build(t, dialect="duckdb"))
@@ -420,6 +422,25 @@ def cast_result(table: pa.Table, types: list[str] | None) -> pa.Table:
     except (duckdb.Error, sqlglot.errors.SqlglotError):
         return table  # a type DuckDB cannot name in a CAST: keep dodb's own
     return pa.Table.from_arrays(out.columns, names=table.column_names)
+
+
+_ARROW_TYPES: dict[tuple[str, ...], list[pa.DataType] | None] = {}
+
+
+def _arrow_types_of(types: tuple[str, ...]) -> list[pa.DataType] | None:
+    """The Arrow types DuckDB gives columns of these DuckDB types (None if it cannot name
+    one), asked once per list of types: a zero-row query of typed NULLs."""
+    if types not in _ARROW_TYPES:
+        if len(_ARROW_TYPES) > 4096:
+            _ARROW_TYPES.clear()
+        try:
+            sql = exp.select(*[exp.cast(exp.Null(), exp.DataType.build(t, dialect="duckdb")).as_(f"c{i}", quoted=True)
+                               for i, t in enumerate(types)]).limit(0)
+            with scratch_registered() as con:
+                _ARROW_TYPES[types] = list(con.sql(sql.sql(dialect="duckdb")).to_arrow_table().schema.types)
+        except (duckdb.Error, sqlglot.errors.SqlglotError):
+            _ARROW_TYPES[types] = None
+    return _ARROW_TYPES[types]
 
 
 def _duck_type(t: pa.DataType) -> str:
