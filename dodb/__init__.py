@@ -9,30 +9,16 @@
     >>> res.fetchall()[:2]
     [(0, 15), (1, 15)]
 """
-from importlib import import_module as _import_module
-
 from .errors import (CatalogError, DodbError, InvalidParameterError, MemoryLimitError, PlanningError,
                      QueryExecutionError, UnsupportedQueryError)
+from .lazy import lazy_attributes
 
 # The engine (numpy, DuckDB, sqlglot, pyarrow and dodb's planner) loads on first use, so
 # ``import dodb`` and ``dodb --help`` stay fast (issue 26); ``dodb.connect`` is the usual first use.
 _LAZY = {name: "session" for name in ("Database", "DatabaseBusyError", "PrivacyReport", "ReadOnlyError", "Result",
                                       "attach", "connect")}
 _LAZY.update({name: "accountant" for name in ("BudgetExceededError", "BudgetNotSetError", "LedgerError")})
-
-
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'dodb' has no attribute {name!r}")
-    value = getattr(_import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
 
 __version__ = "0.1.0"
 

@@ -15,6 +15,8 @@ from dodb.operators.context import ExecContext
 from dodb.planner import execute as execute_mod
 from dodb.planner.logical import upper_rows, walk
 
+from .planted import plant_data_sized_buffer
+
 QUERIES = [
     "SELECT count(*) FROM patients",
     "SELECT ward, count(*), sum(age) FROM patients WHERE age > 30 GROUP BY ward",
@@ -137,15 +139,7 @@ def test_planted_positional_bins_after_a_sort_are_caught(db, monkeypatch):
 
 def test_planted_data_sized_buffer_is_caught(db, monkeypatch):
     """An operator that keeps a buffer sized by its real rows (v1's Arrow string buffers)."""
-    orig = execute_mod.Executor._dispatch
-    kept = []
-
-    def sized(self, node, inputs, ctx, eps, delta):
-        out = orig(self, node, inputs, ctx, eps, delta)
-        kept.append(np.zeros(int(np.count_nonzero(out.is_real)) * 16 + 1, dtype=np.uint8))
-        return out
-
-    monkeypatch.setattr(execute_mod.Executor, "_dispatch", sized)
+    plant_data_sized_buffer(monkeypatch)
     report = audit(db, QUERIES[:1], pairs=2)
     assert report.identical == 0 and "numpy" in "\n".join(report.lines()), "\n".join(report.lines())
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import os
 
 import duckdb
-import numpy as np
 import pytest
 
 import dodb
 from dodb.audit.neighbour import Neighbourhood
 from dodb.cli import main
 from dodb.datasets.flights import generate_flights, protect_flights
-from dodb.planner import execute as execute_mod
+
+from .planted import plant_data_sized_buffer
 
 
 @pytest.fixture(scope="module")
@@ -59,15 +59,7 @@ def test_cli_audits_a_copy_of_the_owners_file(flights_file, capsys):
 
 
 def test_cli_database_audit_catches_a_planted_leak(flights_file, capsys, monkeypatch):
-    orig = execute_mod.Executor._dispatch
-    kept = []
-
-    def sized(self, node, inputs, ctx, eps, delta):
-        out = orig(self, node, inputs, ctx, eps, delta)
-        kept.append(np.zeros(int(np.count_nonzero(out.is_real)) * 16 + 1, dtype=np.uint8))
-        return out
-
-    monkeypatch.setattr(execute_mod.Executor, "_dispatch", sized)
+    plant_data_sized_buffer(monkeypatch)
     rc = main(["audit", "--database", str(flights_file), "--pairs", "1", "SELECT count(*) FROM flights"])
     assert rc == 1, capsys.readouterr().out
 
