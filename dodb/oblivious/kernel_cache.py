@@ -8,7 +8,7 @@ folder (an installed package may be read-only and is shared between users)::
     <user cache dir>/dodb/kernels-numba<version>-<cpu>
 
 keyed by the numba version and the host CPU that the code was compiled for (numba also
-checks both, and each source file's time stamp, before it loads an entry).
+checks both, and a stamp of each source file (its hash in numba 0.68), before it loads an entry).
 ``$NUMBA_CACHE_DIR``, when set, wins.  If no folder is writable the kernels are compiled
 again in every process, with a warning.
 
