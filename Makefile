@@ -28,7 +28,7 @@ run: $(VENV)/.installed
 
 # pytest exits 5 when it collects nothing: that is a failure, not a pass.
 # One pytest worker per core (pytest-xdist), idle workers taking tests from busy ones.
-PYTEST_ARGS ?= -n auto --dist worksteal
+PYTEST_ARGS ?= -n auto --dist worksteal --durations=25
 test: $(VENV)/.installed-test
 	$(BIN)/dodb warmup
 	@$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \

@@ -408,7 +408,8 @@ def cast_result(table: pa.Table, types: list[str] | None) -> pa.Table:
     """
     if not types or len(types) != table.num_columns:
         return table
-    if list(table.schema.types) == _arrow_types_of(tuple(types)):
+    want = _arrow_types_of(tuple(types))
+    if want is not None and [str(t) for t in table.schema.types] == want:
         return table  # already DuckDB's types: a cast to the same type changes nothing and cannot fail
     tmp = table.rename_columns([f"c{i}" for i in range(table.num_columns)])
     try:
@@ -424,12 +425,14 @@ def cast_result(table: pa.Table, types: list[str] | None) -> pa.Table:
     return pa.Table.from_arrays(out.columns, names=table.column_names)
 
 
-_ARROW_TYPES: dict[tuple[str, ...], list[pa.DataType] | None] = {}
+_ARROW_TYPES: dict[tuple[str, ...], list[str] | None] = {}
 
 
-def _arrow_types_of(types: tuple[str, ...]) -> list[pa.DataType] | None:
-    """The Arrow types DuckDB gives columns of these DuckDB types (None if it cannot name
-    one), asked once per list of types: a zero-row query of typed NULLs."""
+def _arrow_types_of(types: tuple[str, ...]) -> list[str] | None:
+    """The Arrow types DuckDB gives columns of these DuckDB types, spelled out (None if it
+    cannot name one), asked once per list of types: a zero-row query of typed NULLs.
+    Spelled out because Arrow's type equality ignores a list's field name, which DuckDB
+    sets (``list<l: …>``)."""
     if types not in _ARROW_TYPES:
         if len(_ARROW_TYPES) > 4096:
             _ARROW_TYPES.clear()
@@ -437,7 +440,7 @@ def _arrow_types_of(types: tuple[str, ...]) -> list[pa.DataType] | None:
             sql = exp.select(*[exp.cast(exp.Null(), exp.DataType.build(t, dialect="duckdb")).as_(f"c{i}", quoted=True)
                                for i, t in enumerate(types)]).limit(0)
             with scratch_registered() as con:
-                _ARROW_TYPES[types] = list(con.sql(sql.sql(dialect="duckdb")).to_arrow_table().schema.types)
+                _ARROW_TYPES[types] = [str(t) for t in con.sql(sql.sql(dialect="duckdb")).to_arrow_table().schema.types]
         except (duckdb.Error, sqlglot.errors.SqlglotError):
             _ARROW_TYPES[types] = None
     return _ARROW_TYPES[types]
