@@ -51,11 +51,27 @@ def test_stress_units_cover_orphans_null_units_and_the_busiest(flights_file):
 
 def test_cli_audits_a_copy_of_the_owners_file(flights_file, capsys):
     before = _fingerprint(flights_file), os.path.getsize(flights_file)
-    rc = main(["audit", "--database", str(flights_file), "--pairs", "1", "--no-allocations"])
+    rc = main(["audit", "--database", str(flights_file), "--pairs", "1", "--no-allocations",
+               "SELECT carrier, count(*) FROM flights GROUP BY carrier",
+               "SELECT count(*) FROM flights f JOIN planes p ON f.tailnum = p.tailnum"])
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "orphan" in out and "NULL-key" in out and "neighbour pairs identical" in out
     assert (_fingerprint(flights_file), os.path.getsize(flights_file)) == before  # the owner's file is untouched
+
+
+def test_default_queries_cover_every_private_table_and_run(flights_file):
+    from dodb.audit.owner_data import default_queries
+
+    db = dodb.connect(str(flights_file), read_only=True)
+    try:
+        queries = default_queries(db.catalog)
+        assert any('FROM "flights"' in q for q in queries) and any('FROM "planes"' in q for q in queries)
+        assert any("JOIN" in q for q in queries)  # the hop to the parent
+        for q in queries:
+            db.plan(q, epsilon=1.0)  # each one is a query dodb plans
+    finally:
+        db.close()
 
 
 def test_cli_database_audit_catches_a_planted_leak(flights_file, capsys, monkeypatch):
