@@ -74,3 +74,11 @@ def test_a_cold_process_says_once_that_it_compiles(tmp_path):
     assert len(lines) == 1 and str(tmp_path) in lines[0]
     warm = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert warm.returncode == 0 and "compiling" not in warm.stderr
+
+
+def test_other_numba_code_compiling_says_nothing(tmp_path):
+    code = ("import numba, dodb.oblivious.compiled\n@numba.njit\ndef f(x):\n    return x + 1\nf(1)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    assert "dodb: compiling" not in out.stderr

@@ -81,10 +81,12 @@ def announce() -> None:
 
     class _FirstCompile(event.Listener):
         def on_start(self, ev: event.Event) -> None:
-            if _announced.is_set():
-                return
+            dispatcher = ev.data.get("dispatcher")
+            module = getattr(getattr(dispatcher, "py_func", None), "__module__", "") or ""
+            if _announced.is_set() or not module.startswith("dodb."):
+                return  # said once, and only of dodb's kernels (not of other numba code in the process)
             _announced.set()
-            name = getattr(ev.data.get("dispatcher"), "__qualname__", None) or "kernels"
+            name = getattr(dispatcher, "__qualname__", None) or "kernels"
             print(f"dodb: compiling the oblivious kernels for this CPU (first use, starting with {name}; cached in "
                   f"{cache_dir()}; `dodb warmup` compiles them all ahead of time)", file=sys.stderr, flush=True)
 
