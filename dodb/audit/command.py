@@ -76,6 +76,8 @@ def _queries(args: argparse.Namespace) -> list[str]:
             if not 1 <= n <= 22:
                 raise AuditError(f"--tpch: there is no TPC-H query {n} (1-22)")
             out.append(tpch_query(n))
+    if args.database is not None:
+        return out  # none given: owner_data.default_queries makes them from the file's schema
     return out or list(BUILTIN_QUERIES)
 
 
@@ -92,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         raise AuditError(f"--pairs must be at least 1, got {args.pairs}")
     if not 0 < args.scale <= 1:
         raise AuditError(f"--scale must be in (0, 1], got {args.scale}")
-    queries = _queries(args) if (args.sql or args.queries_file or args.tpch or args.database is None) else []
+    queries = _queries(args)
     with seeded_mode():
         if args.database is not None:
             report = _audit_database(args, queries)

@@ -160,18 +160,12 @@ class Neighbourhood:
             if real.size:
                 pick(owners[int(real[-1])], f"owns the last real slot of {t}")
             info = st.info
-            per: dict[Any, list[int]] = {}
-            for i, k in enumerate(st.values(info.privacy_unit)):
-                if k is not None:
-                    per.setdefault(k, []).append(i)
+            per = _slots_by_value(st, info.privacy_unit)
             full = next((rows for rows in per.values() if len(rows) >= info.max_contributions), None)
             if full:
                 pick(owners[full[0]], f"{info.max_contributions} rows of {t} under one key (max_contributions)")
             for c in sorted(info.max_degree):
-                counts: dict[Any, list[int]] = {}
-                for i, v in enumerate(st.values(c)):
-                    if v is not None:
-                        counts.setdefault(v, []).append(i)
+                counts = _slots_by_value(st, c)
                 if counts:
                     heavy = max(counts.values(), key=len)
                     pick(owners[heavy[0]], f"in the heaviest value of {t}.{c} ({len(heavy)} rows)")
@@ -303,3 +297,12 @@ class Neighbourhood:
     def restore(self) -> None:
         """Put the original slots back."""
         self.write(self.states)
+
+
+def _slots_by_value(st: SlotState, column: str) -> dict[Any, list[int]]:
+    """The real slots holding each non-NULL value of ``column``, in slot order."""
+    out: dict[Any, list[int]] = {}
+    for i, v in enumerate(st.values(column)):
+        if v is not None:
+            out.setdefault(v, []).append(i)
+    return out
