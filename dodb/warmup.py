@@ -24,9 +24,10 @@ WARMUP_QUERIES = [
     # global and grouped aggregates, decimals (int128 lanes), the segmented scans
     "SELECT l_returnflag, sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)), avg(l_quantity), count(*) "
     "FROM lineitem WHERE l_shipdate <= DATE '1998-09-01' GROUP BY 1 ORDER BY 1",
-    # MIN/MAX (the lexicographic scan), decimal column against decimal column (int128 comparisons)
+    # MIN/MAX (the lexicographic scan), decimal column against decimal column (64-bit lanes), a
+    # 38-digit sum against a constant (int128 comparisons)
     "SELECT l_linestatus, min(l_extendedprice), max(l_shipdate), min(l_comment) FROM lineitem "
-    "WHERE l_discount < l_tax GROUP BY 1",
+    "WHERE l_discount < l_tax GROUP BY 1 HAVING sum(l_extendedprice) > 100",
     # PK-FK joins along the unit path, LIMIT (the merge network)
     "SELECT o_orderkey, sum(l_extendedprice) AS r FROM customer, orders, lineitem WHERE c_custkey = o_custkey "
     "AND l_orderkey = o_orderkey AND c_mktsegment = 'BUILDING' GROUP BY 1 ORDER BY r DESC LIMIT 10",

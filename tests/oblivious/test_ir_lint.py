@@ -16,7 +16,7 @@ from dodb.oblivious.backend import kernel_backend_scope
 
 from .ir_lint import fresh_ir, lint_ir
 
-from dodb.oblivious import compiled_strings  # noqa: E402  (the string predicate kernels)
+from dodb.oblivious import compiled_expr, compiled_strings  # noqa: E402  (expression nodes, string predicates)
 
 OPTS = dict(nogil=True, boundscheck=False, error_model="numpy")  # as the kernels, without the cache
 
@@ -86,8 +86,20 @@ def _exercise_strings() -> None:
         strings.first_match(strings.find(mat, lengths, b"ab"))
 
 
+def _exercise_expressions() -> None:
+    """The expression-node kernels (comparison over 64-bit lanes, AND/OR) through the evaluator."""
+    from dodb.operators import expressions as E
+    from dodb.operators.table import from_arrow
+
+    import pyarrow as pa
+    t = pa.table({"a": pa.array([1, None, 3], pa.int64()), "d": pa.array([1, 2, None], pa.decimal128(15, 2))})
+    pt = from_arrow(t, stability=1, widths={}, is_real=np.array([True, True, False]))
+    with kernel_backend_scope("compiled"):
+        E.evaluate(pt, {"x": "(a < 2 AND d >= 1.5) OR a = d"})
+
+
 def _kernels() -> list:
-    return [v for mod in (compiled, compiled_sort, compiled_int128, compiled_strings) for v in vars(mod).values()
+    return [v for mod in (compiled, compiled_sort, compiled_int128, compiled_strings, compiled_expr) for v in vars(mod).values()
             if isinstance(v, CPUDispatcher)]
 
 
@@ -100,6 +112,7 @@ def _inlined(d) -> bool:
 def kernel_ir() -> dict[str, list[str]]:
     _exercise()
     _exercise_strings()
+    _exercise_expressions()
     return fresh_ir(_kernels())
 
 

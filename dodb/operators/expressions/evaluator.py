@@ -16,14 +16,19 @@ from sqlglot import exp
 from . import int128 as i128
 from . import numeric, strings
 from .errors import code_for
+from .fused import fused_compare, fused_logic
 from .numeric import Unsupported
 from .types import SqlType, parse_type
 from .value import Val, constant, from_column
 
-__all__ = ["Evaluator"]
+__all__ = ["Evaluator", "logic_reference"]
 
 _ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.IntDiv: "//", exp.Mod: "%"}
 _CMP = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ, exp.NullSafeNEQ)
+_CMP_OP = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+# a comparison's truth from (less, equal): only the one the node needs is computed
+_TRUTH = {exp.EQ: lambda lt, eq: eq, exp.NEQ: lambda lt, eq: ~eq, exp.LT: lambda lt, eq: lt,
+          exp.LTE: lambda lt, eq: lt | eq, exp.GT: lambda lt, eq: ~(lt | eq), exp.GTE: lambda lt, eq: ~lt}
 
 
 class Evaluator:
@@ -177,14 +182,18 @@ class Evaluator:
 
     def _comparison(self, node: exp.Binary) -> Val:
         a, b = self.ev(node.left), self.ev(node.right)
+        t = parse_type("BOOLEAN")
+        op = _CMP_OP.get(type(node))
+        if op is not None:
+            fused = fused_compare(op, a, b)  # one compiled pass (64-bit lanes), else None
+            if fused is not None:
+                return Val(t, *fused)
         lt, eq, cerr = self.compare(a, b)
         err = np.maximum(np.maximum(a.err, b.err), cerr)
-        t = parse_type("BOOLEAN")
         if isinstance(node, (exp.NullSafeEQ, exp.NullSafeNEQ)):
             same = (a.valid & b.valid & eq) | (~a.valid & ~b.valid)
             return Val(t, same if isinstance(node, exp.NullSafeEQ) else ~same, np.ones(self.n, bool), err)
-        res = {exp.EQ: eq, exp.NEQ: ~eq, exp.LT: lt, exp.LTE: lt | eq, exp.GT: ~(lt | eq), exp.GTE: ~lt}[type(node)]
-        return Val(t, res, a.valid & b.valid, err)
+        return Val(t, _TRUTH[type(node)](lt, eq), a.valid & b.valid, err)
 
     ev_EQ = ev_NEQ = ev_LT = ev_LTE = ev_GT = ev_GTE = ev_NullSafeEQ = ev_NullSafeNEQ = _comparison
 
@@ -197,17 +206,8 @@ class Evaluator:
     def _logic(self, node: exp.Binary) -> Val:
         a, b = self.ev(node.left), self.ev(node.right)
         is_and = isinstance(node, exp.And)
-        fa, fb = a.valid & ~a.data.astype(bool), b.valid & ~b.data.astype(bool)  # definitely false
-        ta, tb = a.valid & a.data.astype(bool), b.valid & b.data.astype(bool)    # definitely true
-        if is_and:
-            value, valid = ta & tb, fa | fb | (a.valid & b.valid)
-            # a side whose result the other side decides may be skipped by DuckDB: its errors
-            # count only where the other side does not decide the row
-            err = np.maximum(np.where(fb, 0, a.err), np.where(fa, 0, b.err))
-        else:
-            value, valid = ta | tb, ta | tb | (a.valid & b.valid)
-            err = np.maximum(np.where(tb, 0, a.err), np.where(ta, 0, b.err))
-        return Val(self.type_of(node), value, valid, err.astype(np.int32))
+        parts = fused_logic(is_and, a, b)  # one compiled pass, else None
+        return Val(self.type_of(node), *(parts if parts is not None else logic_reference(is_and, a, b)))
 
     ev_And = ev_Or = _logic
 
@@ -344,6 +344,22 @@ class Evaluator:
         return cast(self, self.ev(node.this), self.type_of(node), try_=isinstance(node, exp.TryCast))
 
     ev_TryCast = ev_Cast
+
+
+def logic_reference(is_and: bool, a: Val, b: Val) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """SQL AND / OR with validity and error codes in numpy: ``(value, valid, err)`` (the
+    reference of :func:`.fused.fused_logic`)."""
+    fa, fb = a.valid & ~a.data.astype(bool), b.valid & ~b.data.astype(bool)  # definitely false
+    ta, tb = a.valid & a.data.astype(bool), b.valid & b.data.astype(bool)    # definitely true
+    if is_and:
+        value, valid = ta & tb, fa | fb | (a.valid & b.valid)
+        # a side whose result the other side decides may be skipped by DuckDB: its errors
+        # count only where the other side does not decide the row
+        err = np.maximum(np.where(fb, 0, a.err), np.where(fa, 0, b.err))
+    else:
+        value, valid = ta | tb, ta | tb | (a.valid & b.valid)
+        err = np.maximum(np.where(tb, 0, a.err), np.where(ta, 0, b.err))
+    return value, valid, err.astype(np.int32)
 
 
 def _choose(mask: np.ndarray, a: Val, b: Val) -> Val:

@@ -305,6 +305,40 @@ def common_decimal(a: SqlType, b: SqlType) -> SqlType:
     return SqlType(f"DECIMAL({precision},{scale})", "dec", 0, precision, scale)
 
 
+def narrow_lanes(a: Val, b: Val) -> tuple[np.ndarray, int, np.ndarray, int] | None:
+    """Two integer/DECIMAL operands as 64-bit lanes and the public factors that bring them to
+    DuckDB's common scale, ``(x, kx, y, ky)``, when :func:`common_decimal` has at most 18
+    digits (or both are integers): then every scaled value is below ``10^18`` in magnitude
+    (exact in ``int64``) and the implicit casts cannot fail.  ``None`` otherwise (the 128-bit
+    path).  Decided by the declared types only.
+
+    >>> from .types import parse_type
+    >>> from .value import constant
+    >>> x, kx, y, ky = narrow_lanes(constant(parse_type("DECIMAL(15,2)"), "1.5", 1), constant(parse_type("INTEGER"), 2, 1))
+    >>> (x.tolist(), kx, y.tolist(), ky)
+    ([150], 1, [2], 100)
+    >>> narrow_lanes(constant(parse_type("DECIMAL(15,2)"), "1.5", 1), constant(parse_type("BIGINT"), 2, 1)) is None
+    True
+    """
+    ka, kb = a.type.kind, b.type.kind
+    if ka not in ("int", "dec") or kb not in ("int", "dec") or a.type.huge or b.type.huge:
+        return None
+    if ka == "int" and kb == "int":
+        return a.data, 1, b.data, 1
+    t = common_decimal(a.type, b.type)
+    if t.precision > 18:
+        return None
+
+    def lane(v: Val) -> tuple[np.ndarray, int]:
+        if v.type.kind == "int":
+            return v.data, 10 ** t.scale
+        # a DECIMAL(<= 18) holds |unscaled| < 10^18: its low word, read signed, is the value
+        return np.ascontiguousarray(v.data.lo).view(np.int64), 10 ** (t.scale - v.type.scale)
+
+    (x, kx), (y, ky) = lane(a), lane(b)
+    return x, kx, y, ky
+
+
 def compare_numbers(a: Val, b: Val) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, str]]]:
     """(less, equal, failures) of two numbers in DuckDB's common type.
 
@@ -316,6 +350,11 @@ def compare_numbers(a: Val, b: Val) -> tuple[np.ndarray, np.ndarray, list[tuple[
     if "float" in (ka, kb):
         lt, eq = float_compare(as_f64(a), as_f64(b))
         return lt, eq, []
+    lanes = narrow_lanes(a, b)
+    if lanes is not None:  # exact in 64 bits, and no cast can fail
+        x, kx, y, ky = lanes
+        x, y = x * np.int64(kx), y * np.int64(ky)
+        return x < y, x == y, []
     if "dec" in (ka, kb) and ka in ("int", "dec") and kb in ("int", "dec"):
         if (ka == "int" or a.type.huge) and (kb == "int" or b.type.huge):  # integers: compare as 128-bit
             x, _ = as_i128(a, 0)

@@ -48,19 +48,22 @@ def no_errors(n: int) -> np.ndarray:
 
 
 def from_column(c: Column, t: SqlType) -> Val:
-    """Lanes of a padded column, as the type DuckDB binds it to."""
+    """Lanes of a padded column, as the type DuckDB binds it to.
+
+    The lanes may be the column's own arrays (no copy where the dtype already fits): the
+    evaluator never writes into a value's arrays, every node makes new ones."""
     n = int(c.valid.shape[0])
-    valid = c.valid.copy()
+    valid = c.valid
     if t.kind == "str":
         return Val(t, c.values, valid, no_errors(n), c.lengths.astype(np.int64))
     if t.kind == "dec":
         return Val(t, i128.from_words(c.values), valid, no_errors(n))
     if t.kind == "bool":
-        return Val(t, c.values.astype(bool), valid, no_errors(n))
+        return Val(t, c.values.astype(bool, copy=False), valid, no_errors(n))
     if t.kind == "float":
-        return Val(t, c.values.astype(np.float64), valid, no_errors(n))
+        return Val(t, c.values.astype(np.float64, copy=False), valid, no_errors(n))
     if t.kind in ("int", "date", "ts"):
-        return Val(t, c.values.astype(np.int64), valid, no_errors(n))
+        return Val(t, c.values.astype(np.int64, copy=False), valid, no_errors(n))
     if t.kind == "null":
         return Val(t, np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), no_errors(n))
     raise TypeError(f"unsupported column type {t}")
