@@ -28,6 +28,8 @@ WARMUP_QUERIES = [
     # 38-digit sum against a constant (int128 comparisons)
     "SELECT l_linestatus, min(l_extendedprice), max(l_shipdate), min(l_comment) FROM lineitem "
     "WHERE l_discount < l_tax GROUP BY 1 HAVING sum(l_extendedprice) > 100",
+    # a global aggregate: one pass per column (128-bit limb sums, a double summed in row order)
+    "SELECT sum(l_extendedprice * l_discount), avg(l_quantity::DOUBLE) FROM lineitem WHERE l_quantity < 24",
     # PK-FK joins along the unit path, LIMIT (the merge network)
     "SELECT o_orderkey, sum(l_extendedprice) AS r FROM customer, orders, lineitem WHERE c_custkey = o_custkey "
     "AND l_orderkey = o_orderkey AND c_mktsegment = 'BUILDING' GROUP BY 1 ORDER BY r DESC LIMIT 10",

@@ -23,7 +23,7 @@ from .backend import use_compiled
 from .rows import from_word_block, word_block
 from .trace import Trace
 
-__all__ = ["segment_ids", "segment_ends", "segmented_scan", "segmented_lex_scan", "forward_fill"]
+__all__ = ["segment_ids", "segment_ends", "scan_events", "segmented_scan", "segmented_lex_scan", "forward_fill"]
 
 
 def segment_ids(starts: np.ndarray) -> np.ndarray:
@@ -78,6 +78,13 @@ def _scan_compiled(values: np.ndarray, seg: np.ndarray, op: str, reverse: bool) 
     return acc.view(work).astype(values.dtype)
 
 
+def scan_events(trace: Trace, n: int, op: str) -> None:
+    """The view of one segmented scan over ``n`` rows (its buffer and its one pass): what
+    :func:`segmented_scan` records, and what a whole-table total that stands for one records."""
+    buf = trace.alloc(n, 2, f"scan:{op}")
+    trace.record("scan:pass", buf, n, 1)
+
+
 def segmented_scan(
     values: np.ndarray,
     starts: np.ndarray,
@@ -98,9 +105,8 @@ def segmented_scan(
         values = values.astype(np.int64)
     n = int(values.shape[0])
     trace = trace if trace is not None else Trace()
-    buf = trace.alloc(n, 2, f"scan:{op}")
+    scan_events(trace, n, op)
     seg = segment_ids(starts)
-    trace.record("scan:pass", buf, n, 1)
     if use_compiled():
         out = _scan_compiled(values, seg, op, reverse)
         if out is not None:

@@ -22,11 +22,13 @@ import pyarrow as pa
 
 from .aggregates_stats import PAIR_FUNCS, SORTED_FUNCS, STATS_FUNCS, stats_aggregate
 from .context import ExecContext, OpResult
+from .global_aggregate import global_row
 from .keys import KeyField, column_fields, encode_keys, pack_fields
 from .scalar_row import SCALAR_ROWS, SCALAR_ROWS_MESSAGE
 from .list_agg import list_agg
 from .string_agg import string_agg
 from .table import Column, PaddedTable
+from .wide_sums import TEN38, carry_limbs, int128_parts, int128_to_float
 
 __all__ = ["Agg", "group_by", "AGG_FUNCS", "SUM_OVERFLOW", "RANGE_OVERFLOW", "STATUS_MESSAGES"]
 
@@ -73,16 +75,6 @@ def _words_differ(words: list[np.ndarray]) -> np.ndarray:
     return diff
 
 
-def _int128_parts(c: Column) -> tuple[np.ndarray, np.ndarray]:
-    """(lo uint64, hi int64) two's-complement words of an integer or decimal column."""
-    if c.is_decimal:
-        return c.values[:, 0], c.values[:, 1].view(np.int64)
-    if c.values.dtype == np.uint64:  # UBIGINT: above 2^63 the int64 view would wrap negative
-        return c.values.copy(), np.zeros(c.values.shape[0], dtype=np.int64)
-    v = c.values.astype(np.int64)
-    return v.view(np.uint64), np.where(v < 0, -1, 0).astype(np.int64)
-
-
 def _sum128(kern, lo: np.ndarray, hi: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Exact per-run 128-bit sums via 32-bit limbs (no overflow below 2^31 rows)."""
     s0 = kern.seg_reduce((lo & _M32).astype(np.int64), starts, "sum").astype(np.uint64)
@@ -104,20 +96,6 @@ STATUS_MESSAGES = {SUM_OVERFLOW: "Out of Range Error: Overflow in SUM: the total
                                    "the offset is outside its type's range (its integer type, DATE or TIMESTAMP)",
                    SCALAR_ROWS: SCALAR_ROWS_MESSAGE}
 assert len(STATUS_MESSAGES) == 3, "status codes must differ"
-_TEN38 = [(10 ** 38 >> (32 * i)) & 0xFFFFFFFF for i in range(4)]  # 32-bit limbs, low first
-
-
-def _carry(limbs: list) -> list:
-    """Propagate carries through 32-bit limbs (low first); the top limb keeps the sign."""
-    out, carry = [], 0
-    for i, t in enumerate(limbs):
-        t = t + carry
-        if i == len(limbs) - 1:
-            out.append(t)
-        else:
-            out.append(t & 0xFFFFFFFF)
-            carry = t >> 32  # arithmetic shift: exact for negative limbs too
-    return out
 
 
 def _sum_overflows(kern, lo: np.ndarray, hi: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -128,18 +106,10 @@ def _sum_overflows(kern, lo: np.ndarray, hi: np.ndarray, starts: np.ndarray) -> 
     """
     parts = [(lo & _M32).astype(np.int64), (lo >> np.uint64(32)).astype(np.int64),
              (hi.view(np.uint64) & _M32).astype(np.int64), hi >> 32]
-    limbs = _carry([kern.seg_reduce(p, starts, "sum") for p in parts])
-    up = _carry([x + t for x, t in zip(limbs, _TEN38)])
-    down = _carry([x - t for x, t in zip(limbs, _TEN38)])
+    limbs = carry_limbs([kern.seg_reduce(p, starts, "sum") for p in parts])
+    up = carry_limbs([x + t for x, t in zip(limbs, TEN38)])
+    down = carry_limbs([x - t for x, t in zip(limbs, TEN38)])
     return (up[3] < 0) | ((up[0] | up[1] | up[2] | up[3]) == 0) | (down[3] >= 0)
-
-
-def _int128_to_float(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Nearest double of ``hi * 2^64 + lo`` (exact int64 path when the value fits)."""
-    small = lo.view(np.int64)
-    fits = hi == np.where(small < 0, -1, 0)
-    big = hi.astype(np.float64) * 18446744073709551616.0 + lo.astype(np.float64)
-    return np.where(fits, small.astype(np.float64), big)
 
 
 def _aggregate(kern, agg: Agg, col: Column | None, real: np.ndarray, starts: np.ndarray,
@@ -178,7 +148,7 @@ def _aggregate(kern, agg: Agg, col: Column | None, real: np.ndarray, starts: np.
             return Column(pa.float64(), total / np.maximum(cnt, 1), nonnull)
         if not (pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t)):
             raise TypeError(f"{agg.func.upper()} is not defined for {t}")
-        lo, hi = _int128_parts(col)
+        lo, hi = int128_parts(col)
         lo = np.where(inc, lo, np.uint64(0))
         hi = np.where(inc, hi, 0)
         lo_t, hi_t = _sum128(kern, lo, hi, starts)
@@ -192,7 +162,7 @@ def _aggregate(kern, agg: Agg, col: Column | None, real: np.ndarray, starts: np.
             return Column(pa.decimal128(38, scale), np.where(nonnull[:, None], words, np.uint64(0)), nonnull,
                           huge=huge)
         cnt = kern.seg_reduce(inc, starts, "count")
-        avg = _int128_to_float(lo_t, hi_t) / np.maximum(cnt, 1) / (10.0 ** scale)
+        avg = int128_to_float(lo_t, hi_t) / np.maximum(cnt, 1) / (10.0 ** scale)
         return Column(pa.float64(), avg, nonnull)
     # MIN / MAX: lexicographic scan over an order-preserving encoding, carrying the value
     fields = column_fields(col, nullable=False)
@@ -233,6 +203,13 @@ def group_by(
     s = table.stability
     names = list(keys) + [a.name for a in aggs]
 
+    if not keys:
+        fast = global_row(kern, table, aggs)  # one compiled pass per column, the same view
+        if fast is not None:
+            row, overflow = fast
+            ctx.error_code = max(getattr(ctx, "error_code", 0), SUM_OVERFLOW if overflow else 0)
+            out = PaddedTable(names, row, np.ones(1, dtype=bool), 1 if s > 0 else 0)
+            return OpResult(out, ctx.leaks[leaks_before:], ctx.trace)
     # one sorted pass per COUNT(DISTINCT) column (the other aggregates ride on the first)
     passes = []
     for i, d in enumerate(distinct_cols or [None]):

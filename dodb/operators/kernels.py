@@ -20,6 +20,7 @@ from ..oblivious import compact as ocompact
 from ..oblivious import expand as oexpand
 from ..oblivious import oblivious_merge, oblivious_sort, segmented_lex_scan, segmented_scan
 from ..oblivious.rows import pack_rows, unpack_rows
+from ..oblivious.scan import scan_events
 from ..oblivious.trace import Trace
 from .keys import EncodedKey
 
@@ -81,6 +82,11 @@ class ObliviousKernels(Kernels):
     def seg_reduce(self, values: np.ndarray, starts: np.ndarray, op: str) -> np.ndarray:
         return segmented_scan(values, starts, op, trace=self.trace)
 
+    def scan_events(self, n: int, op: str) -> None:
+        """Record the view of :meth:`seg_reduce` over ``n`` rows without running it (a total
+        computed another way, in the same one pass: operators/global_aggregate.py)."""
+        scan_events(self.trace, n, op)
+
     def seg_reduce_lex(self, words: Sequence[np.ndarray], starts: np.ndarray, op: str,
                        payload: Sequence[np.ndarray] = ()) -> tuple[list[np.ndarray], list[np.ndarray]]:
         return segmented_lex_scan(words, starts, op, payload=payload, trace=self.trace)
@@ -100,6 +106,9 @@ class PlainKernels(Kernels):
     """Insecure fast paths (data-dependent access).  Not for private data in production."""
 
     oblivious = False
+
+    def scan_events(self, n: int, op: str) -> None:
+        """Plain scans record nothing."""
 
     def sort(self, key: EncodedKey, payload: Sequence[np.ndarray]):
         n = key.words[0].shape[0]

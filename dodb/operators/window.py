@@ -38,7 +38,8 @@ import pyarrow as pa
 
 from ..errors import UnsupportedQueryError
 from ..oblivious.scan import segmented_lex_scan, segmented_scan
-from .aggregate import RANGE_OVERFLOW, SUM_OVERFLOW, _TEN38, _carry, _int128_parts, _int128_to_float, _words_differ
+from .aggregate import RANGE_OVERFLOW, SUM_OVERFLOW, _words_differ
+from .wide_sums import TEN38, carry_limbs, int128_parts, int128_to_float
 from .context import ExecContext, OpResult
 from .keys import KeyField, column_fields, encode_keys, pack_fields
 from .sort_limit import SortKey
@@ -348,7 +349,7 @@ def _sum_state(col: Column, inc: np.ndarray) -> tuple[_State, bool]:
         return _State("add", [np.where(inc, col.values.astype(np.float64), 0.0)]), True
     if not (pa.types.is_integer(col.type) or pa.types.is_decimal(col.type) or pa.types.is_boolean(col.type)):
         raise TypeError(f"SUM/AVG is not defined for {col.type}")
-    lo, hi = _int128_parts(col)
+    lo, hi = int128_parts(col)
     lo = np.where(inc, lo, np.uint64(0))
     hi = np.where(inc, hi, 0).astype(np.int64)
     # four 32-bit limbs, each summed exactly in int64 (below 2^31 rows): the total is exact
@@ -361,12 +362,12 @@ def _sum_words(st: _State, avg: bool) -> tuple[np.ndarray, np.ndarray, np.ndarra
     """The frame total as (low word, high word) and whether DuckDB raises on it: a SUM at
     least 10^38 in magnitude (outside DECIMAL(38)), an AVG's total outside HUGEINT (2^127).
     Carry propagation, element-wise."""
-    limbs = _carry(list(st.words))
+    limbs = carry_limbs(list(st.words))
     if avg:
         overflow = (limbs[3] < -(1 << 31)) | (limbs[3] >= 1 << 31)
     else:
-        up = _carry([x + t for x, t in zip(limbs, _TEN38)])
-        down = _carry([x - t for x, t in zip(limbs, _TEN38)])
+        up = carry_limbs([x + t for x, t in zip(limbs, TEN38)])
+        down = carry_limbs([x - t for x, t in zip(limbs, TEN38)])
         overflow = (up[3] < 0) | ((up[0] | up[1] | up[2] | up[3]) == 0) | (down[3] >= 0)
     lo = limbs[0].astype(np.uint64) | (limbs[1].astype(np.uint64) << np.uint64(32))
     hi = limbs[2].astype(np.uint64) | (limbs[3].astype(np.uint64) << np.uint64(32))
@@ -392,7 +393,7 @@ def _aggregate(c: _Ctx, f: WindowFunc, col: Column | None, real: np.ndarray) -> 
         c.overflow |= overflow & real & some
         scale = col.type.scale if pa.types.is_decimal(col.type) else 0
         if f.func == "avg":
-            return Column(pa.float64(), _int128_to_float(lo, hi) / np.maximum(count, 1) / (10.0 ** scale), some)
+            return Column(pa.float64(), int128_to_float(lo, hi) / np.maximum(count, 1) / (10.0 ** scale), some)
         words = np.stack([lo, hi.view(np.uint64)], axis=1)
         huge = col.huge or not pa.types.is_decimal(col.type)  # DuckDB: SUM of integers is HUGEINT
         return Column(pa.decimal128(38, scale), np.where(some[:, None], words, np.uint64(0)), some, huge=huge)

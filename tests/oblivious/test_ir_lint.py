@@ -16,7 +16,7 @@ from dodb.oblivious.backend import kernel_backend_scope
 
 from .ir_lint import fresh_ir, lint_ir
 
-from dodb.oblivious import compiled_expr, compiled_strings  # noqa: E402  (expression nodes, string predicates)
+from dodb.oblivious import compiled_expr, compiled_reduce, compiled_strings  # noqa: E402  (expressions, totals, strings)
 
 OPTS = dict(nogil=True, boundscheck=False, error_model="numpy")  # as the kernels, without the cache
 
@@ -87,7 +87,8 @@ def _exercise_strings() -> None:
 
 
 def _exercise_expressions() -> None:
-    """The expression-node kernels (comparison over 64-bit lanes, AND/OR) through the evaluator."""
+    """The expression-node kernels (comparison over 64-bit lanes, AND/OR) through the evaluator,
+    and the global aggregate's totals through ``group_by``."""
     from dodb.operators import expressions as E
     from dodb.operators.table import from_arrow
 
@@ -96,10 +97,15 @@ def _exercise_expressions() -> None:
     pt = from_arrow(t, stability=1, widths={}, is_real=np.array([True, True, False]))
     with kernel_backend_scope("compiled"):
         E.evaluate(pt, {"x": "(a < 2 AND d >= 1.5) OR a = d"})
+    from dodb.operators import Agg, ExecContext, group_by  # the one-pass global totals
+    f = from_arrow(pa.table({"d": t["d"], "f": pa.array([1.5, None, 2.0])}), stability=1, widths={},
+                   is_real=np.array([True, True, False]))
+    with kernel_backend_scope("compiled"):
+        group_by(f, [], [Agg("sum", "d", "s"), Agg("sum", "f", "g")], ctx=ExecContext(mode="do"))
 
 
 def _kernels() -> list:
-    return [v for mod in (compiled, compiled_sort, compiled_int128, compiled_strings, compiled_expr) for v in vars(mod).values()
+    return [v for mod in (compiled, compiled_sort, compiled_int128, compiled_strings, compiled_expr, compiled_reduce) for v in vars(mod).values()
             if isinstance(v, CPUDispatcher)]
 
 

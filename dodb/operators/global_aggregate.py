@@ -1,0 +1,125 @@
+"""A global aggregate (no GROUP BY) as one scan per input column (docs/design.md §Aggregates).
+
+Without keys, ``group_by`` makes the whole table one run and reads each aggregate from
+the last row of segmented scans (``aggregate._aggregate``): several full-length scans per
+aggregate, plus the numpy passes that prepare their inputs.  Here the same totals come
+from one compiled pass per column (:mod:`dodb.oblivious.compiled_reduce`):
+
+* ``count(*)``, ``count(c)``, ``sum``/``avg`` of integers, DECIMALs and booleans (the exact
+  128-bit total from 32-bit limb sums, the same limbs the scans add) and of doubles (added
+  in the scan's row order, so it rounds the same).  Other aggregates (MIN/MAX, DISTINCT,
+  statistics, string_agg, list) keep the scans: :func:`global_row` returns ``None``.
+* **The view is the reference's.**  Every scan the reference would run is recorded as the
+  same trace events (:meth:`~dodb.operators.kernels.Kernels.scan_events`): same buffers,
+  same sizes, same order.  Each pass reads every row whatever its flags, so the access
+  pattern is that of the scans it stands for (one linear pass; docs/design.md §Segmented
+  scans).  ``tests/operators/test_global_aggregate.py`` checks values, status and trace
+  against the reference on random tables.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ..oblivious.backend import use_compiled
+from .table import Column, PaddedTable
+from .wide_sums import int128_parts, int128_to_float
+
+__all__ = ["global_row", "FAST_FUNCS"]
+
+FAST_FUNCS = ("count_star", "count", "sum", "avg")
+_W64 = (1 << 64) - 1
+
+
+def _kind(agg, table: PaddedTable) -> str | None:
+    """How ``agg`` is totalled here: "rows", "float", "int128", "null" — or ``None``."""
+    if agg.func not in FAST_FUNCS:
+        return None
+    if agg.func == "count_star":
+        return "rows"
+    t = table.column(agg.column).type
+    if agg.func == "count":
+        return "rows"
+    if pa.types.is_null(t):
+        return "null"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t):
+        return "int128"
+    return None
+
+
+def global_row(kern, table: PaddedTable, aggs: list) -> tuple[list[Column], bool] | None:
+    """The one output row's columns of ``aggs`` over every row of ``table`` (``padded_size``
+    at least 1) and whether a 38-digit SUM overflowed; ``None`` when an aggregate is not
+    one this path totals or the compiled kernels are off (the reference runs)."""
+    if not use_compiled():
+        return None
+    kinds = [_kind(a, table) for a in aggs]
+    if any(k is None for k in kinds):
+        return None
+    from ..oblivious import compiled_reduce as k
+
+    n = table.padded_size
+    real = np.ascontiguousarray(table.is_real, dtype=np.bool_)
+    kern.trace.record("group_by:scan", -1, n, len(aggs))
+    cols, overflow = [], False
+    for agg, kind in zip(aggs, kinds):
+        if agg.func == "count_star":
+            kern.scan_events(n, "count")
+            cols.append(Column(pa.int64(), np.array([int(real.sum())], np.int64), np.ones(1, bool)))
+            continue
+        col = table.column(agg.column)
+        inc = np.ascontiguousarray(real & col.valid, dtype=np.bool_)
+        kern.scan_events(n, "count")
+        count = int(inc.sum())
+        if agg.func == "count":
+            cols.append(Column(pa.int64(), np.array([count], np.int64), np.ones(1, bool)))
+            continue
+        nonnull = np.array([count > 0])
+        if kind == "null":  # SUM(NULL): all NULL
+            cols.append(Column(col.type, np.zeros(1, np.int8), np.zeros(1, bool)))
+        elif kind == "float":
+            kern.scan_events(n, "sum")
+            out = np.zeros(1, np.float64)
+            k.fsum_rows(np.ascontiguousarray(col.values, dtype=np.float64), inc, out, n)
+            if agg.func == "avg":
+                kern.scan_events(n, "count")
+                out = out / np.maximum(np.array([count], np.int64), 1)
+            cols.append(Column(pa.float64(), out, nonnull))
+        else:
+            column, wide_overflow = _int128_total(k, kern, agg, col, inc, n, nonnull)
+            cols.append(column)
+            overflow |= wide_overflow
+    return cols, overflow
+
+
+def _int128_total(k, kern, agg, col: Column, inc: np.ndarray, n: int, nonnull: np.ndarray) -> tuple[Column, bool]:
+    """SUM/AVG of an integer/DECIMAL/boolean column: the exact total ``T`` from limb sums;
+    the low and high words are ``T mod 2^128`` (the reference's wrapping words)."""
+    t = col.type
+    lo, hi = int128_parts(col)
+    limbs = np.zeros(5, np.int64)
+    k.sum128_limbs(np.ascontiguousarray(lo, dtype=np.uint64), np.ascontiguousarray(hi, dtype=np.int64).view(np.uint64),
+                   inc, limbs, n)
+    for _ in range(3):  # the reference's three limb scans (_sum128)
+        kern.scan_events(n, "sum")
+    _, s0, s1, h0, h1 = (int(x) for x in limbs)
+    total = s0 + (s1 << 32) + (h0 << 64) + (h1 << 96)
+    lo_t = np.array([total & _W64], np.uint64)
+    hi_t = np.array([(total >> 64) & _W64], np.uint64).view(np.int64)
+    scale = t.scale if pa.types.is_decimal(t) else 0
+    if agg.func == "avg":
+        kern.scan_events(n, "count")
+        count = np.array([int(limbs[0])], np.int64)
+        return Column(pa.float64(), int128_to_float(lo_t, hi_t) / np.maximum(count, 1) / (10.0 ** scale), nonnull), \
+            False
+    overflow = False
+    if pa.types.is_decimal(t) and t.precision > 18:  # the reference's overflow scans (_sum_overflows)
+        for _ in range(4):
+            kern.scan_events(n, "sum")
+        overflow = bool(nonnull[0]) and abs(total) >= 10 ** 38
+    words = np.stack([lo_t, hi_t.view(np.uint64)], axis=1)
+    huge = col.huge or not pa.types.is_decimal(t)  # DuckDB: SUM of integers (or booleans) is HUGEINT
+    return Column(pa.decimal128(38, scale), np.where(nonnull[:, None], words, np.uint64(0)), nonnull, huge=huge), \
+        overflow
