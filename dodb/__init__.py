@@ -18,12 +18,13 @@ from .lazy import lazy_attributes
 _LAZY = {name: "session" for name in ("Database", "DatabaseBusyError", "PrivacyReport", "ReadOnlyError", "Result",
                                       "attach", "connect")}
 _LAZY.update({name: "accountant" for name in ("BudgetExceededError", "BudgetNotSetError", "LedgerError")})
+_LAZY.update({"set_threads": "oblivious.threads"})  # kernel threads for the process (docs/design.md §Threads)
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "connect", "attach", "Database", "Result", "PrivacyReport",
+    "connect", "attach", "Database", "Result", "PrivacyReport", "set_threads",
     "DodbError", "UnsupportedQueryError", "PlanningError", "CatalogError", "InvalidParameterError",
     "QueryExecutionError", "MemoryLimitError",
     "BudgetExceededError", "BudgetNotSetError", "LedgerError", "ReadOnlyError", "DatabaseBusyError",

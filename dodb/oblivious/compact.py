@@ -22,6 +22,7 @@ import numpy as np
 
 from .backend import use_compiled
 from .rows import from_word_block, word_block
+from .threads import pool, threads
 from .trace import Trace
 
 __all__ = ["compact", "distribute", "exclusive_count"]
@@ -72,25 +73,25 @@ def _run_compiled(kernel: str, flags: np.ndarray, dist: np.ndarray, payload: Seq
 PARALLEL_MIN_ROWS = 1 << 16  # binned compactions this large run their halves on two threads
 
 
-def _run_compiled_halves(flags: np.ndarray, dist: np.ndarray, payload: Sequence[np.ndarray], n: int, rounds: int,
-                         span: int) -> tuple[np.ndarray, list[np.ndarray]]:
-    """A binned compaction as two independent compactions of the bins below and above a
-    bin boundary near ``n / 2``, on the sort's two threads (:func:`.sort._pool`).
+def _run_compiled_parts(flags: np.ndarray, dist: np.ndarray, payload: Sequence[np.ndarray], n: int, rounds: int,
+                        span: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """A binned compaction as independent compactions of contiguous groups of bins, one per
+    thread (:mod:`.threads`).
 
-    No row ever leaves its bin (``dist`` counts within the bin), so each half is the same
-    computation on its own rows; the split point depends on ``n`` and ``span`` only."""
-    from .sort import THREADS, _pool
-
+    No row ever leaves its bin (``dist`` counts within the bin), so each group is the same
+    computation on its own rows; the cut points depend on ``n``, ``span`` and the thread
+    count only."""
     bins = n // span
-    cut = -(-bins // 2) * span
-    if THREADS < 2 or bins < 2:
+    parts = min(threads(), bins)
+    if parts < 2:
         return _run_compiled("compact_rounds", flags, dist, payload, n, rounds)
-    halves = [(0, cut), (cut, n)]
-    pool = _pool(2)
-    futures = [pool.submit(_run_compiled, "compact_rounds", flags[a:b], dist[a:b], [p[a:b] for p in payload],
-                           b - a, rounds) for a, b in halves]
-    (live0, pay0), (live1, pay1) = [f.result() for f in futures]
-    return np.concatenate([live0, live1]), [np.concatenate([x, y]) for x, y in zip(pay0, pay1)]
+    cuts = [g * bins // parts * span for g in range(parts)] + [n]
+    groups = list(zip(cuts[:-1], cuts[1:]))
+    workers = pool(parts)
+    futures = [workers.submit(_run_compiled, "compact_rounds", flags[a:b], dist[a:b], [p[a:b] for p in payload],
+                              b - a, rounds) for a, b in groups]
+    done = [f.result() for f in futures]
+    return np.concatenate([live for live, _ in done]), [np.concatenate(cols) for cols in zip(*(pay for _, pay in done))]
 
 
 def compact(
@@ -128,7 +129,7 @@ def compact(
         for r in range(rounds):
             trace.record("compact:round", buf, n, 1 << r)
         if span < n and n >= PARALLEL_MIN_ROWS:
-            return _run_compiled_halves(marked, dist, payload, n, rounds, span)
+            return _run_compiled_parts(marked, dist, payload, n, rounds, span)
         return _run_compiled("compact_rounds", marked, dist, payload, n, rounds)
     cols = [np.array(p, copy=True) for p in payload]
     live = marked.copy()

@@ -14,13 +14,13 @@ single key word when it fits), so all keys are distinct and ties keep input orde
 """
 from __future__ import annotations
 
-import os
 from typing import Sequence
 
 import numpy as np
 
 from .backend import use_compiled
 from .rows import block_words, fill_word_block, from_word_block
+from .threads import pool, threads
 from .trace import Trace
 
 __all__ = ["oblivious_sort", "oblivious_merge", "bitonic_network_stages", "next_pow2"]
@@ -90,7 +90,6 @@ def _full_mask(gt: np.ndarray, dtype: np.dtype, cache: dict) -> np.ndarray:
 PRUNE = True  # skip comparators at padding rows (see _run_network); False only to measure the gain
 SUB_BLOCK = 1 << 12  # compiled network: rows per inner cache block (its working set fits in L2)
 BLOCK = 1 << 16  # rows per cache block (measured best of 2^12..2^18 on this machine): small stages run in cache
-THREADS = min(2, os.cpu_count() or 1)  # compiled network: threads over blocks and stage groups
 
 
 def _stage(keys: list[np.ndarray], pay: list[np.ndarray], n: int, k: int, j: int, packed: bool) -> None:
@@ -193,7 +192,7 @@ class _CompiledNetwork:
 
     Whole-array stages are held back one call so that two consecutive stages of a merge run
     as one fused pass (``sort_long(..., pair=True)``); the schedule depends on the stage
-    list only.  With ``THREADS > 1`` the blocks, and the groups of a whole-array stage, are
+    list only.  With more than one thread (:mod:`.threads`) the blocks, and the groups of a whole-array stage, are
     split between threads by public counts: the threads touch disjoint rows, so what is
     computed does not depend on them.
     """
@@ -207,7 +206,7 @@ class _CompiledNetwork:
         self.nk, self.nw, self.n, self.m, self.blk = nk, X.shape[0], n, m, blk
         self.sub = min(SUB_BLOCK, blk)
         self.cols = _split(self.sub)[0]
-        self.threads = max(1, min(THREADS, m // blk))
+        self.threads = max(1, min(threads(), m // blk))
         # per thread: the masks of one chunk of comparators and a transposed piece
         chunk_masks, piece_words = 4 * compiled_sort.CHUNK, self.nw * self.sub
         self.scratch = [(np.empty(chunk_masks, dtype=np.uint64), np.empty(piece_words, dtype=np.uint64))
@@ -219,8 +218,8 @@ class _CompiledNetwork:
         if self.threads == 1:
             call(0, 1, *self.scratch[0])
             return
-        pool = _pool(self.threads)
-        for f in [pool.submit(call, part, self.threads, msk, T) for part, (msk, T) in enumerate(self.scratch)]:
+        workers = pool(self.threads)
+        for f in [workers.submit(call, part, self.threads, msk, T) for part, (msk, T) in enumerate(self.scratch)]:
             f.result()
 
     def _flush(self) -> None:
@@ -254,20 +253,6 @@ class _CompiledNetwork:
 
     def finish(self) -> None:
         self._flush()
-
-
-_POOLS: dict = {}
-os.register_at_fork(after_in_child=_POOLS.clear)  # a forked child has none of the parent's pool threads
-
-
-def _pool(threads: int):
-    """One shared thread pool per size (the compiled kernels release the GIL)."""
-    pool = _POOLS.get(threads)
-    if pool is None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        pool = _POOLS.setdefault(threads, ThreadPoolExecutor(threads, thread_name_prefix="dodb-sort"))
-    return pool
 
 
 def _run_network(X: np.ndarray, nk: int, n: int, m: int, packed: bool, trace: Trace, buf: int) -> None:

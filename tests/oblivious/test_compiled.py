@@ -125,26 +125,34 @@ def test_compact_matches_reference(marked, seed, blk):
     check(lambda t: compact(m, [], block=blk, trace=t))
 
 
+@pytest.mark.parametrize("threads", [2, 3, 5])
 @pytest.mark.parametrize("bins, span", [(2, 4), (3, 4), (7, 16), (64, 1024)])
-def test_binned_compaction_on_two_threads_matches_reference(monkeypatch, bins, span):
-    """Large binned compactions run their halves on two threads (compact._run_compiled_halves):
-    the same bytes and trace as the reference, odd bin counts too."""
+def test_binned_compaction_on_threads_matches_reference(monkeypatch, bins, span, threads):
+    """Large binned compactions run contiguous groups of bins on their own threads
+    (compact._run_compiled_parts): the same bytes and trace as the reference, odd bin counts
+    and more threads than bins too."""
     import importlib
+
+    from dodb.oblivious.threads import set_threads
 
     compact_mod = importlib.import_module("dodb.oblivious.compact")  # the package exports the function
     monkeypatch.setattr(compact_mod, "PARALLEL_MIN_ROWS", 1)
-    n = bins * span
-    rng = np.random.default_rng(n)
-    m = rng.random(n) < 0.4
-    pay = [rng.integers(0, 2**62, n), np.array([b"r%d" % i for i in range(n)], dtype="S7"), rng.random((n, 3)),
-           rng.random(n) < 0.5]
-    check(lambda t: compact(m, pay, block=span, trace=t))
-    called = []
-    real = compact_mod._run_compiled_halves
-    monkeypatch.setattr(compact_mod, "_run_compiled_halves", lambda *a: called.append(a) or real(*a))
-    with kernel_backend_scope("compiled"):
-        compact(m, pay, block=span)
-    assert called  # the two-thread path ran
+    previous = set_threads(threads)
+    try:
+        n = bins * span
+        rng = np.random.default_rng(n)
+        m = rng.random(n) < 0.4
+        pay = [rng.integers(0, 2**62, n), np.array([b"r%d" % i for i in range(n)], dtype="S7"), rng.random((n, 3)),
+               rng.random(n) < 0.5]
+        check(lambda t: compact(m, pay, block=span, trace=t))
+        called = []
+        real = compact_mod._run_compiled
+        monkeypatch.setattr(compact_mod, "_run_compiled", lambda *a: called.append(a[4]) or real(*a))
+        with kernel_backend_scope("compiled"):
+            compact(m, pay, block=span)
+        assert len(called) == min(threads, bins) and sum(called) == n  # one compaction per group of bins
+    finally:
+        set_threads(previous)
 
 
 @given(flags, st.data())
@@ -276,16 +284,17 @@ def test_kernels_run_without_a_writable_cache_directory():
     assert out.stdout.split("\n")[:2] == ["False True", "[0, 1, 3, 3, 7, 12]"]
 
 
-@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("threads", [1, 2, 3, 5])
 @pytest.mark.parametrize("n", [1000, 1025])
 def test_sort_threads_do_not_change_the_result(monkeypatch, threads, n):
     """The compiled network split over threads (blocks, and slices of whole-array stages)
     gives the reference's rows and trace; small blocks make every split path run."""
     import dodb.oblivious.sort as sort_mod
+    from dodb.oblivious import threads as threads_mod
 
     monkeypatch.setattr(sort_mod, "BLOCK", 64)
     monkeypatch.setattr(sort_mod, "SUB_BLOCK", 16)
-    monkeypatch.setattr(sort_mod, "THREADS", threads)
+    monkeypatch.setattr(threads_mod, "_chosen", [threads])
     rng = np.random.default_rng(n + threads)
     keys = [rng.integers(0, 7, n).astype(np.uint64), rng.integers(0, 3, n).astype(np.uint64)]
     flag = rng.random(n) < 0.5
