@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from concurrent.futures import wait
 from typing import Any, Sequence
 
 import duckdb
@@ -219,17 +220,34 @@ class Database:
             except duckdb.Error as e:
                 raise DodbError(f"cannot read the catalog: {one_line(e)}") from None
             try:
-                if delta is not None:
-                    d = delta
-                else:
-                    d = self._default_delta() if account is None else self.ledger.session_info(account)["default_delta"]
-            finally:
                 try:
-                    self.catalog.end_refresh(listing)
-                except duckdb.Error as e:
-                    raise DodbError(f"cannot read the catalog: {one_line(e)}") from None
-            p = plan_query(query, self.catalog, epsilon=epsilon, delta=d, mode=mode,
-                           neighbour=self.neighbour, allocation=allocation, params=params, public_fast=public_fast)
+                    if delta is not None:
+                        d = delta
+                    else:
+                        d = self._default_delta() if account is None else \
+                            self.ledger.session_info(account)["default_delta"]
+                finally:
+                    try:  # the user functions of the last listing for now: planning overlaps the new one
+                        self.catalog.end_refresh(None)
+                    except duckdb.Error as e:
+                        raise DodbError(f"cannot read the catalog: {one_line(e)}") from None
+
+                def make() -> QueryPlan:
+                    return plan_query(query, self.catalog, epsilon=epsilon, delta=d, mode=mode,
+                                      neighbour=self.neighbour, allocation=allocation, params=params,
+                                      public_fast=public_fast)
+
+                try:
+                    p = make()
+                except DodbError:
+                    if self._settle(listing):
+                        raise
+                    p = make()  # the user functions changed under the plan: plan again with the new ones
+                else:
+                    if not self._settle(listing):
+                        p = make()
+            finally:
+                wait([listing])  # never left running (settled already on the usual path)
             p.memory_limit = self.memory_limit
             if p.build_later is not None:  # built later (EXPLAIN of a result): under this lock too
                 build = p.build_later
@@ -240,6 +258,13 @@ class Database:
 
                 p.build_later = locked
             return p
+
+    def _settle(self, listing) -> bool:
+        """Whether a plan made while the user functions were listed stands (``Catalog.settle``)."""
+        try:
+            return self.catalog.settle(listing)
+        except duckdb.Error as e:
+            raise DodbError(f"cannot read the catalog: {one_line(e)}") from None
 
     def explain(self, query: str, *, epsilon: float = 1.0, delta: float | None = None, mode: str = "do",
                 as_dict: bool = False, params: Sequence[Any] | dict[str, Any] | None = None):

@@ -128,6 +128,7 @@ class Catalog:
         # dry run's zero-row scans): emptied whenever a refresh reads a different catalog.
         self.fingerprint: int | None = None  # a version number of everything the last refresh read
         self._state: tuple | None = None
+        self._read: tuple = ()  # what the last refresh read besides the user functions
         self.schema_cache = PublicFacts()
         # facts of public data, keyed by content fingerprints (planner/public_cache.py)
         self.public_facts = PublicFacts()
@@ -148,15 +149,39 @@ class Catalog:
         cur = self.con.cursor()
         return _functions_pool().submit(_user_functions, cur)
 
-    def end_refresh(self, functions: Future) -> None:
+    def end_refresh(self, functions: Future | None) -> None:
+        """Read the rest of the catalog; with ``functions`` the listing is waited for and
+        taken, with ``None`` the user functions of the last listing are kept for now (the
+        caller plans meanwhile, then calls :meth:`settle`)."""
         cur = self.con.cursor()
         try:
             self._load(cur, functions)
         finally:
             cur.close()
-            wait([functions])  # never leave the listing running; its error, if any, was raised in _load
+            if functions is not None:
+                wait([functions])  # never leave the listing running; its error, if any, was raised in _load
 
-    def _load(self, cur: duckdb.DuckDBPyConnection, functions: Future) -> None:
+    def settle(self, functions: Future) -> bool:
+        """Take the listing :meth:`begin_refresh` started after an ``end_refresh(None)``:
+        ``True`` if the user functions are the ones the refresh assumed (what was planned
+        meanwhile stands), ``False`` if they changed — the catalog now has them and a new
+        fingerprint, and the caller plans again (docs/design.md §Planning caches)."""
+        macros = functions.result()
+        if macros == self.macros:
+            return True
+        self.macros = macros
+        self._fingerprint_state()
+        return False
+
+    def _fingerprint_state(self) -> None:
+        database, schema, rows, views, specs = self._read
+        state = (database, schema, rows, views, tuple(sorted(self.macros)), specs)
+        if state != self._state:  # compared exactly: a new version number for any difference
+            self._state = state
+            self.schema_cache.clear()
+            self.fingerprint = next(_versions)
+
+    def _load(self, cur: duckdb.DuckDBPyConnection, functions: Future | None) -> None:
         self.database, self.schema = cur.execute("SELECT current_database(), current_schema()").fetchall()[0]
         # duckdb_columns()/duckdb_views() rather than information_schema: same facts, 3x faster
         rows = cur.execute(
@@ -183,14 +208,11 @@ class Catalog:
             specs = cur.execute(f"SELECT table_name, spec FROM {META_SCHEMA}.{META_TABLE} ORDER BY table_name").fetchall()
             for name, spec in specs:
                 tables[name] = _private_info(name, json.loads(spec))
-        self.macros = functions.result()
+        if functions is not None:
+            self.macros = functions.result()
         self.tables = tables
-        state = (self.database, self.schema, tuple(rows), tuple(sorted(views.items())), tuple(sorted(self.macros)),
-                 tuple(specs))
-        if state != self._state:  # compared exactly: a new version number for any difference
-            self._state = state
-            self.schema_cache.clear()
-            self.fingerprint = next(_versions)
+        self._read = (self.database, self.schema, tuple(rows), tuple(sorted(views.items())), tuple(specs))
+        self._fingerprint_state()
 
     @staticmethod
     def _has_meta(cur) -> bool:
