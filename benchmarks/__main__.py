@@ -46,7 +46,7 @@ def run_all(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import allocation, breakdown, kernels, operators, orp, planning, scaling, tpcds, tpch
+    from . import allocation, breakdown, kernels, operators, orp, planning, profile, scaling, tpcds, tpch
 
     p = argparse.ArgumentParser(prog="python -m benchmarks", description="dodb benchmark harness")
     sub = p.add_subparsers(dest="command", required=True)
@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
                              ("tpch", tpch, "TPC-H end to end against DuckDB"),
                              ("allocation", allocation, "budget split: even vs cost-aware at equal total ε"),
                              ("planning", planning, "planning + accounting time per TPC-H query"),
+                             ("profile", profile, "where a warm TPC-H query's time goes, by class of work"),
                              ("orp", orp, "ORP + comparison sort vs the bitonic network"),
                              ("tpcds", tpcds, "the 99 TPC-DS queries with private sales tables vs DuckDB"),
                              ("scaling", scaling, "TPC-H time/memory exponents over scale factors (from JSON)"),

@@ -65,7 +65,17 @@ def tpch_setup(scale):
     protect_tpch(db)
     return db
 
+def duckdb_seconds(scale, sql, repeats):
+    global ref
+    import duckdb
+    from dodb.datasets import generate_tpch
+    if ref is None:
+        ref = duckdb.connect()
+        generate_tpch(ref, scale)
+    return best(lambda: ref.sql(sql).arrow(), repeats)
+
 db = None
+ref = None
 for line in sys.stdin:
     task = json.loads(line)
     if task["kind"] == "kernels":
@@ -81,6 +91,8 @@ for line in sys.stdin:
             if i:
                 ts.append(dt)
         out = {"seconds": min(ts), "rows": r.arrow().num_rows}
+        if task.get("duckdb"):
+            out["duckdb"] = duckdb_seconds(task["scale"], sql, task["repeats"])
     print(json.dumps(out), flush=True)
 '''
 
@@ -142,19 +154,28 @@ def run(args: argparse.Namespace) -> int:
                 print("\n".join(lines[-len(b):]), flush=True)
         else:
             lines += [f"TPC-H scale factor {args.scale}, do mode, ε = 1, δ = 1e-6; best of {args.repeats} after a "
-                      "warm-up run, seconds.", "", "| Q | before | after | before / after |",
-                      "| :--- | ---: | ---: | ---: |"]
-            logs, tb, ta = [], 0.0, 0.0
+                      "warm-up run, seconds; DuckDB on the same data at its default threads (all cores), "
+                      "timed in the after tree's worker between the two.", "",
+                      "| Q | before | after | before / after | DuckDB | before / DuckDB | after / DuckDB |",
+                      "| :--- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+            logs, logs_b, logs_a, tb, ta = [], [], [], 0.0, 0.0
             for q in _queries(args.queries):
                 task = {"kind": "tpch", "query": q, "scale": args.scale, "repeats": args.repeats}
-                b, a = before.ask(task), after.ask(task)
+                b, a = before.ask(task), after.ask({**task, "duckdb": True})
                 assert b["rows"] == a["rows"], f"Q{q}: row counts differ"
+                d = a["duckdb"]
                 logs.append(math.log(b["seconds"] / a["seconds"]))
+                logs_b.append(math.log(b["seconds"] / d))
+                logs_a.append(math.log(a["seconds"] / d))
                 tb, ta = tb + b["seconds"], ta + a["seconds"]
-                lines.append(f"| Q{q} | {b['seconds']:.3f} | {a['seconds']:.3f} | {b['seconds'] / a['seconds']:.2f}× |")
+                lines.append(f"| Q{q} | {b['seconds']:.3f} | {a['seconds']:.3f} | {b['seconds'] / a['seconds']:.2f}× | "
+                             f"{d:.4f} | {b['seconds'] / d:.1f}× | {a['seconds'] / d:.1f}× |")
                 print(lines[-1], flush=True)
-            lines += ["", f"Geometric mean of before / after: **{math.exp(sum(logs) / len(logs)):.2f}×**; "
-                      f"total {tb:.1f} s → {ta:.1f} s."]
+
+            def geo(xs):
+                return math.exp(sum(xs) / len(xs))
+            lines += ["", f"Geometric mean of before / after: **{geo(logs):.2f}×**; total {tb:.1f} s → {ta:.1f} s.",
+                      f"Geometric mean against DuckDB: before **{geo(logs_b):.1f}×**, after **{geo(logs_a):.1f}×**."]
     finally:
         before.close()
         after.close()
