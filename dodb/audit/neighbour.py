@@ -9,6 +9,10 @@ builds the coupled neighbour **in the same slots**:
 * replace: ``u``'s slots receive the rows of a new unit ``v`` — a copy of another unit
   ``w``'s rows with fresh key values — extra rows go to uniformly random dummy slots and
   ``u``'s leftover slots become dummies.  The copy keeps every declared bound (checked).
+  With ``extreme=True`` every free column of ``v``'s rows (not a key, the unit, a foreign
+  key, a degree-bounded or partition column) then holds, row by row, its type's smallest
+  or largest value, ±infinity, NaN, a full-width string of the largest code point, an
+  empty string or NULL: values the data never had (:func:`extreme_values`).
 
 This is owner tooling: it reads private rows in the clear, outside the observer model.
 """
@@ -21,6 +25,7 @@ from typing import Any, Hashable
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 
 from ..errors import DodbError
 from ..operators.table import Column, PaddedTable
@@ -186,14 +191,16 @@ class Neighbourhood:
             out[t] = new
         return out
 
-    def replaced(self, u: Hashable, rng: random.Random, tries: int = 20) -> dict[str, SlotState]:
-        """The replace neighbour: ``u``'s rows replaced by a fresh unit copying another unit's rows."""
+    def replaced(self, u: Hashable, rng: random.Random, tries: int = 20,
+                 extreme: bool = False) -> dict[str, SlotState]:
+        """The replace neighbour: ``u``'s rows replaced by a fresh unit copying another unit's
+        rows; ``extreme``: with extreme values in its free columns (module doc)."""
         others = [w for w in self.root_units() if w != u and w[0] == "unit"]
         rng.shuffle(others)
         last = "no other unit to copy"
         for w in others[:tries]:
             try:
-                out = self._replace(u, w, rng)
+                out = self._replace(u, w, rng, extreme)
             except AuditError as e:
                 last = str(e)
                 continue
@@ -203,7 +210,7 @@ class Neighbourhood:
             last = bad
         raise AuditError(f"cannot build a replace neighbour of unit {u[1]!r}: {last}")
 
-    def _replace(self, u: Hashable, w: Hashable, rng: random.Random) -> dict[str, SlotState]:
+    def _replace(self, u: Hashable, w: Hashable, rng: random.Random, extreme: bool = False) -> dict[str, SlotState]:
         out = {t: st.copy() for t, st in self.states.items()}
         fresh: dict[str, dict[str, dict]] = {}   # table -> column -> old value -> new value
         for t in self.order():
@@ -240,7 +247,23 @@ class Neighbourhood:
                         value = m[old]
                     if value is not None:
                         new.columns[c].values[j] = value
+            if extreme:
+                free = [c for c in st.columns if c not in self._bound_columns(info, remap)]
+                for j in targets:
+                    for c in free:
+                        _set_extreme(new.columns[c], j, rng, nullable=c not in info.not_null)
         return out
+
+    @staticmethod
+    def _bound_columns(info: TableInfo, remap: list[str]) -> set[str]:
+        """Columns whose values carry structure the neighbour must keep: the unit and key
+        columns, the remapped keys, the parent key, degree-bounded and partition columns."""
+        cols = set(remap) | {info.privacy_unit} | {c for key in info.keys for c in key} | set(info.max_degree)
+        if info.parent is not None:
+            cols.add(info.privacy_unit)
+        if info.partition_by:
+            cols.add(info.partition_by)
+        return cols
 
     def _remapped_columns(self, t: str, fresh: dict) -> list[str]:
         """Columns whose values a copied unit must not share with the original: the unit
@@ -297,6 +320,65 @@ class Neighbourhood:
     def restore(self) -> None:
         """Put the original slots back."""
         self.write(self.states)
+
+
+_DATE_INFINITY, _TS_INFINITY = 2 ** 31 - 1, 2 ** 63 - 1  # DuckDB's ±infinity DATE / TIMESTAMP
+_DATE_EDGES = (-719162, 2932896)  # 0001-01-01 and 9999-12-31 in days since 1970
+_US_PER_DAY = 86_400_000_000
+_LARGEST_CHAR = "\U0010ffff".encode()  # the largest code point, four bytes in UTF-8
+
+
+def extreme_values(c: Column) -> list:
+    """Extreme lane values of ``c``'s type: ``(values, length)`` pairs as stored (``length``
+    for strings only), the type's ends, ±infinity and NaN where it has them."""
+    t = c.type
+    if c.lengths is not None:
+        w = int(c.values.shape[1])
+        full = (_LARGEST_CHAR * (w // 4) + b"\x7f" * (w % 4))[:w]
+        return [(np.frombuffer(full, np.uint8), w), (np.zeros(w, np.uint8), 0)]
+    if pa.types.is_decimal(t):
+        top = 10 ** t.precision - 1
+        return [_words(top, c.values.ndim), _words(-top, c.values.ndim), _words(0, c.values.ndim)]
+    if pa.types.is_boolean(t):
+        return [True, False]
+    if pa.types.is_floating(t):
+        big = float(np.finfo(c.values.dtype).max)
+        return [big, -big, float("inf"), float("-inf"), float("nan"), -0.0]
+    if pa.types.is_date(t):
+        return [_DATE_INFINITY, -_DATE_INFINITY, *_DATE_EDGES]
+    if pa.types.is_timestamp(t):
+        return [_TS_INFINITY, -_TS_INFINITY, _DATE_EDGES[0] * _US_PER_DAY, (_DATE_EDGES[1] + 1) * _US_PER_DAY - 1]
+    if np.issubdtype(c.values.dtype, np.integer):
+        info = np.iinfo(c.values.dtype)
+        return [int(info.min), int(info.max), 0]
+    return []  # a type without an ordering to stress: left as copied
+
+
+def _words(v: int, ndim: int):
+    """A DECIMAL's unscaled value as its stored lanes: two's-complement (low, high) words, or one word."""
+    u = v & ((1 << 128) - 1)
+    if ndim == 1:
+        return np.int64(v)
+    return np.array([u & ((1 << 64) - 1), u >> 64], dtype=np.uint64)
+
+
+def _set_extreme(c: Column, j: int, rng: random.Random, nullable: bool) -> None:
+    """Slot ``j`` of ``c`` gets one extreme value, or NULL (a nullable column, one time in four)."""
+    choices = extreme_values(c)
+    if nullable and (not choices or rng.random() < 0.25):
+        c.values[j] = 0
+        c.valid[j] = False
+        if c.lengths is not None:
+            c.lengths[j] = 0
+        return
+    if not choices:
+        return
+    v = choices[rng.randrange(len(choices))]
+    c.valid[j] = True
+    if c.lengths is not None:
+        c.values[j], c.lengths[j] = v
+    else:
+        c.values[j] = v
 
 
 def _slots_by_value(st: SlotState, column: str) -> dict[Any, list[int]]:

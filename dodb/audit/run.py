@@ -36,6 +36,7 @@ class PairResult:
     difference: str = ""                                  # '' when the views are identical
     sensitivity: list[str] = field(default_factory=list)  # releases that moved more than charged
     retries: int = 0
+    extreme: bool = False                                 # a replace neighbour with extreme values
 
     @property
     def ok(self) -> bool:
@@ -63,7 +64,7 @@ class QueryAudit:
         if bad:
             p = bad[0]
             why = p.difference or "; ".join(p.sensitivity)
-            head += f"; unit {_unit_name(p.unit)}: {why}"
+            head += f"; unit {_unit_name(p.unit)}{' (extreme values)' if p.extreme else ''}: {why}"
         return head
 
 
@@ -159,7 +160,10 @@ def audit(db, queries: Iterable[str], *, pairs: int = 3, mode: str = "do", epsil
         nb = Neighbourhood.read(db.con, db.catalog)
         rng = random.Random(seed)
         units = nb.sample(pairs, rng) if units is None else _known(nb, units)
-        neighbours = {u: (nb.removed(u) if db.neighbour == "add_remove" else nb.replaced(u, rng)) for u in units}
+        # replace: every other unit is replaced by one holding extreme values (module doc of .neighbour)
+        extreme = {u: db.neighbour == "replace" and k % 2 == 1 for k, u in enumerate(units)}
+        neighbours = {u: (nb.removed(u) if db.neighbour == "add_remove" else nb.replaced(u, rng, extreme=extreme[u]))
+                      for u in units}
         results = [QueryAudit(q) for q in queries]
         base: dict[int, tuple] = {}
         for i, q in enumerate(queries):
@@ -184,13 +188,14 @@ def audit(db, queries: Iterable[str], *, pairs: int = 3, mode: str = "do", epsil
                         retry.append((i, u))
                         continue
                     results[i].pairs.append(PairResult(u, first_difference(view, other),
-                                                       _sensitivity_excess(trues, trues2)))
+                                                       _sensitivity_excess(trues, trues2), extreme=extreme[u]))
                     results[i].seconds += time.perf_counter() - t0
             finally:
                 nb.restore()
         for i, u in retry:
-            results[i].pairs.append(_retry(db, nb, neighbours[u], queries[i], u, mode, epsilon, delta, seed,
-                                           allocations))
+            pair = _retry(db, nb, neighbours[u], queries[i], u, mode, epsilon, delta, seed, allocations)
+            pair.extreme = extreme[u]
+            results[i].pairs.append(pair)
     return AuditReport(results, mode, db.neighbour)
 
 

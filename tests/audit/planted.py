@@ -19,3 +19,20 @@ def plant_data_sized_buffer(monkeypatch) -> list:
 
     monkeypatch.setattr(execute_mod.Executor, "_dispatch", sized)
     return kept
+
+
+def plant_magnitude_branch(monkeypatch) -> None:
+    """Every operator takes a branch when a real integer in its output is beyond ±10^6 (the
+    class of leak only values the data never had reach: an overflow or slow path)."""
+    orig = execute_mod.Executor._dispatch
+
+    def branching(self, node, inputs, ctx, eps, delta):
+        out = orig(self, node, inputs, ctx, eps, delta)
+        for col in out.columns:
+            if col.values.ndim == 1 and np.issubdtype(col.values.dtype, np.integer):
+                big = out.is_real & col.valid & (np.abs(col.values.astype(np.float64)) > 1e6)
+                if big.any():
+                    ctx.trace.record("planted:big-value", -1, 1)
+        return out
+
+    monkeypatch.setattr(execute_mod.Executor, "_dispatch", branching)

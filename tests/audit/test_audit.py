@@ -2,6 +2,7 @@
 coupled neighbours, and every leak class planted into the engine is caught."""
 from __future__ import annotations
 
+import random
 import subprocess
 import sys
 
@@ -15,7 +16,7 @@ from dodb.operators.context import ExecContext
 from dodb.planner import execute as execute_mod
 from dodb.planner.logical import upper_rows, walk
 
-from .planted import plant_data_sized_buffer
+from .planted import plant_data_sized_buffer, plant_magnitude_branch
 
 QUERIES = [
     "SELECT count(*) FROM patients",
@@ -75,6 +76,35 @@ def test_audit_with_capacities_at_the_default_delta():
 def test_replace_neighbours():
     report = audit(_database("replace"), QUERIES[:2], pairs=2, seed=2)
     assert report.ok, "\n".join(report.lines())
+
+
+def test_replace_neighbours_with_extreme_values():
+    """Every other replace neighbour holds values the data never had; the views stay identical."""
+    from dodb.audit.neighbour import Neighbourhood, extreme_values
+
+    db = _database("replace")
+    report = audit(db, QUERIES[1:], pairs=4, seed=2)
+    assert report.ok, "\n".join(report.lines())
+    assert [p.extreme for p in report.queries[0].pairs] == [False, True, False, True]
+    nb = Neighbourhood.read(db.con, db.catalog)
+    seen: set = set()
+    for k, u in enumerate(nb.root_units()[:8]):  # the data's ages are 20..69 or NULL
+        st = nb.replaced(u, random.Random(k), extreme=True)
+        seen |= {a for a in st["patients"].values("age") if a is not None}
+        assert st["patients"].values("id") != nb.states["patients"].values("id")  # a fresh unit key
+    assert seen & {-(2 ** 31), 2 ** 31 - 1}
+    assert {int(x) for x in extreme_values(nb.states["visits"].columns["amount"])[:2]} == {-(2 ** 31), 2 ** 31 - 1}
+
+
+def test_a_value_dependent_branch_is_caught_only_with_extreme_values(monkeypatch):
+    """A branch taken on large values: the copied units (values the data had) miss it, the
+    extreme-value neighbours catch it."""
+    db = _database("replace")
+    plant_magnitude_branch(monkeypatch)
+    report = audit(db, ["SELECT v.pid, sum(v.amount) FROM visits v GROUP BY v.pid"], pairs=6, seed=4)
+    pairs = report.queries[0].pairs
+    assert all(p.ok for p in pairs if not p.extreme), "\n".join(report.lines())
+    assert any(not p.ok for p in pairs if p.extreme), "\n".join(report.lines())
 
 
 def test_plain_mode_is_told_apart(db):
