@@ -109,3 +109,23 @@ def test_narrow_decimal_comparisons_are_exact_at_the_edges(other, sql_type):
                 for a, b in ((r[0], decimal.Decimal(r[1])) for r in rows)]
         assert got == want, op
 
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(-(10 ** 38) + 1, 10 ** 38 - 1) | st.sampled_from([0, 1, -1, 2 ** 63 - 1, -(2 ** 63)]),
+       st.integers(0, 38), st.integers(0, 20), st.sampled_from(["compiled", "numpy"]))
+def test_a_constant_is_rescaled_once_exactly_as_per_row(value, precision_scale, up, backend):
+    """``as_i128`` of a public constant (its ``scalar``) gives the words and overflow flags of
+    the per-row rescale, overflowing products included."""
+    from dodb.operators.expressions.numeric import as_i128
+    from dodb.operators.expressions.value import constant
+
+    scale = min(precision_scale, 38)
+    t = parse_type(f"DECIMAL(38,{scale})")
+    with decimal.localcontext(decimal.Context(prec=80)):  # exact (the default context keeps 28 digits)
+        c = constant(t, decimal.Decimal(value).scaleb(-scale), 3)
+    assert c.scalar == value
+    rows = Val(c.type, c.data, c.valid, c.err)  # the same lanes, not known to be a constant
+    with kernel_backend_scope(backend):
+        (a, fa), (b, fb) = as_i128(c, min(38, scale + up)), as_i128(rows, min(38, scale + up))
+    assert a.hi.tobytes() == b.hi.tobytes() and a.lo.tobytes() == b.lo.tobytes() and fa.tolist() == fb.tolist()

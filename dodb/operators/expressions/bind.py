@@ -149,6 +149,12 @@ def prepare(exprs: Mapping[str, exp.Expression | str], schema: Mapping[str, pa.D
     :class:`~dodb.errors.UnsupportedQueryError` for anything not evaluated exactly.
     """
     sqls = {name: _sql(e) for name, e in exprs.items()}
+    # first by the whole schema (no parse on a repeated query), then by the columns used
+    whole = (tuple((n, str(t), int(widths.get(n, 0))) for n, t in schema.items()), tuple(sqls.items()))
+    with _lock:
+        hit = _cache.get(whole)
+    if hit is not None:
+        return hit
     used = set()
     trees = {}
     for name, s in sqls.items():
@@ -160,6 +166,8 @@ def prepare(exprs: Mapping[str, exp.Expression | str], schema: Mapping[str, pa.D
     with _lock:
         hit = _cache.get(key)
     if hit is not None:
+        with _lock:
+            _cache[whole] = hit
         return hit
     p = Prepared(trees)
     nodes = [n for t in trees.values() for n in _value_nodes(t)]
@@ -180,7 +188,7 @@ def prepare(exprs: Mapping[str, exp.Expression | str], schema: Mapping[str, pa.D
     with _lock:
         if len(_cache) > 2048:
             _cache.clear()
-        _cache[key] = p
+        _cache[key] = _cache[whole] = p
     return p
 
 

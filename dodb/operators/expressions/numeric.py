@@ -40,14 +40,15 @@ def dec_bound(t: SqlType) -> int | None:
 
 def as_i128(v: Val, scale: int) -> tuple[i128.I128, np.ndarray]:
     """An integer or decimal value as unscaled 128-bit at ``scale`` (>= its own)."""
-    if v.type.kind == "int":
-        base, own = i128.from_i64(v.data), 0
-    elif v.type.kind == "dec":
-        base, own = v.data, v.type.scale
-    else:
+    if v.type.kind not in ("int", "dec"):
         raise Unsupported(f"{v.type} as a DECIMAL operand")
+    own = v.type.scale if v.type.kind == "dec" else 0
     if scale < own:
         raise Unsupported(f"rescaling {v.type} down implicitly")
+    if v.scalar is not None:  # a public constant: rescaled once, exactly, not row by row
+        r = v.scalar * 10 ** (scale - own)
+        return i128.const(r, v.n), np.full(v.n, not (i128.MIN <= r < -i128.MIN))
+    base = i128.from_i64(v.data) if v.type.kind == "int" else v.data
     return i128.mul_pow10(base, scale - own)
 
 

@@ -33,6 +33,7 @@ class Val:
     err: np.ndarray
     lengths: np.ndarray | None = None
     const: bytes | None = None  # a public constant string: every row's lanes hold these bytes
+    scalar: int | None = None   # a public integer/DECIMAL constant: every row holds this (unscaled) integer
 
     @property
     def n(self) -> int:
@@ -92,13 +93,13 @@ def constant(t: SqlType, value, n: int) -> Val:
     if t.kind == "dec":
         with decimal.localcontext(decimal.Context(prec=80)):  # exact: the default context keeps 28 digits
             unscaled = int(decimal.Decimal(value).scaleb(t.scale).to_integral_value())
-        return Val(t, i128.const(unscaled, n), valid, err)
+        return Val(t, i128.const(unscaled, n), valid, err, scalar=unscaled)
     if t.kind == "bool":
         return Val(t, np.full(n, bool(value)), valid, err)
     if t.kind == "float":
         return Val(t, np.full(n, float(value)), valid, err)
     if t.kind == "int":
-        return Val(t, np.full(n, int(value), dtype=np.int64), valid, err)
+        return Val(t, np.full(n, int(value), dtype=np.int64), valid, err, scalar=int(value))
     if t.kind == "date":
         return Val(t, np.full(n, (value - _EPOCH).days, dtype=np.int64), valid, err)
     if t.kind == "ts":
