@@ -50,8 +50,9 @@ def fused_compare(op: str, a: Val, b: Val) -> tuple[np.ndarray, np.ndarray, np.n
 
     x, kx, y, ky = lanes
     n = a.n
+    code = k.CMP_CODES[op]  # lint: public the node's operator
     out, valid, err = np.empty(n, np.bool_), np.empty(n, np.bool_), np.empty(n, np.int32)
-    k.compare_i64_rows(k.CMP_CODES[op], _i64(x), np.int64(kx), _flags(a.valid), np.ascontiguousarray(a.err, np.int32),
+    k.compare_i64_rows(code, _i64(x), np.int64(kx), _flags(a.valid), np.ascontiguousarray(a.err, np.int32),
                        _i64(y), np.int64(ky), _flags(b.valid), np.ascontiguousarray(b.err, np.int32),
                        out, valid, err, n)
     return out, valid, err
