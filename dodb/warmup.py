@@ -25,9 +25,9 @@ WARMUP_QUERIES = [
     "SELECT l_returnflag, sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)), avg(l_quantity), count(*) "
     "FROM lineitem WHERE l_shipdate <= DATE '1998-09-01' GROUP BY 1 ORDER BY 1",
     # MIN/MAX (the lexicographic scan), decimal column against decimal column (64-bit lanes), a
-    # 38-digit sum against a constant (int128 comparisons)
+    # 38-digit sum rescaled to a constant's larger scale (int128 products by 10^k, comparisons)
     "SELECT l_linestatus, min(l_extendedprice), max(l_shipdate), min(l_comment) FROM lineitem "
-    "WHERE l_discount < l_tax GROUP BY 1 HAVING sum(l_extendedprice) > 100",
+    "WHERE l_discount < l_tax GROUP BY 1 HAVING sum(l_extendedprice) > 100.125",
     # a global aggregate: one pass per column (128-bit limb sums, a double summed in row order)
     "SELECT sum(l_extendedprice * l_discount), avg(l_quantity::DOUBLE) FROM lineitem WHERE l_quantity < 24",
     # PK-FK joins along the unit path, LIMIT (the merge network)
