@@ -87,6 +87,21 @@ def measure(fn: Callable[[], Any], *, warmup: int = 1, repeats: int = 3, long_se
                   times=[round(t, 6) for t in times], warmup=done_warmup)
 
 
+def protected_tpch(scale: float, *, epsilon: float = 1e9):
+    """A seeded (benchmark mode) in-memory dodb database with TPC-H at ``scale`` generated and
+    its private tables protected, under a budget no benchmark exhausts."""
+    import dodb
+    from dodb.datasets import generate_tpch, protect_tpch
+    from dodb.oblivious.rng import enable_seeding
+
+    enable_seeding()
+    db = dodb.connect(seed=1)
+    generate_tpch(db.con, scale)
+    db.set_budget(epsilon=epsilon, delta=0.5)
+    protect_tpch(db)
+    return db
+
+
 def _status_kb(field: str) -> int | None:
     try:
         with open("/proc/self/status") as f:

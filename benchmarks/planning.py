@@ -16,7 +16,7 @@ import statistics
 import time
 from pathlib import Path
 
-from .common import DEFAULT_OUT, NOISE_CAVEAT, machine_info, machine_lines, write_json
+from .common import DEFAULT_OUT, NOISE_CAVEAT, machine_info, machine_lines, protected_tpch, write_json
 
 TARGET_MS = 50.0
 
@@ -45,15 +45,9 @@ def _time(fn) -> tuple[float, float]:
 
 
 def run(args: argparse.Namespace) -> int:
-    import dodb
-    from dodb.datasets import generate_tpch, protect_tpch, tpch_query
-    from dodb.oblivious.rng import enable_seeding
+    from dodb.datasets import tpch_query
 
-    enable_seeding()
-    db = dodb.connect(seed=1)
-    generate_tpch(db.con, args.scale)
-    db.set_budget(epsilon=1e6, delta=0.5)
-    protect_tpch(db)
+    db = protected_tpch(args.scale, epsilon=1e6)
     db.plan(tpch_query(1), epsilon=1.0)  # imports, numba, DuckDB warm-up: not a query's cost
     _clear_caches(db)
     rows = []

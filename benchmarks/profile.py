@@ -19,7 +19,7 @@ import statistics
 import time
 from pathlib import Path
 
-from .common import DEFAULT_OUT, NOISE_CAVEAT, machine_info, machine_lines, write_json
+from .common import DEFAULT_OUT, NOISE_CAVEAT, machine_info, machine_lines, protected_tpch, write_json
 from .report import md_table
 
 # class -> (file suffix, function name) whose cumulative time is the class's
@@ -58,15 +58,9 @@ def _shares(stats: pstats.Stats, total: float) -> dict[str, float]:
 def run(args: argparse.Namespace) -> int:
     import duckdb
 
-    import dodb
-    from dodb.datasets import generate_tpch, protect_tpch, tpch_query
-    from dodb.oblivious.rng import enable_seeding
+    from dodb.datasets import generate_tpch, tpch_query
 
-    enable_seeding()
-    db = dodb.connect(seed=1)
-    generate_tpch(db.con, args.scale)
-    db.set_budget(epsilon=1e9, delta=0.5)
-    protect_tpch(db)
+    db = protected_tpch(args.scale)
     ref = duckdb.connect()
     generate_tpch(ref, args.scale)
     rows, records = [], []
