@@ -23,8 +23,9 @@ neighbours (add/remove or replace).
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import duckdb
 import pyarrow as pa
@@ -85,14 +86,27 @@ class IngestResult:
 
 # -- reading the new content ------------------------------------------------------------
 
+@contextmanager
+def _reader(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A cursor of its own for a read, so that a result the owner left unfetched on ``con``
+    never blocks loading (and is not consumed by it)."""
+    cur = con.cursor()
+    try:
+        yield cur
+    finally:
+        cur.close()
+
+
 def _raw_table(con: duckdb.DuckDBPyConnection, name: str) -> pa.Table:
     q = exp.select(exp.Star()).from_(exp.table_(name, quoted=True))
-    return con.sql(q.sql(dialect="duckdb")).to_arrow_table()
+    with _reader(con) as cur:
+        return cur.sql(q.sql(dialect="duckdb")).to_arrow_table()
 
 
 def _current_rows(con, info: TableInfo) -> pa.Table:
     cols = info.logical_columns
-    is_real, columns = read_slots(con, info.name, cols, int(info.capacity), info.checksums)
+    with _reader(con) as cur:
+        is_real, columns = read_slots(cur, info.name, cols, int(info.capacity), info.checksums)
     return real_rows(is_real, columns, cols)
 
 
