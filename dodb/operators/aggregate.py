@@ -207,7 +207,7 @@ def group_by(
         fast = global_row(kern, table, aggs)  # one compiled pass per column, the same view
         if fast is not None:
             row, overflow = fast
-            ctx.error_code = max(getattr(ctx, "error_code", 0), SUM_OVERFLOW if overflow else 0)
+            ctx.error_code = max(getattr(ctx, "error_code", 0), int(overflow) * SUM_OVERFLOW)  # no branch on data
             out = PaddedTable(names, row, np.ones(1, dtype=bool), 1 if s > 0 else 0)
             return OpResult(out, ctx.leaks[leaks_before:], ctx.trace)
     # one sorted pass per COUNT(DISTINCT) column (the other aggregates ride on the first)

@@ -56,7 +56,7 @@ def global_row(kern, table: PaddedTable, aggs: list) -> tuple[list[Column], bool
     if not use_compiled():
         return None
     kinds = [_kind(a, table) for a in aggs]
-    if any(k is None for k in kinds):
+    if any(k is None for k in kinds):  # lint: public the aggregates and declared types
         return None
     from ..oblivious import compiled_reduce as k
 
@@ -90,7 +90,7 @@ def global_row(kern, table: PaddedTable, aggs: list) -> tuple[list[Column], bool
         else:
             column, wide_overflow = _int128_total(k, kern, agg, col, inc, n, nonnull)
             cols.append(column)
-            overflow |= wide_overflow
+            overflow = overflow | wide_overflow
     return cols, overflow
 
 
@@ -118,7 +118,7 @@ def _int128_total(k, kern, agg, col: Column, inc: np.ndarray, n: int, nonnull: n
     if pa.types.is_decimal(t) and t.precision > 18:  # the reference's overflow scans (_sum_overflows)
         for _ in range(4):
             kern.scan_events(n, "sum")
-        overflow = bool(nonnull[0]) and abs(total) >= 10 ** 38
+        overflow = bool(nonnull[0]) & (abs(total) >= 10 ** 38)  # both sides evaluated: no branch on data
     words = np.stack([lo_t, hi_t.view(np.uint64)], axis=1)
     huge = col.huge or not pa.types.is_decimal(t)  # DuckDB: SUM of integers (or booleans) is HUGEINT
     return Column(pa.decimal128(38, scale), np.where(nonnull[:, None], words, np.uint64(0)), nonnull, huge=huge), \
