@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import DodbError
+from ..operators.expressions.format import DATE_INFINITY, TS_INFINITY  # DuckDB's ±infinity
 from ..operators.table import Column, PaddedTable
 from ..planner.catalog import META_SCHEMA, META_TABLE, Catalog, TableInfo
 from ..storage.canonical import read_slots, write_slots
@@ -322,7 +323,6 @@ class Neighbourhood:
         self.write(self.states)
 
 
-_DATE_INFINITY, _TS_INFINITY = 2 ** 31 - 1, 2 ** 63 - 1  # DuckDB's ±infinity DATE / TIMESTAMP
 _DATE_EDGES = (-719162, 2932896)  # 0001-01-01 and 9999-12-31 in days since 1970
 _US_PER_DAY = 86_400_000_000
 _LARGEST_CHAR = "\U0010ffff".encode()  # the largest code point, four bytes in UTF-8
@@ -345,9 +345,9 @@ def extreme_values(c: Column) -> list:
         big = float(np.finfo(c.values.dtype).max)
         return [big, -big, float("inf"), float("-inf"), float("nan"), -0.0]
     if pa.types.is_date(t):
-        return [_DATE_INFINITY, -_DATE_INFINITY, *_DATE_EDGES]
+        return [DATE_INFINITY, -DATE_INFINITY, *_DATE_EDGES]
     if pa.types.is_timestamp(t):
-        return [_TS_INFINITY, -_TS_INFINITY, _DATE_EDGES[0] * _US_PER_DAY, (_DATE_EDGES[1] + 1) * _US_PER_DAY - 1]
+        return [TS_INFINITY, -TS_INFINITY, _DATE_EDGES[0] * _US_PER_DAY, (_DATE_EDGES[1] + 1) * _US_PER_DAY - 1]
     if np.issubdtype(c.values.dtype, np.integer):
         info = np.iinfo(c.values.dtype)
         return [int(info.min), int(info.max), 0]
