@@ -39,7 +39,7 @@ import pyarrow as pa
 
 from .context import ExecContext, OpResult, UnboundedStabilityError
 from .filter import filter_table
-from .keys import EncodedKey, KeyField, column_fields, encode_keys, pack_fields
+from .keys import EncodedKey, KeyField, column_fields, encode_keys, normalise_key, pack_fields
 from .pkfk import pk_fk_left_join
 from .table import Column, PaddedTable, concat_tables, unify_columns
 
@@ -49,19 +49,10 @@ JOIN_TYPES = ("inner", "left", "semi", "anti", "full")
 OBLIVIOUS_JOIN_LIMIT = 1 << 26  # worst-case rows the oblivious baseline may allocate
 
 
-def _normalise_key(c: Column) -> Column:
-    """Integers of any width compare as int64 so that both sides encode alike."""
-    if pa.types.is_integer(c.type) and c.type != pa.int64():
-        return Column(pa.int64(), c.values.astype(np.int64), c.valid)
-    if pa.types.is_date32(c.type):
-        return Column(pa.int64(), c.values.astype(np.int64), c.valid)
-    return c
-
-
 def _key_columns(lt: PaddedTable, rt: PaddedTable, lk: list[str], rk: list[str]) -> tuple[list[Column], list[Column]]:
     lcols, rcols = [], []
     for a, b in zip(lk, rk):
-        ca, cb = _normalise_key(lt.column(a)), _normalise_key(rt.column(b))
+        ca, cb = normalise_key(lt.column(a)), normalise_key(rt.column(b))
         if ca.type != cb.type and not (pa.types.is_string(ca.type) and pa.types.is_string(cb.type)):
             raise TypeError(f"join keys {a!r} ({ca.type}) and {b!r} ({cb.type}) have different types")
         ca, cb = unify_columns([ca, cb])
@@ -78,7 +69,7 @@ def _eligible(t: PaddedTable, cols: list[Column]) -> np.ndarray:
 
 
 def _sorted_side(ctx: ExecContext, t: PaddedTable, keys: list[str]) -> PaddedTable:
-    enc = encode_keys([_normalise_key(t.column(k)) for k in keys],
+    enc = encode_keys([normalise_key(t.column(k)) for k in keys],
                       leading=[KeyField((~t.is_real).astype(np.uint64), 1)], n=t.padded_size)
     _, arrays = ctx.kernels.sort(enc, t.arrays())
     return t.with_arrays(arrays)

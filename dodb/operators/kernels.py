@@ -18,6 +18,7 @@ import numpy as np
 
 from ..oblivious import compact as ocompact
 from ..oblivious import expand as oexpand
+from ..oblivious.compact import distribute as odistribute
 from ..oblivious import oblivious_merge, oblivious_sort, segmented_lex_scan, segmented_scan
 from ..oblivious.rows import pack_rows, unpack_rows
 from ..oblivious.scan import scan_events
@@ -74,6 +75,12 @@ class ObliviousKernels(Kernels):
         # (shifting rounds are cheap per column: packing rows does not pay here, unlike sorting)
         return ocompact(flags, payload, block=block, trace=self.trace)
 
+    def distribute(self, live: np.ndarray, target: np.ndarray,
+                   payload: Sequence[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The live rows (a prefix, in order) moved to the strictly increasing slots
+        ``target >= position`` (:func:`dodb.oblivious.compact.distribute`)."""
+        return odistribute(live, target, payload, trace=self.trace)
+
     def expand(self, counts: np.ndarray, payload: Sequence[np.ndarray], m: int, unit: bool = False):
         """Row ``i`` copied ``counts[i]`` times into ``m`` slots; ``unit``: a public bound
         caps every count at one (:func:`dodb.oblivious.expand.expand`)."""
@@ -126,6 +133,18 @@ class PlainKernels(Kernels):
             blk = np.arange(flags.shape[0]) // block
             order = np.lexsort((~flags, blk))
         return flags[order], [p[order] for p in payload]
+
+    def distribute(self, live: np.ndarray, target: np.ndarray, payload: Sequence[np.ndarray]):
+        live = np.asarray(live, dtype=bool)
+        to = np.asarray(target, dtype=np.int64)[live]
+        occupied = np.zeros(live.shape[0], dtype=bool)
+        occupied[to] = True
+        out = []
+        for p in payload:
+            o = np.zeros_like(p)
+            o[to] = p[live]
+            out.append(o)
+        return occupied, out
 
     def expand(self, counts: np.ndarray, payload: Sequence[np.ndarray], m: int, unit: bool = False):
         counts = np.asarray(counts, dtype=np.int64)

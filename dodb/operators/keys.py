@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from .table import Column
 
-__all__ = ["KeyField", "column_fields", "pack_fields", "encode_keys", "EncodedKey"]
+__all__ = ["KeyField", "column_fields", "pack_fields", "encode_keys", "EncodedKey", "normalise_key"]
 
 _SIGN64 = np.uint64(1 << 63)
 
@@ -29,6 +29,13 @@ class KeyField:
 
     values: np.ndarray
     bits: int
+
+
+def normalise_key(c: Column) -> Column:
+    """Integers of any width and dates compare as int64, so that two sides encode alike."""
+    if (pa.types.is_integer(c.type) and c.type != pa.int64()) or pa.types.is_date32(c.type):
+        return Column(pa.int64(), c.values.astype(np.int64), c.valid)
+    return c
 
 
 def _mask(bits: int) -> np.uint64:

@@ -20,8 +20,7 @@ from ..oblivious.backend import use_compiled
 from ..oblivious.rows import from_word_columns, row_bytes, word_columns
 from .context import ExecContext, OpResult
 from .filter import filter_table
-from .join import _normalise_key
-from .keys import column_fields, pack_fields
+from .keys import column_fields, normalise_key, pack_fields
 from .table import Column, PaddedTable, unify_columns
 
 __all__ = ["lookup_join", "lookup_pays", "pass_cost"]
@@ -116,7 +115,7 @@ def lookup_join(left: PaddedTable, right: PaddedTable, left_keys: list[str], rig
     n = left.padded_size
     lcols, rcols = [], []
     for a, b in zip(left_keys, right_keys):
-        ca, cb = unify_columns([_normalise_key(left.column(a)), _normalise_key(pub.column(b))])
+        ca, cb = unify_columns([normalise_key(left.column(a)), normalise_key(pub.column(b))])
         lcols.append(ca)
         rcols.append(cb)
     lw, rw = _key_words(lcols, n), _key_words(rcols, k)

@@ -32,7 +32,8 @@ def test_kernel_modules_exist():
 # operators whose every pass is a kernel call or an element-wise select (docs/design.md §Window functions)
 OPERATORS = [ROOT / "operators" / "window.py", ROOT / "operators" / "window_frames.py", ROOT / "operators" / "pkfk.py",
              ROOT / "operators" / "theta_join.py", ROOT / "operators" / "list_agg.py",
-             ROOT / "operators" / "global_aggregate.py", ROOT / "operators" / "wide_sums.py"]
+             ROOT / "operators" / "global_aggregate.py", ROOT / "operators" / "wide_sums.py",
+             ROOT / "operators" / "exchange.py"]
 
 
 @pytest.mark.parametrize("path", KERNELS + EVALUATOR + OPERATORS, ids=lambda p: f"{p.parent.name}/{p.name}")
