@@ -18,9 +18,12 @@ ledger lives in the (read-only) file.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import threading
 import time
 from concurrent.futures import wait
+from pathlib import Path
 from typing import Any, Sequence
 
 import duckdb
@@ -59,7 +62,7 @@ class Database:
     """A DuckDB database with dodb's catalog of private tables and its privacy ledger."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, *, owned: bool, neighbour: str | None = None,
-                 allow_insecure: bool = False, seed: int | None = None):
+                 allow_insecure: bool = False, seed: int | None = None, cluster: str | None = None):
         if neighbour is not None:
             check_neighbour(neighbour)  # before the ledger tables are touched
         self.con = con
@@ -70,6 +73,7 @@ class Database:
         self._seed = seed
         self._rng = new_rng(seed)
         self._lock = threading.RLock()  # one query / owner action at a time on this connection
+        self._tmp_shards: str | None = None  # an in-memory database's shard folder (removed at close)
         self._closed = False
         self.ledger = Ledger(con)
         self.read_only = self.ledger.read_only
@@ -79,6 +83,10 @@ class Database:
             if not self.read_only:
                 self.ledger.set_neighbour(neighbour)  # a dataset setting: refused once queries were charged
         self.catalog = Catalog(con)
+        from .executors.cluster import executor_for
+
+        self.cluster = cluster
+        self.executor = executor_for(cluster, self._shard_set)  # None: plans run in this process
         self._fkey = functions.instance_key(con, self.ledger)
         functions.register(con, self._fkey, self)  # SELECT dodb_budget_remaining() on this instance
 
@@ -166,6 +174,36 @@ class Database:
         d = self._default_delta() if delta is None else delta
         check_privacy_params(eps, d)
         return float(eps), float(d)
+
+    def shard(self, workers: int, *, epsilon: float | None = None, delta: float | None = None) -> list[dict[str, Any]]:
+        """Cut every private table into ``workers`` shards by privacy unit, for a cluster
+        (docs/distributed.md §Sharded storage).  The shard sizes are released under DP and
+        charged as one owner action (``epsilon``/``delta`` as for loading); run it again after
+        the data changes.  Returns one report per table."""
+        self._writable("shard the private tables")
+        from .storage.shards import write_shards
+
+        with self._lock:
+            eps, d = self._load_budget(epsilon, delta)
+            return write_shards(self, workers, epsilon=eps, delta=d, directory=self.shard_directory())
+
+    def shard_directory(self) -> Path:
+        """Where this database's shards live: beside its file, or a temporary folder in memory."""
+        from .storage.shards import shard_directory
+
+        if self._tmp_shards is None and self._memory():
+            self._tmp_shards = tempfile.mkdtemp(prefix="dodb-shards-")
+        return shard_directory(self.con, self._tmp_shards)
+
+    def _shard_set(self):
+        """The shard set recorded in the database (None if never sharded)."""
+        from .storage.shards import read_manifest
+
+        return read_manifest(self.con, self.shard_directory())
+
+    def _memory(self) -> bool:
+        rows = self.con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
+        return not (rows and rows[0][0])
 
     def set_budget(self, epsilon: float, delta: float, *, filter: str | None = None, horizon: int | None = None,
                    force: bool = False) -> None:
@@ -272,6 +310,8 @@ class Database:
         if delta is None and self.ledger.budget is None:
             delta = NO_BUDGET_EXPLAIN_DELTA  # nothing can run yet; show the plan at a nominal δ
         p = self.plan(query, epsilon=epsilon, delta=delta, mode=mode, params=params)
+        if self.executor is not None and p.public_sql is None:
+            p.placement = self.executor.placement(p)
         return p.to_dict() if as_dict else p.explain()
 
     def sql(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do",
@@ -308,6 +348,9 @@ class Database:
             if mode == "plain" and private and not self.allow_insecure:
                 raise DodbError("mode='plain' runs private data without protection; it is only available with "
                                 "dodb.connect(..., allow_insecure=True) for benchmarks")
+            if self.executor is not None and p.public_sql is None:
+                # missing or stale shards are refused before anything is charged
+                p.placement = self.executor.check(p)[0]
             charge = None
             if p.events:
                 self._writable("run a query that charges the privacy budget")
@@ -315,7 +358,7 @@ class Database:
                                            delta=p.delta, neighbour=p.neighbour, session=session,
                                            partitions=p.partitions, account=account, standing=True)
             try:
-                padded = p.execute(rng=self._rng)
+                padded = p.execute(rng=self._rng, executor=self.executor)
             except BaseException as e:
                 if charge is not None:
                     charge.fail(e)
@@ -400,6 +443,10 @@ class Database:
             functions.unregister(self.con, self._fkey, self)
             if self._owned:
                 self.con.close()
+            if self.executor is not None:
+                self.executor.close()
+            if self._tmp_shards is not None:
+                shutil.rmtree(self._tmp_shards, ignore_errors=True)
 
     def __enter__(self) -> "Database":
         return self
@@ -441,7 +488,7 @@ def _tables_of(p: QueryPlan) -> set[str]:
 
 def connect(database: str = ":memory:", *, neighbour: str | None = None, allow_insecure: bool = False,
             seed: int | None = None, read_only: bool = False, create: bool = True, wait: float = DEFAULT_WAIT,
-            token: str | None = None, tls_root_certs: bytes | None = None):
+            token: str | None = None, tls_root_certs: bytes | None = None, cluster: str | None = None):
     """Open (or create) a DuckDB database file with dodb on top.  ``seed`` only in test mode.
 
     ``neighbour`` is a dataset setting, stored with the ledger: ``None`` uses the stored
@@ -454,6 +501,10 @@ def connect(database: str = ":memory:", *, neighbour: str | None = None, allow_i
     ``"grpc://host:port"`` with ``token=`` connects to a dodb server (``dodb serve``)
     and returns a :class:`dodb.remote.RemoteDatabase` with the same query API
     (``grpc+tls://`` with ``tls_root_certs=`` the PEM that signed the server's certificate).
+    ``cluster``: run the plans on several workers over the database's shards
+    (``db.shard(workers=P)``): ``"local:P"`` starts a Ray cluster of ``P`` workers on this
+    machine, ``"ray://host:port"`` joins one, ``"inline:P"`` runs the ``P`` workers in this
+    process (docs/distributed.md).
     """
     if isinstance(database, str) and database.startswith(REMOTE_SCHEMES):
         if neighbour is not None or allow_insecure or seed is not None or read_only:
@@ -468,7 +519,8 @@ def connect(database: str = ":memory:", *, neighbour: str | None = None, allow_i
         raise DodbError(f"no database file {database!r} (create it with --create / create=True)")
     con = _open(database, read_only, wait)
     try:
-        return Database(con, owned=True, neighbour=neighbour, allow_insecure=allow_insecure, seed=seed)
+        return Database(con, owned=True, neighbour=neighbour, allow_insecure=allow_insecure, seed=seed,
+                        cluster=cluster)
     except BaseException:
         con.close()
         raise

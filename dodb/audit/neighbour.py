@@ -32,6 +32,7 @@ from ..operators.expressions.format import DATE_INFINITY, TS_INFINITY  # DuckDB'
 from ..operators.table import Column, PaddedTable
 from ..planner.catalog import META_SCHEMA, META_TABLE, Catalog, TableInfo
 from ..storage.canonical import read_slots, write_slots
+from ..storage.units import slot_units
 
 __all__ = ["AuditError", "SlotState", "Neighbourhood"]
 
@@ -106,26 +107,14 @@ class Neighbourhood:
                                            [t]).fetchall()[0][0]
         finally:
             cur.close()
-        for t in nb.order():
-            nb.units[t] = nb._units_of(t)
+        nb.units = slot_units(nb.order(), lambda t: nb.states[t].info.parent,
+                              lambda t: nb.states[t].info.privacy_unit,
+                              lambda t, c: nb.states[t].values(c), lambda t: nb.states[t].is_real)
         return nb
 
     def order(self) -> list[str]:
         """Private tables, parents before children."""
         return sorted(self.states, key=lambda t: len(self.catalog.unit_path(t)))
-
-    def _units_of(self, t: str) -> list[Hashable]:
-        st = self.states[t]
-        info = st.info
-        keys = st.values(info.privacy_unit)
-        if info.parent is None:
-            return [None if not r else (("null", t, i) if k is None else ("unit", k))
-                    for i, (k, r) in enumerate(zip(keys, st.is_real))]
-        ptable, pkey = info.parent
-        pstate = self.states[ptable]
-        owner = {v: u for v, u in zip(pstate.values(pkey), self.units[ptable]) if u is not None and v is not None}
-        return [None if not r else (("null", t, i) if k is None else owner.get(k, ("orphan", ptable, k)))
-                for i, (k, r) in enumerate(zip(keys, st.is_real))]
 
     # -- sampling ----------------------------------------------------------------------
     def root_units(self) -> list[Hashable]:

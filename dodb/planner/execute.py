@@ -94,8 +94,15 @@ class Executor:
     (docs/design.md §Bind before charge)."""
 
     def __init__(self, catalog: Catalog, ctx: ExecContext, allocation: dict[int, tuple[float, float]],
-                 bin_size: int | None = None, dry_run: bool = False):
+                 bin_size: int | None = None, dry_run: bool = False, given: dict[int, PaddedTable] | None = None,
+                 slot_reader=None):
+        """``given``: outputs of plan nodes computed elsewhere (a cluster's gathered shards, a
+        broadcast public input), used instead of running those nodes.  ``slot_reader(info,
+        columns) -> (is_real, {name: Column})`` reads a private table's slots instead of the
+        canonical storage (a worker's shard, docs/distributed.md §Sharded storage)."""
         self.dry_run = dry_run
+        self.given = dict(given or {})
+        self.slot_reader = slot_reader
         self.catalog = catalog
         self.ctx = ctx
         self.public_ctx = ExecContext(mode="plain", neighbour=ctx.neighbour)
@@ -109,14 +116,23 @@ class Executor:
         """The output of ``node``: its sub-plan runs children first, in order (as
         :func:`~dodb.planner.logical.walk` lists it).  A node's output is dropped once every
         node that reads it has run, so only live outputs hold memory (§Memory guard)."""
-        self._consumers = consumer_counts(node)
-        self.results = {}
+        return self.run_all([node])[0]
+
+    def run_all(self, roots: list[Node]) -> list[PaddedTable]:
+        """The outputs of several plan nodes in one run: a node under two of them runs once."""
+        self._consumers = {}
+        for r in roots:
+            for k, v in consumer_counts(r).items():
+                self._consumers[k] = self._consumers.get(k, 0) + v
+        for r in roots:  # kept until the end: a root's output is handed out
+            self._consumers[r.node_id] = self._consumers.get(r.node_id, 0) + 1
+        self.results = dict(self.given)
         # Floating-point events on private values (an overflow in a variance, 0/0 in an
         # average of dummies) stay silent: a numpy warning would put a bit that depends on the
         # data on stderr, outside the view (docs/threat-model.md §Messages).  Errors the
         # analyst must see travel in the status word (dodb.wire).
         with np.errstate(all="ignore"):
-            return self._run(node)
+            return [self._run(r) for r in roots]
 
     def _run(self, node: Node) -> PaddedTable:
         if node.node_id in self.results:
@@ -150,7 +166,7 @@ class Executor:
         for c in node.children:  # an edge per child: a CTE read twice by one node counts twice
             self._consumers[c.node_id] -= 1
             if self._consumers[c.node_id] == 0:
-                del self.results[c.node_id]
+                self.results.pop(c.node_id, None)
         return out
 
     # -- per node kind ---------------------------------------------------------------------
@@ -276,6 +292,13 @@ class Executor:
             raise RuntimeError("internal error: a predicate was pushed into a private scan")
         wanted = set(node.source_columns)
         cols = [c for c in info.logical_columns if c.name in wanted]
+
+        if self.slot_reader is not None:  # a worker's shard: read (and verified) by the reader
+            is_real, columns = self.slot_reader(info, cols)
+            self.ctx.trace.record(f"scan:{info.name}", -1, int(is_real.shape[0]), len(cols))
+            names = [f"{node.alias}.{c}" for c in node.source_columns]
+            return PaddedTable(names, [columns[c] for c in node.source_columns], is_real, node.stability,
+                               aligned=True)
 
         def read() -> tuple[np.ndarray, dict[str, Column]]:
             cur = self.catalog.con.cursor()

@@ -40,7 +40,7 @@ from .logical import (
 )
 from .ownership import Owners, same_unit
 
-__all__ = ["Dependence", "partition_key", "query_partitions", "describe_partitions"]
+__all__ = ["Dependence", "partition_key", "query_partitions", "describe_partitions", "unit_local"]
 
 _INTEGER = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")
 
@@ -218,6 +218,14 @@ def query_partitions(root: Node, catalog: Catalog) -> frozenset[str] | None:
                 return None
             out = out | d
     return out or None
+
+
+def unit_local(root: Node, catalog: Catalog) -> dict[int, bool]:
+    """Per node: it reads a private table and its output is a union over units of rows
+    determined by each unit's own rows (``unit_rows``), so run on every shard of a
+    by-unit sharding its outputs add up to the whole (docs/distributed.md §Placement)."""
+    a = _Analysis(catalog)
+    return {n.node_id: a.private(n) and a.of(n).unit_rows for n in walk(root)}
 
 
 def describe_partitions(parts: frozenset[str] | None) -> str:

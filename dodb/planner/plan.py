@@ -135,6 +135,9 @@ class QueryPlan:
     partitions: frozenset[str] | None = None  # what the releases depend on (planner/partitions.py); None: all
     public_sql: str | None = None  # a query over public tables only: DuckDB runs it (docs/design.md §Public queries)
     tables: frozenset[str] = frozenset()  # the base tables the query reads (views expanded)
+    # where each node runs on a cluster (dodb.executors.placement.Placement), set by the session
+    # that runs the plan on one; None: in this process
+    placement: Any = None
     # a public query planned for DuckDB alone: builds the operator plan when one is needed
     build_later: Callable[[], "QueryPlan"] | None = field(default=None, repr=False)
 
@@ -163,11 +166,14 @@ class QueryPlan:
 
     # -- execution -------------------------------------------------------------------------
     def execute(self, rng: RandomSource | None = None, bin_size: int | None = None,
-                ctx: ExecContext | None = None) -> PaddedAnswer:
+                ctx: ExecContext | None = None, executor=None) -> PaddedAnswer:
         """Run the plan (the caller has admitted ``events``).
 
         Returns the answer padded to its charged size (:mod:`dodb.wire`): the engine never
         strips dummies; :meth:`answer` / the ``Result`` does, on the analyst's side.
+        ``executor``: an object whose ``run(plan, ctx, bin_size)`` returns the root's output
+        and per-node statistics (a cluster's, :mod:`dodb.executors`); by default the plan runs
+        here, in this process.
         """
         if self.public_sql is not None and ctx is None:
             answer = self._run_public()
@@ -175,9 +181,12 @@ class QueryPlan:
                 return answer
         self.operators()
         ctx = ctx or ExecContext(mode=self.mode, rng=rng or new_rng(), neighbour=self.neighbour)
-        ex = Executor(self.catalog, ctx, self.allocation, bin_size=bin_size)
-        out = ex.run(self.root)
-        self.stats = ex.stats
+        if executor is None:
+            ex = Executor(self.catalog, ctx, self.allocation, bin_size=bin_size)
+            out = ex.run(self.root)
+            self.stats = ex.stats
+        else:
+            out, self.stats = executor.run(self, ctx, bin_size)
         self.trace = ctx.trace
         self.leaks = ctx.leaks
         return encode(out, self.internal, self.names, self.types, getattr(ctx, "error_code", 0),
@@ -228,7 +237,8 @@ class QueryPlan:
             d = {"id": n.node_id, "operator": n.describe(), "mode": self._mode_of(n), "stability": n.stability,
                  "padded_out_bound": None if isinstance(n, DuckDBQuery) else upper_rows(n),
                  "padded_out": st.padded_out if st else None, "padded_in": st.padded_in if st else None,
-                 "seconds": round(st.seconds, 4) if st else None, "leaks": by_node.get(n.node_id, [])}
+                 "seconds": round(st.seconds, 4) if st else None, "leaks": by_node.get(n.node_id, []),
+                 "placement": self.placement.describe(n) if self.placement is not None else None}
             if n.node_id in seen:
                 d["shared"] = True
                 return d
@@ -259,7 +269,8 @@ class QueryPlan:
                 f"padded {nd['padded_in']}→{nd['padded_out']}"
             if nd["padded_out_bound"] is None:
                 size = "not padded: a public result"
-            lines.append(f"{pad}- {nd['operator']}  [{nd['mode']}, stability {nd['stability']}, {size}]")
+            where = f", {nd['placement']}" if nd.get("placement") else ""
+            lines.append(f"{pad}- {nd['operator']}  [{nd['mode']}, stability {nd['stability']}, {size}{where}]")
             for lk in nd["leaks"]:
                 lines.append(f"{pad}    leaks {lk['release']}: sensitivity {lk['sensitivity']}, "
                              f"ε={lk['epsilon']:.4g}, δ={lk['delta']:.3g}, {lk['mechanism']}")
@@ -268,6 +279,9 @@ class QueryPlan:
             for c in nd.get("children", []):
                 fmt(c, depth + 1)
 
+        if self.placement is not None and self.placement.sharded:
+            lines.append(f"cluster: {self.placement.workers} workers, each over its shard of the private tables; "
+                         "the rest runs on the driver (docs/distributed.md)")
         fmt(d["plan"], 1)
         comp = self.composition()
         lines.append(comp.explain() if comp else self._no_release_line())

@@ -32,7 +32,7 @@ from ..oblivious.rng import RandomSource
 from ..operators.table import Column, PaddedTable
 from .layout import REAL, SLOT, LogicalColumn, from_physical, physical_columns, physical_ddl, to_physical
 
-__all__ = ["PRIVATE_SCHEMA", "pad_and_shuffle", "write_slots", "read_slots", "column_checksums"]
+__all__ = ["PRIVATE_SCHEMA", "pad_and_shuffle", "shuffle_slots", "write_slots", "read_slots", "column_checksums"]
 
 PRIVATE_SCHEMA = "dodb_private"
 
@@ -101,10 +101,21 @@ def pad_and_shuffle(real: PaddedTable, capacity: int, rng: RandomSource) -> Padd
         z[:n] = a
         arrays.append(z)
     arrays[-1][:n] = True  # is_real: every input row is real
+    return shuffle_slots(real.with_arrays(arrays), rng)
+
+
+def shuffle_slots(slots: PaddedTable, rng: RandomSource) -> PaddedTable:
+    """The rows of ``slots`` (real and dummy) in a uniformly random order, obliviously.
+
+    Every slot gets a 64-bit key from the CSPRNG-seeded generator (ties broken by
+    position) and one oblivious sort puts the rows in key order, so whoever watches
+    learns the number of slots only.
+    """
+    capacity = slots.padded_size
     g = numpy_generator(rng)
     keys = g.integers(0, 2**63, size=capacity, dtype=np.int64).astype(np.uint64) << np.uint64(1)
-    _, moved = oblivious_sort([keys, np.arange(capacity, dtype=np.uint64)], arrays, unique=True)
-    return real.with_arrays(moved)
+    _, moved = oblivious_sort([keys, np.arange(capacity, dtype=np.uint64)], slots.arrays(), unique=True)
+    return slots.with_arrays(moved, aligned=True)
 
 
 def write_slots(con, table: str, cols: list[LogicalColumn], slots: PaddedTable) -> dict[str, int]:

@@ -1,0 +1,91 @@
+"""Worker tasks on a Ray cluster (``pip install 'dodb[ray]'``; docs/distributed.md §Ray).
+
+Ray Core only: one task per worker, each given its :class:`~dodb.executors.worker.WorkerTask`
+through the object store and returning its :class:`~dodb.executors.worker.WorkerResult`.
+Private rows never go through Ray Data (its shuffles size blocks by their data); a task
+reads its shard file itself.  Tasks are never retried: a retry would draw fresh noise
+that nobody charged, so a worker that dies fails the query (a :class:`ClusterError`,
+reported as charged by the session).  ``local:P`` starts a cluster of ``P`` CPUs bound to
+the loopback interface and stops it when the database closes.
+"""
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+from ..errors import DodbError
+from .worker import WorkerResult, WorkerTask, run_worker
+
+__all__ = ["RayRunner", "ClusterError"]
+
+
+class ClusterError(DodbError):
+    """A worker of the cluster failed while running a query."""
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        raise DodbError("a Ray cluster needs Ray: pip install 'dodb[ray]' (or use cluster='inline:P')") from None
+    return ray
+
+
+class RayRunner:
+    """Runs worker tasks as Ray tasks (module doc)."""
+
+    def __init__(self, workers: int, started: bool):
+        self.workers = workers
+        self._started = started
+        ray = _ray()
+        # max_retries=0: a retried task would draw fresh, uncharged noise
+        self._task = ray.remote(num_cpus=1, max_retries=0)(run_worker)
+
+    @classmethod
+    def start(cls, workers: int | None, address: str | None = None) -> "RayRunner":
+        """``workers`` set: a local cluster of that many CPUs on the loopback interface;
+        ``address`` ``"ray"``: this process's Ray (or ``RAY_ADDRESS``); else ``ray://…``."""
+        ray = _ray()
+        started = False
+        if workers is not None:
+            if ray.is_initialized():
+                raise DodbError("Ray is already initialised in this process: use cluster='ray' to run on it")
+            os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # loopback only, this process's own cluster
+            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False,
+                     _node_ip_address="127.0.0.1")
+            started = True
+        elif address == "ray":
+            if not ray.is_initialized():
+                try:
+                    ray.init(address=os.environ.get("RAY_ADDRESS", "auto"), log_to_driver=False)
+                except Exception as e:  # noqa: BLE001 - Ray's own error types vary by version
+                    raise DodbError(f"cannot join a Ray cluster: {str(e).splitlines()[0]}") from None
+        else:
+            try:
+                ray.init(address=address, log_to_driver=False)
+            except Exception as e:  # noqa: BLE001
+                raise DodbError(f"cannot join the Ray cluster at {address}: {str(e).splitlines()[0]}") from None
+        if workers is None:
+            workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        return cls(workers, started)
+
+    def map(self, tasks: Sequence[WorkerTask]) -> list[WorkerResult]:
+        ray = _ray()
+        refs = [self._task.remote(ray.put(t)) for t in tasks]
+        try:
+            return ray.get(refs)
+        except Exception as e:  # noqa: BLE001 - RayTaskError, WorkerCrashedError, ...
+            for r in refs:
+                ray.cancel(r, force=True)
+            first = str(e).strip().splitlines()
+            raise ClusterError(f"a cluster worker failed: {first[0] if first else type(e).__name__}") from None
+
+    def describe(self) -> str:
+        return f"ray:{self.workers}"
+
+    def close(self) -> None:
+        if self._started:
+            ray = _ray()
+            if ray.is_initialized():
+                ray.shutdown()
+            self._started = False

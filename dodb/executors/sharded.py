@@ -1,0 +1,149 @@
+"""The driver of a sharded run: placement, broadcast, workers, gather, the rest (docs/distributed.md).
+
+:class:`ShardedExecutor` runs a :class:`~dodb.planner.plan.QueryPlan` on ``P`` workers:
+
+1. place the plan (:func:`~dodb.executors.placement.place`);
+2. run the public sub-plans the sharded nodes read, on the driver;
+3. hand every worker its task (:mod:`dodb.executors.worker`) through a runner — the
+   :class:`InlineRunner` here runs them one after another in this process (tests, the
+   audit), the Ray runner (:mod:`dodb.executors.ray_runner`) on a cluster;
+4. concatenate each gathered node's outputs in worker order (their padded sizes are
+   public) and run the rest of the plan on the driver over them.
+
+The view is the workers' views in worker order, each behind a ``worker`` event, then the
+driver's; the releases are the workers', in worker order, then the driver's.  The plan's
+privacy events do not change (docs/distributed.md §Sharded execution).
+"""
+from __future__ import annotations
+
+import random
+import time
+from typing import Callable, Protocol, Sequence
+
+from ..operators.context import ExecContext
+from ..operators.table import PaddedTable, concat_tables
+from ..planner.execute import Executor, NodeStats
+from ..planner.logical import Scan, walk
+from ..storage.shards import ShardSet, StaleShardsError
+from .placement import Placement, place
+from .worker import WorkerResult, WorkerTask, run_worker
+
+__all__ = ["Runner", "InlineRunner", "ShardedExecutor"]
+
+
+class Runner(Protocol):
+    """Runs worker tasks and returns their results in task order."""
+
+    workers: int
+
+    def map(self, tasks: Sequence[WorkerTask]) -> list[WorkerResult]: ...
+
+
+class InlineRunner:
+    """The workers one after another in this process: the same tasks, no cluster."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+
+    def map(self, tasks: Sequence[WorkerTask]) -> list[WorkerResult]:
+        return [run_worker(t) for t in tasks]
+
+    def describe(self) -> str:
+        return f"inline:{self.workers}"
+
+    def close(self) -> None:
+        pass
+
+
+def _worker_seed(rng) -> int | None:
+    """A seed for a worker's generator when the driver's is a seeded test generator."""
+    return rng.getrandbits(64) if type(rng) is random.Random else None
+
+
+def _merge_stats(into: dict[int, NodeStats], results: list[WorkerResult]) -> None:
+    for r in results:
+        for nid, st in r.stats.items():
+            have = into.get(nid)
+            if have is None:
+                into[nid] = NodeStats(list(st.padded_in), st.padded_out, st.seconds, list(st.leaked))
+                continue
+            have.padded_in = [a + b for a, b in zip(have.padded_in, st.padded_in)]
+            have.padded_out += st.padded_out
+            have.seconds = max(have.seconds, st.seconds)
+            have.leaked += st.leaked
+
+
+class ShardedExecutor:
+    """Runs plans on the workers of ``runner`` over the shards ``shards()`` returns."""
+
+    def __init__(self, runner: Runner, shards: Callable[[], ShardSet | None]):
+        self.runner = runner
+        self.shards = shards
+        self.last_placement: Placement | None = None
+
+    @property
+    def workers(self) -> int:
+        return self.runner.workers
+
+    def close(self) -> None:
+        self.runner.close()
+
+    def placement(self, plan) -> Placement:
+        return place(plan.root, plan.catalog, self.workers)
+
+    def check(self, plan) -> tuple[Placement, ShardSet | None, list[str]]:
+        """Placement, shard set and the private tables the workers scan; refuses (before
+        anything is charged) shards that are missing, stale or cut for another worker count."""
+        placement = self.placement(plan)
+        if not placement.gathers:
+            return placement, None, []
+        scanned = sorted({n.table for g in placement.gathers for n in walk(g) if isinstance(n, Scan) and n.private})
+        shards = self.shards()
+        if shards is None:
+            raise StaleShardsError(f"the database has no shards: the owner runs db.shard(workers={self.workers}) "
+                                   "before querying it on a cluster")
+        if shards.workers != self.workers:
+            raise StaleShardsError(f"the database is sharded for {shards.workers} workers, the cluster has "
+                                   f"{self.workers}: the owner runs db.shard(workers={self.workers})")
+        shards.check_current(plan.catalog, scanned)
+        return placement, shards, scanned
+
+    def run(self, plan, ctx: ExecContext, bin_size: int | None) -> tuple[PaddedTable, dict[int, NodeStats]]:
+        placement, shards, scanned = self.check(plan)
+        self.last_placement = placement
+        driver = Executor(plan.catalog, ctx, plan.allocation, bin_size=bin_size)
+        if not placement.gathers:
+            return driver.run(plan.root), driver.stats
+        t0 = time.perf_counter()
+        public = driver.run_all(list(placement.broadcasts)) if placement.broadcasts else []
+        inputs = {b.node_id: t for b, t in zip(placement.broadcasts, public)}
+        tables = {t: plan.catalog.table(t) for t in scanned}
+        inline = isinstance(self.runner, InlineRunner)
+        tasks = [WorkerTask(p, list(placement.gathers), inputs, tables, shards, plan.allocation, ctx.mode,
+                            ctx.neighbour, bin_size, _worker_seed(ctx.rng),
+                            replay=ctx.replay if inline else None, observer=ctx.observer if inline else None,
+                            true_log=ctx.true_log if inline else None)
+                 for p in range(self.workers)]
+        if ctx.replay is not None and not inline:
+            raise RuntimeError("internal error: a replayed run (the audit) runs its workers inline")
+        results = self.runner.map(tasks)
+        for r in results:
+            ctx.trace.record("worker", -1, r.worker)
+            ctx.trace.extend(r.events)
+            ctx.leaks.extend(r.leaks)
+            ctx.error_code = max(ctx.error_code, r.error_code)
+            ctx.error_messages.update(r.error_messages)
+        ctx.trace.record("driver", -1, self.workers)
+        gathered = {}
+        for i, g in enumerate(placement.gathers):
+            parts = [r.outputs[i] for r in results]
+            out = concat_tables(parts, stability=g.stability)
+            out.aligned = g.aligned  # shards of canonical slot arrays are canonical slots too
+            gathered[g.node_id] = out
+        stats: dict[int, NodeStats] = {}
+        _merge_stats(stats, results)
+        driver.stats.update(stats)
+        driver.given = gathered
+        out = driver.run(plan.root)
+        driver.stats.setdefault(plan.root.node_id, NodeStats([], out.padded_size, time.perf_counter() - t0))
+        return out, driver.stats

@@ -1,0 +1,77 @@
+"""One worker's share of a sharded plan (docs/distributed.md §Sharded execution).
+
+:func:`run_worker` is what a worker process (or the inline runner) runs: the sharded
+sub-plans under the gather nodes, over shard ``p`` of every private table it scans, with
+the broadcast public inputs given.  Everything it needs travels in a :class:`WorkerTask`
+(plain data: plan nodes, table declarations, the shard set, the privacy allocation) and
+everything it returns in a :class:`WorkerResult`: the gathered outputs, its releases, its
+trace and per-node statistics.  Its randomness is its own generator, from the operating
+system's CSPRNG (or, in test mode only, a seed the driver drew).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..oblivious.rng import new_rng
+from ..oblivious.trace import TraceEvent
+from ..operators.context import ExecContext, Leak
+from ..operators.table import PaddedTable
+from ..planner.catalog import TableInfo
+from ..planner.execute import Executor, NodeStats
+from ..planner.logical import Node
+from ..storage.shards import ShardSet, read_shard
+
+__all__ = ["WorkerTask", "WorkerResult", "run_worker"]
+
+
+@dataclass
+class WorkerTask:
+    worker: int
+    roots: list[Node]                         # the gather nodes, in placement order
+    inputs: dict[int, PaddedTable]            # broadcast public inputs by node id
+    tables: dict[str, TableInfo]              # declarations of the private tables scanned
+    shards: ShardSet
+    allocation: dict[int, tuple[float, float]]
+    mode: str
+    neighbour: str
+    bin_size: int | None = None
+    seed: int | None = None                   # test mode only
+    replay: list[int] | None = None           # the audit's replayed releases (inline runner only)
+    observer: object | None = None            # the audit's recorder (inline runner only)
+    true_log: list | None = None              # the audit's true values (inline runner only)
+
+
+@dataclass
+class WorkerResult:
+    worker: int
+    outputs: list[PaddedTable]
+    leaks: list[Leak]
+    events: list[TraceEvent]
+    stats: dict[int, NodeStats]
+    error_code: int = 0
+    error_messages: dict = field(default_factory=dict)
+
+
+class _Tables:
+    """The catalog a worker needs: the declarations of the tables it scans."""
+
+    def __init__(self, tables: dict[str, TableInfo]):
+        self.tables = tables
+
+    def table(self, name: str) -> TableInfo:
+        return self.tables[name]
+
+
+def run_worker(task: WorkerTask) -> WorkerResult:
+    """Run worker ``task.worker``'s share (module doc)."""
+    ctx = ExecContext(mode=task.mode, rng=new_rng(task.seed), neighbour=task.neighbour, replay=task.replay,
+                      true_log=task.true_log, observer=task.observer)
+
+    def read(info: TableInfo, cols):
+        return read_shard(task.shards, info, task.worker, cols)
+
+    ex = Executor(_Tables(task.tables), ctx, task.allocation, bin_size=task.bin_size, given=task.inputs,
+                  slot_reader=read)
+    outputs = ex.run_all(task.roots)
+    return WorkerResult(task.worker, outputs, list(ctx.leaks), list(ctx.trace.events), ex.stats, ctx.error_code,
+                        dict(ctx.error_messages))
