@@ -47,6 +47,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="audit this protected database (a temporary copy: the file is not changed) instead of a "
                         "generated TPC-H sample; units that stress its bounds are audited, plus --pairs sampled ones")
     p.add_argument("--epsilon", type=float, default=1.0, help="ε of each audited query")
+    p.add_argument("--cluster", metavar="inline:P", default=None,
+                   help="audit the plans a cluster of P workers runs, over the data sharded P ways; the workers "
+                        "run in this process so that runs can be replayed (docs/distributed.md §Audit across "
+                        "workers)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-allocations", action="store_true",
                    help="skip the allocation record (tracemalloc): faster, sees less")
@@ -95,16 +99,20 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < args.scale <= 1:
         raise AuditError(f"--scale must be in (0, 1], got {args.scale}")
     queries = _queries(args)
+    if args.cluster is not None and not args.cluster.startswith("inline:"):
+        args.cluster = "inline:" + args.cluster.split(":", 1)[-1]  # the same plans and views, replayable here
     with seeded_mode():
         if args.database is not None:
             report = _audit_database(args, queries)
         else:
             db = dodb.connect(neighbour=args.neighbour or "add_remove", allow_insecure=args.allow_insecure,
-                              seed=args.seed)
+                              seed=args.seed, cluster=args.cluster)
             try:
                 generate_tpch(db.con, args.scale)
                 db.set_budget(epsilon=1e9, delta=0.5)  # the audit charges nothing; protect needs a budget
                 protect_tpch(db)
+                if db.executor is not None:
+                    db.shard(db.executor.workers)
                 report = audit(db, queries, pairs=args.pairs, mode=args.mode, epsilon=args.epsilon,
                                seed=args.seed, allocations=not args.no_allocations)
             finally:

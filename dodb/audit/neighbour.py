@@ -207,7 +207,7 @@ class Neighbourhood:
             st, new, info = self.states[t], out[t], self.states[t].info
             mine = [i for i, x in enumerate(self.units[t]) if x == u]
             rows = [i for i, x in enumerate(self.units[t]) if x == w]
-            dummies = [i for i in range(len(st.is_real)) if not st.is_real[i]]
+            dummies = [i for i in self.free_slots(t, u) if not st.is_real[i]]
             if mine:
                 new.clear(np.array(mine, dtype=np.int64))
             extra = max(0, len(rows) - len(mine))
@@ -243,6 +243,11 @@ class Neighbourhood:
                     for c in free:
                         _set_extreme(new.columns[c], j, rng, nullable=c not in info.not_null)
         return out
+
+    def free_slots(self, t: str, u: Hashable) -> range:
+        """Slots of ``t`` where the unit replacing ``u`` may put rows (all of them here; one
+        shard's in a sharded database)."""
+        return range(len(self.states[t].is_real))
 
     @staticmethod
     def _bound_columns(info: TableInfo, remap: list[str]) -> set[str]:

@@ -111,7 +111,7 @@ def _run(db, sql: str, mode: str, epsilon: float, delta: float | None, seed: int
     rec.start()
     try:
         with MessageRecorder() as said, duckcalls.recording() as log:
-            padded = plan.execute(ctx=ctx)
+            padded = plan.execute(ctx=ctx, executor=db.executor)
     finally:
         rec.stop()
     view.trace, view.nodes, view.duckdb, view.random = list(ctx.trace.events), rec.nodes, log, rng.requests
@@ -157,7 +157,12 @@ def audit(db, queries: Iterable[str], *, pairs: int = 3, mode: str = "do", epsil
     if pairs < 1:
         raise AuditError(f"pairs must be at least 1, got {pairs}")
     with seeded_mode(), db._lock:
-        nb = Neighbourhood.read(db.con, db.catalog)
+        if db.executor is not None:  # a cluster: the neighbours are built in the shards (audit/sharded.py)
+            from .sharded import ShardedNeighbourhood
+
+            nb = ShardedNeighbourhood.read_shards(db.con, db.catalog, db.shard_directory())
+        else:
+            nb = Neighbourhood.read(db.con, db.catalog)
         rng = random.Random(seed)
         units = nb.sample(pairs, rng) if units is None else _known(nb, units)
         # replace: every other unit is replaced by one holding extreme values (module doc of .neighbour)

@@ -31,8 +31,19 @@ def _ray():
     return ray
 
 
+def _warm_up() -> None:
+    """Import the worker's modules and load the most used kernels in a fresh worker process."""
+    import numpy as np
+
+    from ..oblivious import oblivious_sort
+
+    oblivious_sort([np.arange(4, dtype=np.uint64)], [np.arange(4)], key_bits=2)
+
+
 class RayRunner:
     """Runs worker tasks as Ray tasks (module doc)."""
+
+    threads_per_worker = 1  # each task holds one CPU of the cluster
 
     def __init__(self, workers: int, started: bool):
         self.workers = workers
@@ -40,6 +51,10 @@ class RayRunner:
         ray = _ray()
         # max_retries=0: a retried task would draw fresh, uncharged noise
         self._task = ray.remote(num_cpus=1, max_retries=0)(run_worker)
+        # each worker process imports dodb and loads the compiled kernels once; start that now
+        # (not waited for) rather than in the first query
+        warm = ray.remote(num_cpus=1, max_retries=0)(_warm_up)
+        self._warming = [warm.remote() for _ in range(workers)]
 
     @classmethod
     def start(cls, workers: int | None, address: str | None = None) -> "RayRunner":

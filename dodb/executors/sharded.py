@@ -23,7 +23,7 @@ from typing import Callable, Protocol, Sequence
 from ..operators.context import ExecContext
 from ..operators.table import PaddedTable, concat_tables
 from ..planner.execute import Executor, NodeStats
-from ..planner.logical import Scan, walk
+from ..planner.logical import Scan, leaks, walk
 from ..storage.shards import ShardSet, StaleShardsError
 from .placement import Placement, place
 from .worker import WorkerResult, WorkerTask, run_worker
@@ -108,6 +108,27 @@ class ShardedExecutor:
         shards.check_current(plan.catalog, scanned)
         return placement, shards, scanned
 
+    @staticmethod
+    def gather(node, parts: list[PaddedTable]) -> PaddedTable:
+        """The workers' outputs of ``node`` one after another, at their padded sizes (each a
+        function of that worker's releases and public sizes)."""
+        out = concat_tables(parts, stability=node.stability)
+        out.aligned = node.aligned  # shards of canonical slot arrays are canonical slots too
+        return out
+
+    @staticmethod
+    def _check_releases(placement: Placement, results: list[WorkerResult], mode: str) -> None:
+        """Every worker made exactly the releases the plan announced for its sharded nodes:
+        a worker that released more (a retried task drawing fresh noise, an operator leaking
+        twice) would be spending budget nobody charged."""
+        nodes = {n.node_id: n for g in placement.gathers for n in walk(g) if n.node_id in placement.sharded}
+        planned = sorted(s for n in nodes.values() for _, s in leaks(n)) if mode == "do" else []
+        for r in results:
+            made = sorted(lk.sensitivity for lk in r.leaks)
+            if made != planned:
+                raise RuntimeError(f"internal error: worker {r.worker} made releases of sensitivities {made}, "
+                                   f"the plan announced {planned} for it")
+
     def run(self, plan, ctx: ExecContext, bin_size: int | None) -> tuple[PaddedTable, dict[int, NodeStats]]:
         placement, shards, scanned = self.check(plan)
         self.last_placement = placement
@@ -119,14 +140,18 @@ class ShardedExecutor:
         inputs = {b.node_id: t for b, t in zip(placement.broadcasts, public)}
         tables = {t: plan.catalog.table(t) for t in scanned}
         inline = isinstance(self.runner, InlineRunner)
+        # inline, the workers run one after another here and share the driver's generator,
+        # replay list and audit recorders; remote ones draw from their own CSPRNG
         tasks = [WorkerTask(p, list(placement.gathers), inputs, tables, shards, plan.allocation, ctx.mode,
-                            ctx.neighbour, bin_size, _worker_seed(ctx.rng),
+                            ctx.neighbour, bin_size, None if inline else _worker_seed(ctx.rng),
                             replay=ctx.replay if inline else None, observer=ctx.observer if inline else None,
-                            true_log=ctx.true_log if inline else None)
+                            true_log=ctx.true_log if inline else None, rng=ctx.rng if inline else None,
+                            threads=getattr(self.runner, "threads_per_worker", None))
                  for p in range(self.workers)]
         if ctx.replay is not None and not inline:
             raise RuntimeError("internal error: a replayed run (the audit) runs its workers inline")
         results = self.runner.map(tasks)
+        self._check_releases(placement, results, ctx.mode)
         for r in results:
             ctx.trace.record("worker", -1, r.worker)
             ctx.trace.extend(r.events)
@@ -134,12 +159,8 @@ class ShardedExecutor:
             ctx.error_code = max(ctx.error_code, r.error_code)
             ctx.error_messages.update(r.error_messages)
         ctx.trace.record("driver", -1, self.workers)
-        gathered = {}
-        for i, g in enumerate(placement.gathers):
-            parts = [r.outputs[i] for r in results]
-            out = concat_tables(parts, stability=g.stability)
-            out.aligned = g.aligned  # shards of canonical slot arrays are canonical slots too
-            gathered[g.node_id] = out
+        gathered = {g.node_id: self.gather(g, [r.outputs[i] for r in results])
+                    for i, g in enumerate(placement.gathers)}
         stats: dict[int, NodeStats] = {}
         _merge_stats(stats, results)
         driver.stats.update(stats)

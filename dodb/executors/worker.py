@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..oblivious.rng import new_rng
+from ..oblivious.threads import set_threads
 from ..oblivious.trace import TraceEvent
 from ..operators.context import ExecContext, Leak
 from ..operators.table import PaddedTable
@@ -39,6 +40,8 @@ class WorkerTask:
     replay: list[int] | None = None           # the audit's replayed releases (inline runner only)
     observer: object | None = None            # the audit's recorder (inline runner only)
     true_log: list | None = None              # the audit's true values (inline runner only)
+    rng: object | None = None                 # the driver's generator, shared (inline runner only)
+    threads: int | None = None                # kernel threads in a worker process (None: keep the setting)
 
 
 @dataclass
@@ -64,7 +67,10 @@ class _Tables:
 
 def run_worker(task: WorkerTask) -> WorkerResult:
     """Run worker ``task.worker``'s share (module doc)."""
-    ctx = ExecContext(mode=task.mode, rng=new_rng(task.seed), neighbour=task.neighbour, replay=task.replay,
+    if task.threads is not None:
+        set_threads(task.threads)  # one CPU per task on a cluster: no oversubscription
+    rng = task.rng if task.rng is not None else new_rng(task.seed)
+    ctx = ExecContext(mode=task.mode, rng=rng, neighbour=task.neighbour, replay=task.replay,
                       true_log=task.true_log, observer=task.observer)
 
     def read(info: TableInfo, cols):

@@ -40,7 +40,7 @@ from .layout import SLOT, LogicalColumn, from_physical, physical_columns, to_phy
 from .units import slot_units
 
 __all__ = ["ShardSet", "TableShards", "StaleShardsError", "read_manifest", "read_shard", "write_shards",
-           "shard_of", "MAX_WORKERS"]
+           "shard_of", "MAX_WORKERS", "SHARDS_TABLE", "manifest_rows", "write_arrow_file"]
 
 SHARDS_TABLE = "shards"
 SET_ROW = ""  # the row of dodb_meta.shards holding the worker count and the key
@@ -115,7 +115,8 @@ def _ensure_table(cur) -> None:
                 "(table_name VARCHAR PRIMARY KEY, spec VARCHAR NOT NULL)").fetchall()
 
 
-def _rows(con) -> dict[str, dict]:
+def manifest_rows(con) -> dict[str, dict]:
+    """The rows of ``dodb_meta.shards`` (table name -> its spec; ``""`` -> workers and key)."""
     cur = con.cursor()
     try:
         exists = cur.execute("SELECT count(*) FROM duckdb_tables() WHERE schema_name = ? AND table_name = ?",
@@ -130,7 +131,7 @@ def _rows(con) -> dict[str, dict]:
 
 def read_manifest(con, directory: Path) -> ShardSet | None:
     """The shard set recorded in the database, or None when the owner never sharded it."""
-    rows = _rows(con)
+    rows = manifest_rows(con)
     head = rows.pop(SET_ROW, None)
     if head is None:
         return None
@@ -140,7 +141,7 @@ def read_manifest(con, directory: Path) -> ShardSet | None:
 
 
 def _key(con) -> bytes | None:
-    head = _rows(con).get(SET_ROW)
+    head = manifest_rows(con).get(SET_ROW)
     return None if head is None else bytes.fromhex(head["key"])
 
 
@@ -164,7 +165,8 @@ def read_shard(shards: ShardSet, info: TableInfo, p: int, cols: list[LogicalColu
     return from_physical(data, cols, capacity)
 
 
-def _write_file(directory: Path, name: str, data: pa.Table) -> None:
+def write_arrow_file(directory: Path, name: str, data: pa.Table) -> None:
+    """``data`` as the Arrow IPC file ``directory/name``, written under a fresh name and renamed."""
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".arrow")
     os.close(fd)
     try:
@@ -230,7 +232,7 @@ def write_shards(db, workers: int, *, epsilon: float, delta: float, directory: P
             for p, block in enumerate(ex.blocks):
                 data = to_physical(shuffle_slots(block, db._rng), info.logical_columns)
                 name = f"{t}.{stamp}.{p}.arrow"
-                _write_file(directory, name, data)
+                write_arrow_file(directory, name, data)
                 files.append(name)
                 checksums.append(column_checksums(data.drop_columns([SLOT])))
             specs[t] = {"version": info.version, "capacities": ex.sizes, "checksums": checksums, "files": files,
