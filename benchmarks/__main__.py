@@ -46,7 +46,7 @@ def run_all(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import allocation, breakdown, kernels, operators, orp, planning, profile, scaling, tpcds, tpch
+    from . import allocation, breakdown, cluster, kernels, operators, orp, planning, profile, scaling, tpcds, tpch
 
     p = argparse.ArgumentParser(prog="python -m benchmarks", description="dodb benchmark harness")
     sub = p.add_subparsers(dest="command", required=True)
@@ -58,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
                              ("profile", profile, "where a warm TPC-H query's time goes, by class of work"),
                              ("orp", orp, "ORP + comparison sort vs the bitonic network"),
                              ("tpcds", tpcds, "the 99 TPC-DS queries with private sales tables vs DuckDB"),
+                             ("cluster", cluster, "TPC-H on one process against P workers (inline and Ray)"),
                              ("scaling", scaling, "TPC-H time/memory exponents over scale factors (from JSON)"),
                              ("breakdown", breakdown, "DO vs oblivious time per operator class (from a TPC-H JSON)")):
         sp = sub.add_parser(name, help=help_, description=(mod.__doc__ or "").strip().split("\n\n")[0])

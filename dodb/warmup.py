@@ -90,5 +90,8 @@ def warmup(progress: Callable[[int, int, str], None] | None = None, *, scale: fl
             db.sql(q, epsilon=1.0).arrow()
     finally:
         db.close()
+    from .oblivious import ir_cache
+
+    ir_cache.save()  # the IR of what was compiled here, for the IR lint (no second compile)
     report(steps, steps, "done")
     return time.perf_counter() - t0

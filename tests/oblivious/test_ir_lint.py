@@ -12,6 +12,7 @@ from numba import uint64 as ix
 from numba.core.registry import CPUDispatcher
 
 from dodb.oblivious import compiled, compiled_int128, compiled_sort
+from dodb.oblivious import ir_cache
 from dodb.oblivious.backend import kernel_backend_scope
 
 from .ir_lint import fresh_ir, lint_ir
@@ -116,10 +117,45 @@ def _inlined(d) -> bool:
 
 @pytest.fixture(scope="module")
 def kernel_ir() -> dict[str, list[str]]:
+    """The IR of every signature the exercises reach: compiled in this process, or kept by the
+    process that compiled it (``dodb warmup``; dodb/oblivious/ir_cache.py), or else compiled
+    again here without the cache (and kept for the next run)."""
     _exercise()
     _exercise_strings()
     _exercise_expressions()
-    return fresh_ir(_kernels())
+    kernels = _kernels()
+    found: dict[str, list[str]] = {}
+    for d in kernels:
+        irs = [ir_cache.in_process(d, sig) or ir_cache.load(d, sig) for sig in d.signatures]
+        if not all(irs):
+            break  # a signature whose IR nobody kept
+        kept = ir_cache.load_all(d)
+        found[d.py_func.__name__] = irs + [ir for ir in kept if ir not in irs]
+    else:
+        if all(found[d.py_func.__name__] for d in kernels if not _inlined(d)):
+            ir_cache.save(kernels)  # what this process compiled, for the next run
+            return found
+    found = fresh_ir(kernels)  # compile everything again, without numba's cache, and keep it
+    ir_cache.save(kernels)
+    return found
+
+
+def test_kept_ir_is_the_ir_of_the_source_it_was_kept_for(tmp_path, monkeypatch):
+    """An entry is found only for the same kernel sources, versions and CPU: change a kernel
+    module and the kept IR is not used (the lint compiles again)."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    ir_cache._stamp.cache_clear()
+    try:
+        d = compiled.checksum_words
+        d(np.arange(6, dtype=np.uint64), 6)
+        sig = d.signatures[0]
+        monkeypatch.setattr(ir_cache, "in_process", lambda d, s: "define void @f() { ret void }")
+        assert ir_cache.save([d]) >= 1 and ir_cache.load(d, sig) == "define void @f() { ret void }"
+        monkeypatch.setattr(ir_cache, "KERNEL_MODULES", ir_cache.KERNEL_MODULES[:-1])  # other sources
+        ir_cache._stamp.cache_clear()
+        assert ir_cache.load(d, sig) is None
+    finally:
+        ir_cache._stamp.cache_clear()
 
 
 def test_every_kernel_was_compiled(kernel_ir):

@@ -57,7 +57,7 @@ INNER = st.tuples(st.sampled_from([None, 0, 1, 2, 3, 4]), st.sampled_from([None,
                   st.sampled_from([None, 0, 1, 2, 5]), st.sampled_from([None, "", "a", "bc"]))
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(outer=st.lists(OUTER, max_size=10), inner=st.lists(INNER, max_size=10), private_inner=st.booleans())
 def test_answers_and_errors_equal_duckdb(outer, inner, private_inner):
     raw, db = _databases(outer, inner, private_inner)

@@ -65,7 +65,7 @@ ROW = st.tuples(st.sampled_from([None, 0, 1, 2]), st.sampled_from([None, 0, 1]),
                 st.sampled_from(S))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 @given(outer=st.lists(ROW, max_size=12), inner=st.lists(ROW, max_size=12), private_inner=st.booleans())
 def test_answers_equal_duckdb(outer, inner, private_inner):
     raw, db = _databases(outer, inner, private_inner)

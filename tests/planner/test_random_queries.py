@@ -26,7 +26,7 @@ from ..operators.util import assert_same_rows
 from .query_grammar import SHAPES, TableSpec, build_database, databases, queries
 
 MODES = ("do", "oblivious", "plain")
-EXAMPLES = int(os.environ.get("DODB_RANDOM_QUERY_EXAMPLES", "50"))  # per query shape
+EXAMPLES = int(os.environ.get("DODB_RANDOM_QUERY_EXAMPLES", "30"))  # per query shape (more: set the variable)
 MAX_REFUSED = 0.1  # refusals allowed per test (the grammar is meant to stay inside the surface)
 
 _SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
