@@ -76,6 +76,25 @@ def register(con: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> None
 
 
 @contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A fresh cursor inside ``BEGIN``…``COMMIT``; rolled back if the block raises."""
+    w = con.cursor()
+    try:
+        w.execute("BEGIN TRANSACTION").fetchall()
+        try:
+            yield w
+        except BaseException:
+            try:
+                w.execute("ROLLBACK").fetchall()
+            except duckdb.Error:
+                pass
+            raise
+        w.execute("COMMIT").fetchall()
+    finally:
+        w.close()
+
+
+@contextmanager
 def recording() -> Iterator[list]:
     """Collect every call made through this module (in this context) into a list."""
     log: list = []

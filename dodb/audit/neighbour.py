@@ -27,6 +27,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from ..duckcalls import transaction
 from ..errors import DodbError
 from ..operators.expressions.format import DATE_INFINITY, TS_INFINITY  # DuckDB's ±infinity
 from ..operators.table import Column, PaddedTable
@@ -290,9 +291,7 @@ class Neighbourhood:
     # -- writing -----------------------------------------------------------------------
     def write(self, states: dict[str, SlotState]) -> None:
         """Store ``states`` as the database's private tables (same capacities), in one transaction."""
-        w = self.con.cursor()
-        try:
-            w.execute("BEGIN TRANSACTION").fetchall()
+        with transaction(self.con) as w:
             for t, st in states.items():
                 slots = PaddedTable(list(st.columns), list(st.columns.values()), st.is_real, 0)
                 cols = st.info.logical_columns
@@ -300,12 +299,6 @@ class Neighbourhood:
                 spec["checksums"] = write_slots(w, t, [c for c in cols if c.name in st.columns], slots)
                 w.execute(f"UPDATE {META_SCHEMA}.{META_TABLE} SET spec = ? WHERE table_name = ?",
                           [json.dumps(spec), t]).fetchall()
-            w.execute("COMMIT").fetchall()
-        except BaseException:
-            w.execute("ROLLBACK").fetchall()
-            raise
-        finally:
-            w.close()
         self.catalog.refresh()
         # every run after a write starts with no slot arrays kept (docs/design.md §Slot cache):
         # whether a scan is served from memory depends on which storage versions earlier

@@ -16,6 +16,8 @@ from typing import Hashable
 import duckdb
 import numpy as np
 
+from ..duckcalls import transaction
+
 from ..operators.table import Column, PaddedTable
 from ..planner.catalog import META_SCHEMA, Catalog
 from ..storage.canonical import column_checksums
@@ -93,15 +95,7 @@ class ShardedNeighbourhood(Neighbourhood):
         self._store(self._original)
 
     def _store(self, rows: dict[str, dict]) -> None:
-        w = self.con.cursor()
-        try:
-            w.execute("BEGIN TRANSACTION").fetchall()
+        with transaction(self.con) as w:
             for t, spec in rows.items():
                 w.execute(f"UPDATE {META_SCHEMA}.{SHARDS_TABLE} SET spec = ? WHERE table_name = ?",
                           [json.dumps(spec), t]).fetchall()
-            w.execute("COMMIT").fetchall()
-        except BaseException:
-            w.execute("ROLLBACK").fetchall()
-            raise
-        finally:
-            w.close()

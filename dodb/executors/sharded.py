@@ -102,10 +102,7 @@ class ShardedExecutor:
         if shards is None:
             raise StaleShardsError(f"the database has no shards: the owner runs db.shard(workers={self.workers}) "
                                    "before querying it on a cluster")
-        if shards.workers != self.workers:
-            raise StaleShardsError(f"the database is sharded for {shards.workers} workers, the cluster has "
-                                   f"{self.workers}: the owner runs db.shard(workers={self.workers})")
-        shards.check_current(plan.catalog, scanned)
+        shards.check_current(plan.catalog, scanned, self.workers)
         return placement, shards, scanned
 
     @staticmethod

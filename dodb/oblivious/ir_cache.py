@@ -110,6 +110,6 @@ def load_all(dispatcher) -> list[str]:
     """The IR of every signature of ``dispatcher`` kept by :func:`save` (a helper compiled only
     as another kernel's callee has no signature in a process that loaded its caller)."""
     try:
-        return [p.read_text() for p in sorted(_kernel_folder(dispatcher).glob("*.ll"))]
+        return [p.read_text() for p in sorted(_kernel_folder(dispatcher).glob("*.ll"))]  # lint: public file names
     except OSError:
         return []

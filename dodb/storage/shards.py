@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from ..accountant import PrivacyEvent
+from ..duckcalls import transaction
 from ..errors import CatalogError, DodbError
 from ..operators.context import ExecContext
 from ..operators.exchange import exchange, exchange_sensitivity
@@ -69,8 +70,11 @@ class ShardSet:
     directory: str
     tables: dict[str, TableShards]
 
-    def check_current(self, catalog: Catalog, tables: list[str]) -> None:
-        """Refuse shards cut from another version of any of ``tables``."""
+    def check_current(self, catalog: Catalog, tables: list[str], workers: int) -> None:
+        """Refuse shards cut for another worker count or from another version of any of ``tables``."""
+        if self.workers != workers:
+            raise StaleShardsError(f"the database is sharded for {self.workers} workers, the cluster has "
+                                   f"{workers}: the owner runs db.shard(workers={workers})")
         for t in sorted(tables):
             info = catalog.table(t)
             have = self.tables.get(t)
@@ -239,9 +243,7 @@ def write_shards(db, workers: int, *, epsilon: float, delta: float, directory: P
                         "charge_id": charge.query_id}
             reports.append({"table": t, "workers": workers, "capacities": list(ex.sizes),
                             "rows": int(real.sum())})
-        w = db.con.cursor()
-        try:
-            w.execute("BEGIN TRANSACTION").fetchall()
+        with transaction(db.con) as w:
             _ensure_table(w)
             old = {r[0] for r in w.execute(f"SELECT table_name FROM {META_SCHEMA}.{SHARDS_TABLE}").fetchall()}
             w.execute(f"DELETE FROM {META_SCHEMA}.{SHARDS_TABLE}").fetchall()
@@ -253,15 +255,6 @@ def write_shards(db, workers: int, *, epsilon: float, delta: float, directory: P
                                           new={"workers": workers, "capacities": {t: s["capacities"]
                                                                                   for t, s in specs.items()}},
                                           charge_id=charge.query_id)
-            w.execute("COMMIT").fetchall()
-        except BaseException:
-            try:
-                w.execute("ROLLBACK").fetchall()
-            except duckdb.Error:
-                pass
-            raise
-        finally:
-            w.close()
     except BaseException as e:
         charge.fail(e)
         raise
