@@ -9,14 +9,14 @@
     >>> res.fetchall()[:2]
     [(0, 15), (1, 15)]
 """
-from .errors import (CatalogError, DodbError, InvalidParameterError, MemoryLimitError, PlanningError,
-                     QueryExecutionError, UnsupportedQueryError)
+from .errors import (CatalogError, ClusterError, DatabaseBusyError, DodbError, InvalidParameterError,
+                     MemoryLimitError, PlanningError, QueryExecutionError, ReadOnlyError, StaleShardsError,
+                     UnsupportedQueryError)
 from .lazy import lazy_attributes
 
 # The engine (numpy, DuckDB, sqlglot, pyarrow and dodb's planner) loads on first use, so
 # ``import dodb`` and ``dodb --help`` stay fast (issue 26); ``dodb.connect`` is the usual first use.
-_LAZY = {name: "session" for name in ("Database", "DatabaseBusyError", "PrivacyReport", "ReadOnlyError", "Result",
-                                      "attach", "connect")}
+_LAZY = {name: "session" for name in ("Database", "PrivacyReport", "Result", "attach", "connect")}
 _LAZY.update({name: "accountant" for name in ("BudgetExceededError", "BudgetNotSetError", "LedgerError")})
 _LAZY.update({"set_threads": "oblivious.threads"})  # kernel threads for the process (docs/design.md §Threads)
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
@@ -28,4 +28,5 @@ __all__ = [
     "DodbError", "UnsupportedQueryError", "PlanningError", "CatalogError", "InvalidParameterError",
     "QueryExecutionError", "MemoryLimitError",
     "BudgetExceededError", "BudgetNotSetError", "LedgerError", "ReadOnlyError", "DatabaseBusyError",
+    "StaleShardsError", "ClusterError",
 ]

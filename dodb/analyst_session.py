@@ -16,13 +16,13 @@ from .wire import QueryRuntimeError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .result import Result
-    from .session import Database
 
 __all__ = ["AnalystSession", "open_or_resume"]
 
 
 class AnalystSession:
-    """The :class:`~dodb.session.Database` query API, charged to one analyst session."""
+    """The :class:`~dodb.session.Database` query API, charged to one analyst session (``db``
+    is that Database: named, not imported, since the session module imports this one)."""
 
     def __init__(self, db: "Database", name: str) -> None:
         self.db = db
@@ -31,15 +31,14 @@ class AnalystSession:
     def sql(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do",
             allocation: str = "cost", params: Any = None) -> "Result":
         """Run a query admitted by this session's filter (refused once it would exceed it)."""
-        from .result import Result
-        from .session import _charged
+        from .result import Result, charged_note
 
         padded, report, p = self.db.run(query, epsilon=epsilon, delta=delta, mode=mode, allocation=allocation,
                                         params=params, account=self.name)
         try:
             return Result(padded, report, self.db.con, p)
         except QueryRuntimeError as e:
-            raise QueryRuntimeError(f"{e}{_charged(report)}") from None
+            raise QueryRuntimeError(f"{e}{charged_note(report)}") from None
 
     def explain(self, query: str, *, epsilon: float = 1.0, delta: float | None = None, mode: str = "do",
                 as_dict: bool = False, params: Any = None):

@@ -8,7 +8,7 @@ callers expect it (an invalid ε is a ``ValueError`` as well).
 from __future__ import annotations
 
 __all__ = ["DodbError", "UnsupportedQueryError", "PlanningError", "CatalogError", "InvalidParameterError",
-           "QueryExecutionError", "one_line"]
+           "QueryExecutionError", "ReadOnlyError", "DatabaseBusyError", "StaleShardsError", "ClusterError", "one_line"]
 
 
 def one_line(message: object, limit: int = 300) -> str:
@@ -60,3 +60,20 @@ class QueryExecutionError(DodbError):
         self.charged = charged
         self.query_id = query_id
         super().__init__(message)
+
+
+class ReadOnlyError(DodbError):
+    """The session was opened ``read_only=True`` and the action would write (a charge, an owner action)."""
+
+
+class DatabaseBusyError(DodbError):
+    """Another process holds the database file (DuckDB lets one process write a file)."""
+
+
+class StaleShardsError(DodbError):
+    """The shards were cut from older data than the tables now hold, for another worker
+    count, or are missing (docs/distributed.md §Sharded storage); refused before any charge."""
+
+
+class ClusterError(DodbError):
+    """A worker of the cluster failed while running a query (docs/distributed.md §Ray)."""

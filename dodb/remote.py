@@ -46,9 +46,9 @@ def _classes() -> dict[str, type]:
         for v in vars(mod).values():
             if isinstance(v, type) and issubclass(v, Exception):
                 out[v.__name__] = v
-    from . import errors, session, tokens, wire
+    from . import errors, tokens, wire
 
-    for mod in (errors, session, tokens, wire):
+    for mod in (errors, tokens, wire):
         for v in vars(mod).values():
             if isinstance(v, type) and issubclass(v, DodbError):
                 out[v.__name__] = v

@@ -18,7 +18,7 @@ from .compare import table_rows
 from .errors import DodbError
 from .wire import PaddedAnswer, decode
 
-__all__ = ["PrivacyReport", "Result"]
+__all__ = ["PrivacyReport", "Result", "charged_note"]
 
 
 @dataclass
@@ -151,6 +151,13 @@ def _first_clause(note: str, limit: int = 90) -> str:
     head = note.split(";", 1)[0].strip()
     return head if len(head) <= limit else head[:limit].rsplit(" ", 1)[0] + " …"
 
+
+
+def charged_note(report: PrivacyReport) -> str:
+    """``"; ε=…, δ=… was charged (query #n)"`` for a query the ledger charged, else ``""``."""
+    if report.query_id is None:
+        return ""
+    return f"; ε={report.charged_epsilon:.4g}, δ={report.charged_delta:.3g} was charged (query #{report.query_id})"
 
 class Result:
     """A private query's exact answer plus its privacy report.

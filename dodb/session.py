@@ -31,12 +31,13 @@ import duckdb
 from . import functions
 from .accountant import BudgetExceededError, BudgetNotSetError, Ledger
 from .accountant.ledger import check_horizon, check_neighbour
-from .errors import CatalogError, DodbError, InvalidParameterError, MemoryLimitError, QueryExecutionError, one_line
+from .errors import (CatalogError, DatabaseBusyError, DodbError, InvalidParameterError, MemoryLimitError,
+                     QueryExecutionError, ReadOnlyError, one_line)
 from .planner.memory import default_memory_limit, format_bytes
 from .oblivious.rng import new_rng
 from .operators.context import MODES, check_privacy_params
 from .planner import Catalog, QueryPlan, plan_query
-from .result import PrivacyReport, Result
+from .result import PrivacyReport, Result, charged_note
 from .storage import ingest
 from .wire import PaddedAnswer, QueryRuntimeError
 
@@ -47,12 +48,6 @@ DEFAULT_WAIT = 10.0  # seconds connect() waits for another process to release th
 REMOTE_SCHEMES = ("grpc://", "grpc+tcp://", "grpc+tls://")
 
 
-class ReadOnlyError(DodbError):
-    """The session was opened ``read_only=True`` and the action would write (a charge, an owner action)."""
-
-
-class DatabaseBusyError(DodbError):
-    """Another process holds the database file (DuckDB lets one process write a file)."""
 
 LOAD_EPSILON_SHARE = 0.05  # an owner action's default epsilon: 5% of the dataset's epsilon
 NO_BUDGET_EXPLAIN_DELTA = 1e-6  # EXPLAIN before any budget is set (sql would refuse to run)
@@ -325,7 +320,7 @@ class Database:
         try:
             return Result(padded, report, self.con, p)
         except QueryRuntimeError as e:
-            raise QueryRuntimeError(f"{e}{_charged(report)}") from None
+            raise QueryRuntimeError(f"{e}{charged_note(report)}") from None
 
     def run(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do",
             allocation: str = "cost", session: str | None = None,
@@ -470,12 +465,6 @@ def _failed_after_admission(e: Exception, charge) -> DodbError:
         return e
     return QueryExecutionError(f"query failed while running: {type(e).__name__}: {one_line(e)}; {kept}",
                                charged=charged, query_id=query_id)
-
-
-def _charged(report: PrivacyReport) -> str:
-    if report.query_id is None:
-        return ""
-    return f"; ε={report.charged_epsilon:.4g}, δ={report.charged_delta:.3g} was charged (query #{report.query_id})"
 
 
 def _tables_of(p: QueryPlan) -> set[str]:

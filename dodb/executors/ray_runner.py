@@ -13,14 +13,10 @@ from __future__ import annotations
 import os
 from typing import Sequence
 
-from ..errors import DodbError
+from ..errors import ClusterError, DodbError
 from .worker import WorkerResult, WorkerTask, run_worker
 
 __all__ = ["RayRunner", "ClusterError"]
-
-
-class ClusterError(DodbError):
-    """A worker of the cluster failed while running a query."""
 
 
 def _ray():

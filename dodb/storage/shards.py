@@ -31,7 +31,7 @@ import pyarrow.ipc as ipc
 
 from ..accountant import PrivacyEvent
 from ..duckcalls import transaction
-from ..errors import CatalogError, DodbError
+from ..errors import CatalogError, DodbError, StaleShardsError
 from ..operators.context import ExecContext
 from ..operators.exchange import exchange, exchange_sensitivity
 from ..operators.table import Column, PaddedTable
@@ -46,10 +46,6 @@ __all__ = ["ShardSet", "TableShards", "StaleShardsError", "read_manifest", "read
 SHARDS_TABLE = "shards"
 SET_ROW = ""  # the row of dodb_meta.shards holding the worker count and the key
 MAX_WORKERS = 256
-
-
-class StaleShardsError(DodbError):
-    """The shards were cut from older data than the tables now hold (or are missing)."""
 
 
 @dataclass(frozen=True)
