@@ -52,6 +52,10 @@ from .errors import NotApplicableError
 
 __all__ = ["PrivacyEvent", "NoiseMechanism", "check_sensitivity"]
 
+# kind -> (leaf, delta) -> the leaf's epsilon at delta; filled by the accountant modules
+# (gaussian, renyi, pld) when dodb.accountant is imported, so that events import no accountant
+NOMINAL_EPSILON: dict[str, Callable[["PrivacyEvent", float], float]] = {}
+
 NoiseMechanism = Union[
     ShiftedTruncatedDiscreteLaplace,
     ShiftedTruncatedDiscreteGaussian,
@@ -237,20 +241,13 @@ class PrivacyEvent:
                 return (float(Fraction(self.sensitivity) / m.scale), 0.0)
         if self.nominal_delta is None:
             return None
-        # the leak's own epsilon at nominal_delta (imports are lazy: they import events)
-        if self.kind == "gaussian":
-            from .gaussian import gdp_epsilon
-            eps = gdp_epsilon(float(self.mu), self.nominal_delta)
-        elif self.kind == "renyi":
-            from .renyi import leaf_epsilon_at as renyi_eps
-            eps = renyi_eps(self, self.nominal_delta)
-        else:
-            from .pld import leaf_epsilon_at
-            try:
-                eps = leaf_epsilon_at(self, self.nominal_delta)
-            except NotApplicableError:  # support too large for an exact PLD: Rényi bound
-                from .renyi import leaf_epsilon_at as renyi_eps
-                eps = renyi_eps(self, self.nominal_delta)
+        # the leak's own epsilon at nominal_delta, from the accountant that certifies it
+        # (registered by that accountant's module: events do not import accountants)
+        kind = self.kind if self.kind in ("gaussian", "renyi") else "pld"
+        try:
+            eps = NOMINAL_EPSILON[kind](self, self.nominal_delta)
+        except NotApplicableError:  # support too large for an exact PLD: Rényi bound
+            eps = NOMINAL_EPSILON["renyi"](self, self.nominal_delta)
         if not math.isfinite(eps):
             raise ValueError(f"nominal_delta={self.nominal_delta:g} is below what this leak can certify "
                              f"(its excluded mass is {self.approx_delta:g})")

@@ -14,7 +14,7 @@ import math
 from ._math import bisect_decreasing, gdp_delta
 from .base import Accountant
 from .errors import NotApplicableError
-from .events import PrivacyEvent
+from .events import NOMINAL_EPSILON, PrivacyEvent
 
 __all__ = ["GaussianAccountant", "gdp_delta", "gdp_epsilon"]
 
@@ -55,3 +55,11 @@ class GaussianAccountant(Accountant):
         if delta == 0:
             return 0.0 if self.mu == 0 else math.inf
         return gdp_epsilon(self.mu, delta)
+
+
+def leaf_epsilon_at(leaf: PrivacyEvent, delta: float) -> float:
+    """Epsilon of one mu-GDP leaf at ``delta`` — its nominal pair (events.py)."""
+    return gdp_epsilon(float(leaf.mu), delta)
+
+
+NOMINAL_EPSILON["gaussian"] = leaf_epsilon_at

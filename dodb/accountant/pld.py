@@ -55,7 +55,7 @@ from dodb.oblivious.noise import (
 from ._closed import SUPPORT_LIMIT, Geometric, lgeo, support_size
 from .base import Accountant
 from .errors import NotApplicableError
-from .events import PrivacyEvent
+from .events import NOMINAL_EPSILON, PrivacyEvent
 
 __all__ = ["PLDAccountant", "DiscretePLD", "leaf_pld", "leaf_epsilon_at"]
 
@@ -462,3 +462,6 @@ class PLDAccountant(Accountant):
 def leaf_epsilon_at(leaf: PrivacyEvent, delta: float) -> float:
     """Exact (certified) epsilon of one leak at ``delta`` — used for nominal pairs."""
     return PLDAccountant(1e-5).compose(leaf).get_epsilon(delta)
+
+
+NOMINAL_EPSILON["pld"] = leaf_epsilon_at  # the nominal pair of a pld leaf (events.py)

@@ -65,7 +65,7 @@ from ._closed import (
 )
 from ._math import grid_min, log_keep, logsumexp
 from .base import Accountant
-from .events import PrivacyEvent
+from .events import NOMINAL_EPSILON, PrivacyEvent
 
 __all__ = [
     "RenyiAccountant",
@@ -352,3 +352,6 @@ class RenyiAccountant(Accountant):
 def leaf_epsilon_at(leaf: PrivacyEvent, delta: float) -> float:
     """Epsilon of a single (Rényi) leaf at ``delta`` — used for nominal pairs."""
     return RenyiAccountant().compose(leaf).get_epsilon(delta)
+
+
+NOMINAL_EPSILON["renyi"] = leaf_epsilon_at  # the nominal pair of a renyi leaf (events.py)

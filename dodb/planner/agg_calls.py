@@ -13,7 +13,7 @@ from fractions import Fraction
 from sqlglot import exp
 
 from ..errors import UnsupportedQueryError
-from .rules.reject_unsupported import position_of
+from ..sqlpos import position_of
 
 __all__ = ["AggCall", "agg_call", "SUPPORTED_AGGREGATES", "MAX_FRACTION_DIGITS"]
 

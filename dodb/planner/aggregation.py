@@ -16,7 +16,7 @@ from .agg_calls import agg_call
 from .degrees import aggregate_fds, fd_unique
 from .logical import Aggregate, BuiltQuery, Distinct, Filter
 from .projection import column_ref, project_node
-from .rules.reject_unsupported import position_of
+from ..sqlpos import position_of
 from .widths import plan_string_widths, string_width
 from .windows import extract_windows, plan_windows
 

@@ -36,7 +36,7 @@ from ..operators import ExecContext
 from ..operators.table import column_from_arrow
 from .catalog import Catalog
 from .guard import Guarded
-from .rules.reject_unsupported import position_of
+from ..sqlpos import position_of
 
 __all__ = ["result_schema", "check_window_defaults", "duckdb_names", "check_type", "dry_run", "public_query_sql"]
 

@@ -34,7 +34,7 @@ from .rules.one_row_source import is_one_row_source
 from .ownership import Owners, same_unit
 from .public_cache import content_fingerprints, scanned_tables, structural_key
 from .rules.mark_scalar_sources import SCALAR_MARK
-from .rules.reject_unsupported import position_of
+from ..sqlpos import position_of
 from .widths import string_width
 
 __all__ = ["PlanBuilder", "BuiltQuery", "AddRowId"]

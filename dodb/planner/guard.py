@@ -23,7 +23,7 @@ from sqlglot import exp
 
 from ..errors import CatalogError, UnsupportedQueryError
 from .catalog import Catalog
-from .rules.reject_unsupported import position_of
+from ..sqlpos import position_of
 
 __all__ = ["guard", "Guarded", "pushable", "check_nesting", "MAX_NESTING", "INTERNAL_SCHEMAS"]
 

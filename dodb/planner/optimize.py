@@ -34,7 +34,7 @@ from .guard import check_nesting
 from .rules import (correlated_count, correlated_value, factor_disjunctions, in_values, local_disjunctions, one_row_source,
                     quantified_comparison, reject_unsupported,
                     unnest_exists)
-from .rules.reject_unsupported import position_of
+from ..sqlpos import position_of
 
 __all__ = ["parse", "optimize"]
 

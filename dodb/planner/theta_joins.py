@@ -19,7 +19,7 @@ from .expr_keys import expression_equality
 from .logical import Aggregate, CrossJoin, Distinct, Filter, Join, Node, Project, ScalarRow, SetOp, upper_rows
 from .projection import column_ref, project_node
 from .relation import _Rel, _all_public, _refs
-from .rules.reject_unsupported import position_of
+from ..sqlpos import position_of
 
 __all__ = ["ThetaJoins"]
 

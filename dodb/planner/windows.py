@@ -34,7 +34,7 @@ from .degrees import window_unique
 from .group_bounds import rows_per_group
 from .projection import column_ref, project_node
 from .logical import Node, Scan, Unary, upper_rows
-from .rules.reject_unsupported import position_of
+from ..sqlpos import position_of
 
 __all__ = ["Window", "WindowCalls", "extract_windows", "plan_windows", "MAX_FRAME_ROWS"]
 

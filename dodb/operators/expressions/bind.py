@@ -22,6 +22,7 @@ import sqlglot
 from sqlglot import exp
 
 from ...duckcalls import scratch
+from ...sqlpos import position_of
 from ...errors import UnsupportedQueryError
 from ..table import Column
 from .errors import message_for
@@ -218,7 +219,6 @@ def _dry_run(p: Prepared, schema: Mapping[str, pa.DataType], widths: Mapping[str
                 raise Unsupported(f"{_construct(tree)} (type {v.type} where DuckDB has {out_t})")
             outputs[name] = Output(v.type, arrow_type(v.type), v.width)
         except Unsupported as e:
-            from ...planner.rules.reject_unsupported import position_of
             raise UnsupportedQueryError(f"{e.what} in {_construct(tree)}", position_of(tree)) from None
     p.outputs = outputs
     p.messages = {c: message_for(c) for c in ev.codes}

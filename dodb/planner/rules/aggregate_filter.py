@@ -20,7 +20,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...errors import UnsupportedQueryError
-from .reject_unsupported import position_of
+from ...sqlpos import position_of
 
 __all__ = ["aggregate_filter"]
 

@@ -46,7 +46,7 @@ from sqlglot import exp
 from ...operators.scalar_row import SCALAR_ROWS_MESSAGE
 from .correlated_count import _inside_subquery
 from ...errors import UnsupportedQueryError
-from .reject_unsupported import position_of
+from ...sqlpos import position_of
 from .unnest_exists import _and, _equality_keys, _inner_aliases, _split_correlation
 
 __all__ = ["correlated_value", "ROWS_ERROR"]

@@ -28,7 +28,7 @@ import itertools
 from sqlglot import exp
 
 from ...errors import UnsupportedQueryError
-from .reject_unsupported import position_of
+from ...sqlpos import position_of
 
 __all__ = ["grouping_sets", "MAX_SETS"]
 

@@ -31,7 +31,7 @@ from sqlglot import exp
 from ...errors import UnsupportedQueryError
 from ..exprs import clause_of, positive, row_level
 from .quantified_comparison import state, summary, summary_source, three_valued
-from .reject_unsupported import position_of
+from ...sqlpos import position_of
 from .unnest_exists import _and, _inner_aliases, _simple_subquery
 
 __all__ = ["in_values"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...errors import UnsupportedQueryError
+from ...sqlpos import position_of
 
 __all__ = ["check_lists"]
 
@@ -26,7 +27,6 @@ _ONLY = "a list can only be a final output column"
 
 
 def _fail(what: str, node: exp.Expression, why: str = _ONLY) -> None:
-    from .reject_unsupported import position_of
     raise UnsupportedQueryError(f"list/array_agg {what}: {node.sql(dialect='duckdb')[:80]} ({why})",
                                 position_of(node))
 

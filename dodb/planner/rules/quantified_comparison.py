@@ -27,7 +27,7 @@ from sqlglot import exp
 
 from ...errors import UnsupportedQueryError
 from ..exprs import row_level
-from .reject_unsupported import position_of
+from ...sqlpos import position_of
 from .unnest_exists import (_aliases, _equality_keys, _inner_aliases, _rename_alias, _simple_subquery, _sources,
                             _split_correlation)
 

@@ -13,6 +13,7 @@ from sqlglot import exp
 
 from ...errors import UnsupportedQueryError
 from .list_outputs import check_lists
+from ...sqlpos import position_of
 
 __all__ = ["reject_unsupported", "position_of"]
 
@@ -26,18 +27,6 @@ _BANNED = {
 _AGGS_OK = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Median, exp.Stddev, exp.StddevSamp, exp.StddevPop,
             exp.Variance, exp.VariancePop, exp.Corr, exp.CovarPop, exp.CovarSamp, exp.ArgMin, exp.ArgMax,
             exp.PercentileCont, exp.PercentileDisc, exp.Quantile, exp.GroupConcat, exp.ArrayAgg)
-
-
-def position_of(node: exp.Expression) -> str | None:
-    """``line L, col C`` of the token behind ``node`` when the parser recorded it."""
-    meta = getattr(node, "meta", None) or {}
-    if "line" in meta:
-        return f"line {meta['line']}, col {meta.get('col', '?')}"
-    for child in node.walk():
-        m = getattr(child, "meta", None) or {}
-        if "line" in m:
-            return f"line {m['line']}, col {m.get('col', '?')}"
-    return None
 
 
 def _unwrap_nulls(node: exp.Expression | None) -> exp.Expression | None:

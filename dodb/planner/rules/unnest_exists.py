@@ -26,7 +26,7 @@ from sqlglot import exp
 
 from ...errors import UnsupportedQueryError
 from ..exprs import conjuncts
-from .reject_unsupported import position_of
+from ...sqlpos import position_of
 
 __all__ = ["unnest_exists"]
 

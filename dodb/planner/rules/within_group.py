@@ -14,7 +14,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...errors import UnsupportedQueryError
-from .reject_unsupported import position_of
+from ...sqlpos import position_of
 
 __all__ = ["within_group"]
 
