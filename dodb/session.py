@@ -268,7 +268,8 @@ class Database:
                 def make() -> QueryPlan:
                     return plan_query(query, self.catalog, epsilon=epsilon, delta=d, mode=mode,
                                       neighbour=self.neighbour, allocation=allocation, params=params,
-                                      public_fast=public_fast)
+                                      public_fast=public_fast,
+                                      workers=1 if self.executor is None else self.executor.workers)
 
                 try:
                     p = make()

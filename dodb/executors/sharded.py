@@ -2,7 +2,7 @@
 
 :class:`ShardedExecutor` runs a :class:`~dodb.planner.plan.QueryPlan` on ``P`` workers:
 
-1. place the plan (:func:`~dodb.executors.placement.place`);
+1. place the plan (:func:`~dodb.planner.placement.place`);
 2. run the public sub-plans the sharded nodes read, on the driver;
 3. hand every worker its task (:mod:`dodb.executors.worker`) through a runner — the
    :class:`InlineRunner` here runs them one after another in this process (tests, the
@@ -24,8 +24,8 @@ from ..operators.context import ExecContext
 from ..operators.table import PaddedTable, concat_tables
 from ..planner.execute import Executor, NodeStats
 from ..planner.logical import Scan, leaks, walk
+from ..planner.placement import Placement, place
 from ..storage.shards import ShardSet, StaleShardsError
-from .placement import Placement, place
 from .worker import WorkerResult, WorkerTask, run_worker
 
 __all__ = ["Runner", "InlineRunner", "ShardedExecutor"]
@@ -114,17 +114,28 @@ class ShardedExecutor:
         return out
 
     @staticmethod
-    def _check_releases(placement: Placement, results: list[WorkerResult], mode: str) -> None:
-        """Every worker made exactly the releases the plan announced for its sharded nodes:
-        a worker that released more (a retried task drawing fresh noise, an operator leaking
+    def _check_releases(nodes: list, results: list[WorkerResult], mode: str) -> None:
+        """Every worker made exactly the releases the plan announced for the nodes it ran: a
+        worker that released more (a retried task drawing fresh noise, an operator leaking
         twice) would be spending budget nobody charged."""
-        nodes = {n.node_id: n for g in placement.gathers for n in walk(g) if n.node_id in placement.sharded}
-        planned = sorted(s for n in nodes.values() for _, s in leaks(n)) if mode == "do" else []
+        unique = {n.node_id: n for n in nodes}
+        planned = sorted(s for n in unique.values() for _, s in leaks(n)) if mode == "do" else []
         for r in results:
             made = sorted(lk.sensitivity for lk in r.leaks)
             if made != planned:
                 raise RuntimeError(f"internal error: worker {r.worker} made releases of sensitivities {made}, "
                                    f"the plan announced {planned} for it")
+
+    def _round(self, ctx: ExecContext, number: int, tasks: list[WorkerTask], nodes: list) -> list[WorkerResult]:
+        results = self.runner.map(tasks)
+        self._check_releases(nodes, results, ctx.mode)
+        for r in results:
+            ctx.trace.record("worker", -1, number, r.worker)
+            ctx.trace.extend(r.events)
+            ctx.leaks.extend(r.leaks)
+            ctx.error_code = max(ctx.error_code, r.error_code)
+            ctx.error_messages.update(r.error_messages)
+        return results
 
     def run(self, plan, ctx: ExecContext, bin_size: int | None) -> tuple[PaddedTable, dict[int, NodeStats]]:
         placement, shards, scanned = self.check(plan)
@@ -137,27 +148,42 @@ class ShardedExecutor:
         inputs = {b.node_id: t for b, t in zip(placement.broadcasts, public)}
         tables = {t: plan.catalog.table(t) for t in scanned}
         inline = isinstance(self.runner, InlineRunner)
-        # inline, the workers run one after another here and share the driver's generator,
-        # replay list and audit recorders; remote ones draw from their own CSPRNG
-        tasks = [WorkerTask(p, list(placement.gathers), inputs, tables, shards, plan.allocation, ctx.mode,
-                            ctx.neighbour, bin_size, None if inline else _worker_seed(ctx.rng),
-                            replay=ctx.replay if inline else None, observer=ctx.observer if inline else None,
-                            true_log=ctx.true_log if inline else None, rng=ctx.rng if inline else None,
-                            threads=getattr(self.runner, "threads_per_worker", None))
-                 for p in range(self.workers)]
         if ctx.replay is not None and not inline:
             raise RuntimeError("internal error: a replayed run (the audit) runs its workers inline")
-        results = self.runner.map(tasks)
-        self._check_releases(placement, results, ctx.mode)
-        for r in results:
-            ctx.trace.record("worker", -1, r.worker)
-            ctx.trace.extend(r.events)
-            ctx.leaks.extend(r.leaks)
-            ctx.error_code = max(ctx.error_code, r.error_code)
-            ctx.error_messages.update(r.error_messages)
+
+        def task(p: int, roots: list, given: dict, exchanges: list) -> WorkerTask:
+            # inline, the workers run one after another here and share the driver's generator,
+            # replay list and audit recorders; remote ones draw from their own CSPRNG
+            return WorkerTask(p, roots, given, tables, shards, plan.allocation, ctx.mode, ctx.neighbour, bin_size,
+                              None if inline else _worker_seed(ctx.rng), replay=ctx.replay if inline else None,
+                              observer=ctx.observer if inline else None,
+                              true_log=ctx.true_log if inline else None, rng=ctx.rng if inline else None,
+                              threads=getattr(self.runner, "threads_per_worker", None), exchanges=exchanges)
+
+        # round 1: every worker over its shard, up to the gathers and the exchanges
+        sharded_gathers = [g for g in placement.gathers if g.node_id in placement.sharded]
+        exchanges = list(placement.exchanges)
+        ran = [n for r in sharded_gathers + [x.child for x in exchanges] for n in walk(r)
+               if n.node_id in placement.sharded] + exchanges
+        first = self._round(ctx, 1, [task(p, sharded_gathers, inputs, exchanges) for p in range(self.workers)], ran)
+        gathered = {g.node_id: self.gather(g, [r.outputs[i] for r in first]) for i, g in enumerate(sharded_gathers)}
+        results = list(first)
+        # round 2: every worker over the rows the exchanges sent it
+        keyed_gathers = [g for g in placement.gathers if g.node_id in placement.keyed]
+        if keyed_gathers:
+            def received(d: int) -> dict:
+                got = dict(inputs)
+                for x in exchanges:
+                    blocks = [r.blocks[x.node_id][d] for r in first]
+                    got[x.node_id] = concat_tables(blocks, stability=x.stability)
+                return got
+
+            ran = [n for g in keyed_gathers for n in walk(g) if n.node_id in placement.keyed]
+            second = self._round(ctx, 2, [task(d, keyed_gathers, received(d), []) for d in range(self.workers)], ran)
+            gathered.update({g.node_id: self.gather(g, [r.outputs[i] for r in second])
+                             for i, g in enumerate(keyed_gathers)})
+            results += second
         ctx.trace.record("driver", -1, self.workers)
-        gathered = {g.node_id: self.gather(g, [r.outputs[i] for r in results])
-                    for i, g in enumerate(placement.gathers)}
         stats: dict[int, NodeStats] = {}
         _merge_stats(stats, results)
         driver.stats.update(stats)

@@ -2,7 +2,9 @@
 
 :func:`run_worker` is what a worker process (or the inline runner) runs: the sharded
 sub-plans under the gather nodes, over shard ``p`` of every private table it scans, with
-the broadcast public inputs given.  Everything it needs travels in a :class:`WorkerTask`
+the broadcast public inputs given; then, for each exchange it is given, it sends the
+rows of the exchange's input to the workers their keys hash to (its blocks travel back in
+the result, and the driver hands every worker the blocks addressed to it for the next round).  Everything it needs travels in a :class:`WorkerTask`
 (plain data: plan nodes, table declarations, the shard set, the privacy allocation) and
 everything it returns in a :class:`WorkerResult`: the gathered outputs, its releases, its
 trace and per-node statistics.  Its randomness is its own generator, from the operating
@@ -10,12 +12,16 @@ system's CSPRNG (or, in test mode only, a seed the driver drew).
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from ..oblivious.rng import new_rng
 from ..oblivious.threads import set_threads
 from ..oblivious.trace import TraceEvent
 from ..operators.context import ExecContext, Leak
+from ..operators.exchange import exchange, partition_of
 from ..operators.table import PaddedTable
 from ..planner.catalog import TableInfo
 from ..planner.execute import Executor, NodeStats
@@ -42,6 +48,7 @@ class WorkerTask:
     true_log: list | None = None              # the audit's true values (inline runner only)
     rng: object | None = None                 # the driver's generator, shared (inline runner only)
     threads: int | None = None                # kernel threads in a worker process (None: keep the setting)
+    exchanges: list = field(default_factory=list)  # Exchange nodes whose input this worker sends by key
 
 
 @dataclass
@@ -53,6 +60,7 @@ class WorkerResult:
     stats: dict[int, NodeStats]
     error_code: int = 0
     error_messages: dict = field(default_factory=dict)
+    blocks: dict = field(default_factory=dict)  # Exchange node id -> this worker's block per destination
 
 
 class _Tables:
@@ -78,6 +86,17 @@ def run_worker(task: WorkerTask) -> WorkerResult:
 
     ex = Executor(_Tables(task.tables), ctx, task.allocation, bin_size=task.bin_size, given=task.inputs,
                   slot_reader=read)
-    outputs = ex.run_all(task.roots)
-    return WorkerResult(task.worker, outputs, list(ctx.leaks), list(ctx.trace.events), ex.stats, ctx.error_code,
-                        dict(ctx.error_messages))
+    outputs = ex.run_all(task.roots + [x.child for x in task.exchanges])
+    blocks = {}
+    for x, table in zip(task.exchanges, outputs[len(task.roots):]):
+        t0 = time.perf_counter()
+        eps, delta = task.allocation.get(x.node_id, (1.0, 0.5))
+        dest = partition_of([table.column(k) for k in x.keys], x.parts)
+        before = len(ctx.leaks)
+        with np.errstate(all="ignore"):
+            sent = exchange(table, dest, x.parts, epsilon=eps, delta=delta, ctx=ctx)
+        blocks[x.node_id] = sent.blocks
+        ex.stats[x.node_id] = NodeStats([table.padded_size], sum(sent.sizes), time.perf_counter() - t0,
+                                        [v for lk in ctx.leaks[before:] for v in lk.values])
+    return WorkerResult(task.worker, outputs[:len(task.roots)], list(ctx.leaks), list(ctx.trace.events), ex.stats,
+                        ctx.error_code, dict(ctx.error_messages), blocks)

@@ -24,14 +24,15 @@ from ..operators import (
     ExecContext, PaddedTable, distinct, filter_table, from_arrow, group_by, join, order_by,
     predicate_mask, project, set_operation,
 )
+from ..operators.exchange import exchange, partition_of
 from ..operators.lookup import lookup_join
 from ..operators.scalar_row import SCALAR_ROWS, scalar_row
 from ..operators.theta_join import cross_product
 from ..operators.window import window
-from ..operators.table import Column, column_from_arrow
+from ..operators.table import Column, column_from_arrow, concat_tables
 from .catalog import Catalog
 from .guard import pushable
-from .logical import (AddRowId, Aggregate, CrossJoin, CrossOne, Distinct, Filter, Join, Node, OneRow, Project, ScalarRow, Scan, SetOp,
+from .logical import (AddRowId, Aggregate, CrossJoin, CrossOne, Distinct, Exchange, Filter, Join, Node, OneRow, Project, ScalarRow, Scan, SetOp,
                       Sort, consumer_counts, leaks)
 from .windows import Window
 from ..storage.canonical import read_slots
@@ -217,6 +218,11 @@ class Executor:
                             sort_keys=node.sort_keys).table
         if isinstance(node, Sort):
             return order_by(inputs[0], node.keys, limit=node.limit, offset=node.offset, ctx=ctx).table
+        if isinstance(node, Exchange):  # in one process: the destination blocks one after another
+            t = inputs[0]
+            ex = exchange(t, partition_of([t.column(k) for k in node.keys], node.parts), node.parts,
+                          epsilon=eps, delta=delta, ctx=ctx)
+            return concat_tables(ex.blocks, stability=t.stability)
         if isinstance(node, Distinct):
             return distinct(inputs[0], epsilon=eps, delta=delta, ctx=ctx).table
         if isinstance(node, SetOp):

@@ -17,7 +17,7 @@ from sqlglot import exp
 from ..operators.aggregate import Agg
 
 __all__ = [
-    "Node", "DuckDBQuery", "OneRow", "Scan", "Filter", "Project", "ScalarRow", "Join", "CrossOne", "CrossJoin", "Aggregate", "Sort", "Distinct", "SetOp",
+    "Node", "DuckDBQuery", "OneRow", "Scan", "Filter", "Project", "ScalarRow", "Join", "CrossOne", "CrossJoin", "Aggregate", "Sort", "Distinct", "SetOp", "Exchange",
     "AddRowId", "BuiltQuery", "walk", "consumer_counts", "leaking_nodes", "leaks", "upper_rows",
 ]
 
@@ -206,6 +206,20 @@ class Sort(Unary):
 
 
 @dataclass(eq=False)
+class Exchange(Unary):
+    """The child's rows sent to ``parts`` workers by a public hash of ``keys``: each source
+    releases its per-destination counts (docs/distributed.md §Exchange).  Planned only for a
+    cluster (planner/exchanges.py); run in one process it is the blocks one after another."""
+
+    keys: list[str]
+    parts: int
+    release_scale: int = 1  # 2 under replace-neighbours: rows leave one destination, arrive at another
+
+    def describe(self) -> str:
+        return f"Exchange by [{', '.join(self.keys)}] to {self.parts} workers"
+
+
+@dataclass(eq=False)
 class Distinct(Unary):
     """SELECT DISTINCT over all of the child's columns."""
 
@@ -255,6 +269,8 @@ def upper_rows(node: Node) -> int:
     if isinstance(node, Sort):
         n = upper_rows(node.child)
         return n if node.limit is None else min(n, node.limit)
+    if isinstance(node, Exchange):  # every destination's block at most the whole input
+        return node.parts * upper_rows(node.child)
     if isinstance(node, CrossOne):
         return upper_rows(node.left)
     if isinstance(node, SetOp):
@@ -305,6 +321,9 @@ def leaks(node: Node) -> list[tuple[str, int]]:
         return [("bin_counts", s * node.release_scale)] if s > 0 and not node.mark_only else []
     if isinstance(node, Aggregate):
         return [("groups", node.stability)] if node.keys and node.stability > 0 else []
+    if isinstance(node, Exchange):
+        s = node.child.stability
+        return [("dest_counts", s * node.release_scale)] if s > 0 else []
     if isinstance(node, Distinct) or (isinstance(node, SetOp) and node.op != "union_all"):
         return [("rows", node.stability)] if node.stability > 0 else []
     if isinstance(node, Join) and node.method == "lookup":

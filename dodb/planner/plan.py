@@ -38,6 +38,7 @@ from .guard import guard
 from .optimize import optimize, parse
 from .rules import reject_unsupported, rewrite_grouping
 from .alignment import mark_alignment
+from .exchanges import insert_exchanges
 from .marking import mark_only_filters
 from .memory import estimate_peak_bytes, format_bytes
 from .prune import prune_columns
@@ -135,7 +136,7 @@ class QueryPlan:
     partitions: frozenset[str] | None = None  # what the releases depend on (planner/partitions.py); None: all
     public_sql: str | None = None  # a query over public tables only: DuckDB runs it (docs/design.md §Public queries)
     tables: frozenset[str] = frozenset()  # the base tables the query reads (views expanded)
-    # where each node runs on a cluster (dodb.executors.placement.Placement), set by the session
+    # where each node runs on a cluster (dodb.planner.placement.Placement), set by the session
     # that runs the plan on one; None: in this process
     placement: Any = None
     # a public query planned for DuckDB alone: builds the operator plan when one is needed
@@ -366,17 +367,19 @@ def lookup_hints(root: Node, builder: PlanBuilder) -> dict[tuple, float]:
 
 def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode: str = "do",
                neighbour: str = "add_remove", allocation: str = "cost", params=None,
-               public_fast: bool = False) -> QueryPlan:
+               public_fast: bool = False, workers: int = 1) -> QueryPlan:
     """Everything before execution; raises a :class:`~dodb.errors.DodbError` on any problem and
     charges nothing.  The query is guarded (planner/guard.py) and bound (planner/bind.py) first.
 
     ``public_fast``: a query over public tables only that DuckDB can answer is not built
-    into operators until something needs them (docs/design.md §Public queries)."""
+    into operators until something needs them (docs/design.md §Public queries).
+    ``workers``: plan for a cluster of that many workers (grouped aggregates over sharded rows
+    get an exchange by key, with its release: planner/exchanges.py)."""
     if mode not in MODES:
         raise InvalidParameterError(f"unknown mode {mode!r}; choose one of {MODES}")
     check_privacy_params(epsilon, delta)
     try:
-        return _plan(sql, catalog, epsilon, delta, mode, neighbour, allocation, params, public_fast)
+        return _plan(sql, catalog, epsilon, delta, mode, neighbour, allocation, params, public_fast, workers)
     except UnsupportedQueryError as e:
         raise quote_source(e, sql) from None
     except DodbError:
@@ -412,7 +415,7 @@ def _front_end(sql: str, catalog: Catalog, params) -> tuple[exp.Expression, list
 
 
 def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, neighbour: str,
-          allocation: str, params=None, public_fast: bool = False) -> QueryPlan:
+          allocation: str, params=None, public_fast: bool = False, workers: int = 1) -> QueryPlan:
     if params is None:  # a pure function of the text and the catalog: kept per catalog fingerprint
         parsed, schema, optimized, tables, public_sql = catalog.schema_cache.get_or_compute(
             ("front end", sql, catalog.fingerprint), lambda: _front_end(sql, catalog, None))
@@ -422,7 +425,7 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
     if public_fast and public_sql is not None and all(_scalar_type(t) for _, t in schema):
         # nothing private is read: DuckDB answers, the operators are built only if needed
         later = lambda: plan_query(sql, catalog, epsilon=epsilon, delta=delta, mode=mode,  # noqa: E731
-                                   neighbour=neighbour, allocation=allocation, params=params)
+                                   neighbour=neighbour, allocation=allocation, params=params, workers=workers)
         return DuckDBPlan(sql if params is None else parsed.sql(dialect="duckdb"), None, names,
                          [f"__public_{i}" for i in range(len(names))], mode, float(epsilon), float(delta),
                          neighbour, {}, [], [], catalog, types=[t for _, t in schema], public_sql=public_sql,
@@ -438,6 +441,7 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
         prune_columns(built.root)
     mark_only_filters(built.root)
     mark_alignment(built.root, neighbour)
+    insert_exchanges(built.root, catalog, workers, neighbour)  # a cluster's group-by (planner/exchanges.py)
     if len(names) == len(built.names):
         built.names = names
     alloc = allocate(built.root, epsilon, delta, allocation) if mode == "do" else {}

@@ -6,6 +6,7 @@ unit removed from its shard, or replaced by a unit landing on the same shard —
 identical views.  Each leak class of a cluster is planted and caught:
 
 - a gather that cuts a worker's block to its exact real rows (a block sized by its count);
+- an exchange whose blocks are cut to their real rows after its release;
 - a task whose placement depends on the data;
 - a retried task that draws fresh noise nobody charged.
 """
@@ -22,6 +23,8 @@ from dodb.executors.worker import run_worker
 
 # every unit owns one customer row: its removal changes every exact size below
 EVERY_UNIT = "SELECT c_mktsegment, count(*) FROM customer WHERE c_acctbal > -10000 GROUP BY c_mktsegment"
+# ... and the rows the driver gathers for its sort are those rows themselves
+GATHERED = "SELECT c_custkey FROM customer WHERE c_acctbal > -10000 ORDER BY c_custkey"
 QUERIES = [tpch_query(q) for q in (3, 10)] + [EVERY_UNIT,
     "SELECT o_orderpriority, count(*) FROM orders WHERE o_totalprice > 100000 GROUP BY o_orderpriority",
     "SELECT c_mktsegment, sum(o_totalprice) FROM customer JOIN orders ON c_custkey = o_custkey "
@@ -66,6 +69,23 @@ def test_planted_exact_size_gather_is_caught(db, monkeypatch):
         return sharded_mod.concat_tables(cut, stability=node.stability)
 
     monkeypatch.setattr(sharded_mod.ShardedExecutor, "gather", staticmethod(exact))
+    report = audit(db, [GATHERED], pairs=2, seed=1)
+    assert not report.ok and report.identical == 0
+
+
+def test_planted_exact_size_exchange_blocks_are_caught(db, monkeypatch):
+    """An exchange that sends each destination a block cut to its real rows (after making its
+    release, so the release check passes) shows in the replayed view."""
+    from dodb.executors import worker as worker_mod
+
+    real = worker_mod.exchange
+
+    def exact(table, dest, parts, **kw):
+        sent = real(table, dest, parts, **kw)
+        sent.blocks = [b.with_arrays([a[b.is_real] for a in b.arrays()]) for b in sent.blocks]
+        return sent
+
+    monkeypatch.setattr(worker_mod, "exchange", exact)
     report = audit(db, [EVERY_UNIT], pairs=2, seed=1)
     assert not report.ok and report.identical == 0
 
@@ -84,7 +104,7 @@ def test_planted_data_dependent_placement_is_caught(db, monkeypatch):
 
     monkeypatch.setattr(db.executor, "runner", Placing(3))
     try:
-        report = audit(db, [EVERY_UNIT], pairs=2, seed=1)
+        report = audit(db, [GATHERED], pairs=2, seed=1)
     finally:
         monkeypatch.undo()
     assert not report.ok
@@ -106,4 +126,4 @@ def test_planted_uncharged_retry_is_refused(db, monkeypatch):
 
     monkeypatch.setattr(db.executor, "runner", Retrying(3))
     with pytest.raises(Exception, match="made releases"):
-        db.sql(EVERY_UNIT, epsilon=1.0)
+        db.sql(GATHERED, epsilon=1.0)

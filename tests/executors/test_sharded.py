@@ -17,7 +17,7 @@ import dodb
 from dodb.compare import snapshot
 from dodb.datasets import generate_tpch, protect_tpch, tpch_query
 from dodb.errors import CatalogError, DodbError
-from dodb.executors.placement import place
+from dodb.planner.placement import place
 from dodb.storage.shards import StaleShardsError, read_manifest, read_shard, shard_of
 from dodb.storage.units import slot_units
 
@@ -52,7 +52,7 @@ def test_tpch_on_two_shards_matches_duckdb(db2, q):
     assert_same_rows(res.arrow(), db2.oracle.sql(sql).to_arrow_table(), ordered=_ordered(sql))
 
 
-def test_three_shards_and_the_events_of_the_single_process_plan():
+def test_three_shards_and_the_events_of_the_cluster_plan():
     db = _database(3)
     try:
         for q in (3, 5, 10, 13, 18, 21):
@@ -64,11 +64,25 @@ def test_three_shards_and_the_events_of_the_single_process_plan():
             # every planned release of a sharded node is made once per worker, with the planned
             # sensitivity (each over its own units); a driver node's once: the charge is the
             # single-process plan's (docs/distributed.md §Sharded execution)
+            on_workers = p.placement.sharded | p.placement.keyed | {x.node_id for x in p.placement.exchanges}
             want = sorted(s for n in _walk(p.root) for _, s in _leaks(n)
-                          for _ in range(3 if n.node_id in p.placement.sharded else 1))
+                          for _ in range(3 if n.node_id in on_workers else 1))
             assert sorted(lk.sensitivity for lk in p.leaks) == want
+            # the cluster's plan charges the single-process plan's events plus one per exchange,
+            # of the exchanged rows' stability (docs/distributed.md §Group-by)
+            mine = sorted(e.operator.split("#")[0] + f":{e.sensitivity}" for e in p.events)
+            exch = sorted(f"Exchange:{x.child.stability}" for x in p.placement.exchanges)
+            assert sorted(mine) == sorted([e.operator.split("#")[0] + f":{e.sensitivity}" for e in _single(db, sql)]
+                                          + exch)
     finally:
         db.close()
+
+
+def _single(db, sql):
+    """The events of ``sql`` planned for one process (the same catalog)."""
+    from dodb.planner import plan_query
+
+    return plan_query(sql, db.catalog, epsilon=1.0, delta=1e-6, neighbour=db.neighbour).events
 
 
 def _walk(root):
@@ -175,7 +189,8 @@ def test_placement_keeps_preserved_public_sides_and_sorts_on_the_driver(db2):
                .to_arrow_table().to_pylist(), key=str)
     # EXPLAIN names the workers and what runs where
     text = db2.explain(tpch_query(3))
-    assert "cluster: 2 workers" in text and "on 2 shards, gathered to the driver" in text
+    assert "cluster: 2 workers" in text and "on 2 shards" in text
+    assert "Exchange by [lineitem.l_orderkey" in text and "on 2 workers, by key, gathered to the driver" in text
 
 
 def test_cluster_argument_errors_are_one_line():

@@ -1,0 +1,130 @@
+"""Where each plan node runs on a cluster of ``P`` workers (docs/distributed.md §Placement).
+
+The plan is data; placement is a pure function of it, the catalog and ``P``, and the
+executors (dodb/executors) follow it.  Private tables are sharded by privacy unit
+(dodb/storage/shards.py), so a node whose output is a union over units of rows fixed by
+each unit's own rows (``unit_local``: scans, row-wise filters and projections, joins along
+the unit path or with a public side, UNION ALL) runs on every worker over its shard, and
+the workers' outputs together are the node's output.  An :class:`~.logical.Exchange` over
+such a node runs on every worker too and sends each row to the worker its keys hash to;
+the aggregate above it (and row-wise nodes above that) then run on every worker over the
+rows it received (*keyed*).  Every other node that reads private rows runs on the driver,
+on the gathered outputs; public sub-plans run on the driver and are broadcast to the
+workers that read them.  Each release of a sharded or keyed node is made by every worker
+over its own rows: one unit's rows sit on one shard, and a keyed node's rows on one worker
+each, so the workers' released vectors together move by no more than the single-process
+release's sensitivity (docs/distributed.md §Sharded execution).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .catalog import Catalog
+from .logical import Aggregate, CrossOne, Exchange, Filter, Join, Node, Project, ScalarRow, Scan, SetOp, walk
+from .partitions import unit_local
+
+__all__ = ["Placement", "place", "shardable"]
+
+# joins whose output rows are each one row of the sharded (private) side's unit; the
+# public side, broadcast whole to every worker, must not be preserved (its unmatched rows
+# would be repeated on every worker)
+_SHARDED_JOINS = ("inner", "left", "semi", "anti")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """``sharded``: nodes every worker runs over its shard.  ``exchanges``: Exchange nodes over
+    sharded inputs (every worker sends its rows by key).  ``keyed``: nodes every worker runs over
+    the rows the exchanges sent it.  ``gathers``: sharded or keyed nodes whose output the
+    driver reads (concatenated in worker order).  ``broadcasts``: driver nodes a worker reads
+    (public sub-plans, sent whole to every worker)."""
+
+    workers: int
+    sharded: frozenset[int]
+    gathers: tuple[Node, ...]
+    broadcasts: tuple[Node, ...]
+    exchanges: tuple[Exchange, ...] = ()
+    keyed: frozenset[int] = frozenset()
+
+    def describe(self, node: Node) -> str | None:
+        """EXPLAIN's note for ``node``."""
+        gathered = ", gathered to the driver" if any(g.node_id == node.node_id for g in self.gathers) else ""
+        if node.node_id in self.sharded:
+            return f"on {self.workers} shards{gathered}"
+        if any(x.node_id == node.node_id for x in self.exchanges):
+            return f"every worker sends its rows to {self.workers} workers by key"
+        if node.node_id in self.keyed:
+            return f"on {self.workers} workers, by key{gathered}"
+        return None
+
+    @property
+    def distributed(self) -> bool:
+        return bool(self.gathers)
+
+
+def _reads_private(n: Node, memo: dict[int, bool]) -> bool:
+    if n.node_id not in memo:
+        memo[n.node_id] = (isinstance(n, Scan) and n.private) or any(_reads_private(c, memo) for c in n.children)
+    return memo[n.node_id]
+
+
+def shardable(n: Node, local: dict[int, bool], sharded: set[int], memo: dict[int, bool]) -> bool:
+    """Whether ``n`` runs on every shard, given which of its children do."""
+    if not local.get(n.node_id, False):
+        return False
+    private_kids = [c for c in n.children if _reads_private(c, memo)]
+    if any(c.node_id not in sharded for c in private_kids):
+        return False
+    if isinstance(n, Scan):
+        return n.private
+    if isinstance(n, ScalarRow):
+        return False
+    if isinstance(n, (Filter, Project)):
+        return True
+    if isinstance(n, Join):
+        if n.how not in _SHARDED_JOINS:
+            return False
+        return len(private_kids) == 2 or n.how == "inner" or private_kids == [n.left]
+    if isinstance(n, CrossOne):
+        return private_kids == [n.left]
+    if isinstance(n, SetOp):
+        return n.op == "union_all" and len(private_kids) == 2
+    return False
+
+
+def place(root: Node, catalog: Catalog, workers: int) -> Placement:
+    """Placement of the plan under ``root`` on ``workers`` workers (module doc)."""
+    if workers <= 1:
+        return Placement(workers, frozenset(), (), ())
+    local = unit_local(root, catalog)
+    memo: dict[int, bool] = {}
+    nodes = list(walk(root))  # children before parents
+    sharded: set[int] = set()
+    keyed: set[int] = set()
+    exchanges: dict[int, Exchange] = {}
+    for n in nodes:
+        if shardable(n, local, sharded, memo):
+            sharded.add(n.node_id)
+        elif isinstance(n, Exchange) and n.child.node_id in sharded and n.parts == workers:
+            exchanges[n.node_id] = n
+        elif isinstance(n, Aggregate) and n.child.node_id in exchanges:
+            keyed.add(n.node_id)
+        elif isinstance(n, (Filter, Project)) and not isinstance(n, ScalarRow) and n.child.node_id in keyed:
+            keyed.add(n.node_id)  # HAVING and the projection of a keyed aggregate: row-wise on its rows
+    on_workers = sharded | keyed
+    gathers: dict[int, Node] = {}
+    broadcasts: dict[int, Node] = {}
+    if root.node_id in on_workers:
+        gathers[root.node_id] = root
+    for n in nodes:
+        for c in n.children:
+            parent_on_workers = n.node_id in on_workers or n.node_id in exchanges
+            if not parent_on_workers and c.node_id in on_workers:
+                gathers[c.node_id] = c
+            if n.node_id in on_workers and c.node_id not in on_workers and c.node_id not in exchanges:
+                if _reads_private(c, memo):
+                    raise RuntimeError(f"internal error: {n.describe()} runs on the workers but reads an unplaced "
+                                       "private input")
+                broadcasts[c.node_id] = c
+    return Placement(workers, frozenset(sharded), tuple(gathers.values()), tuple(broadcasts.values()),
+                     tuple(exchanges.values()), frozenset(keyed))
