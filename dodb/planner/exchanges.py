@@ -5,9 +5,10 @@ on every shard (planner/placement.py) would otherwise gather all its input rows 
 driver.  This pass puts an :class:`~.logical.Exchange` by the group keys under it: every
 worker sends each of its rows to the worker its keys hash to, with one release of the
 per-destination counts (sensitivity the input's stability, twice it under replace), and
-every worker then groups the rows it received — each group on one worker.  The rows a mark-only
-filter cleared are not sent (the exchange sends real rows only).  With one worker the plan
-is unchanged.
+every worker then groups the rows it received — each group on one worker.  It runs before
+the filters are marked (planner/marking.py): a filter that feeds an exchange only clears
+rows' real flags, since the exchange sends real rows only.  With one worker the plan is
+unchanged.
 
     >>> from dodb.planner.logical import Aggregate, Scan
     >>> scan = Scan(table="t", alias="t", private=False, columns=["t.k"])

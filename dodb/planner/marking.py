@@ -6,7 +6,9 @@ rows.  Two cases where compaction buys little:
 * Every consumer of the filter is a global aggregate (no GROUP BY) — possibly through
   projections: the aggregate scans every slot once either way.  Such a filter only
   clears ``is_real`` (one linear pass), releases nothing and spends no budget
-  (``mark_only``).  Example: TPC-H Q6.
+  (``mark_only``).  Example: TPC-H Q6.  So is a filter whose consumer is a cluster's
+  exchange (planner/exchanges.py): the exchange sends real rows only, and its release of
+  the per-destination counts already sizes what the filter kept.
 * Every consumer sorts its whole input (GROUP BY, ORDER BY, DISTINCT; a sort-based
   join), again possibly through projections.  The filter still releases its noisy
   size, but when that size is at least a fraction of the input (:data:`KEEP_MARKED_ABOVE`,
@@ -18,7 +20,7 @@ rows.  Two cases where compaction buys little:
 """
 from __future__ import annotations
 
-from .logical import Aggregate, Distinct, Filter, Join, Node, Project, ScalarRow, Sort, walk
+from .logical import Aggregate, Distinct, Exchange, Filter, Join, Node, Project, ScalarRow, Sort, walk
 
 __all__ = ["mark_only_filters", "KEEP_MARKED_ABOVE", "KEEP_MARKED_ABOVE_JOIN"]
 
@@ -78,7 +80,7 @@ def mark_only_filters(root: Node) -> Node:
             parents.setdefault(c.node_id, []).append(n)
 
     def feeds_only_global_aggregates(n: Node) -> bool:
-        return _feeds_only(parents, n, lambda p: _global_aggregate(p)
+        return _feeds_only(parents, n, lambda p: _global_aggregate(p) or isinstance(p, Exchange)
                            or (isinstance(p, Filter) and feeds_only_global_aggregates(p)))
 
     for n in walk(root):

@@ -439,9 +439,9 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
         again.share_public_reads(builder)
         built = again.build(optimized.copy())
         prune_columns(built.root)
+    insert_exchanges(built.root, catalog, workers, neighbour)  # a cluster's group-by (planner/exchanges.py)
     mark_only_filters(built.root)
     mark_alignment(built.root, neighbour)
-    insert_exchanges(built.root, catalog, workers, neighbour)  # a cluster's group-by (planner/exchanges.py)
     if len(names) == len(built.names):
         built.names = names
     alloc = allocate(built.root, epsilon, delta, allocation) if mode == "do" else {}
