@@ -5,8 +5,8 @@ through the object store and returning its :class:`~dodb.executors.worker.Worker
 Private rows never go through Ray Data (its shuffles size blocks by their data); a task
 reads its shard file itself.  Tasks are never retried: a retry would draw fresh noise
 that nobody charged, so a worker that dies fails the query (a :class:`ClusterError`,
-reported as charged by the session).  ``local:P`` starts a cluster of ``P`` CPUs bound to
-the loopback interface and stops it when the database closes.
+reported as charged by the session).  ``local:P`` starts a cluster of ``P`` CPUs whose
+servers listen on the loopback interface only, and stops it when the database closes.
 """
 from __future__ import annotations
 
@@ -56,14 +56,21 @@ class RayRunner:
     def start(cls, workers: int | None, address: str | None = None) -> "RayRunner":
         """``workers`` set: a local cluster of that many CPUs on the loopback interface;
         ``address`` ``"ray"``: this process's Ray (or ``RAY_ADDRESS``); else ``ray://…``."""
-        ray = _ray()
         started = False
+        if workers is not None:
+            # a cluster of this process's own, on the loopback interface only: Ray binds its
+            # servers to the node's IP, which is 127.0.0.1 only with "clusters" switched off
+            # (the switch Ray reads on macOS/Windows; its worker processes inherit it)
+            os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+            os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        ray = _ray()
         if workers is not None:
             if ray.is_initialized():
                 raise DodbError("Ray is already initialised in this process: use cluster='ray' to run on it")
-            os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # loopback only, this process's own cluster
-            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False,
-                     _node_ip_address="127.0.0.1")
+            import ray._private.ray_constants as ray_constants  # read at import: Ray may be imported already
+
+            ray_constants.ENABLE_RAY_CLUSTER = False
+            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
             started = True
         elif address == "ray":
             if not ray.is_initialized():

@@ -118,25 +118,27 @@ def _inlined(d) -> bool:
 @pytest.fixture(scope="module")
 def kernel_ir() -> dict[str, list[str]]:
     """The IR of every signature the exercises reach: compiled in this process, or kept by the
-    process that compiled it (``dodb warmup``; dodb/oblivious/ir_cache.py), or else compiled
-    again here without the cache (and kept for the next run)."""
+    process that compiled it (``dodb warmup``; dodb/oblivious/ir_cache.py), or else — for the
+    kernels with a signature nobody kept — compiled again here without the cache (and kept
+    for the next run)."""
     _exercise()
     _exercise_strings()
     _exercise_expressions()
     kernels = _kernels()
     found: dict[str, list[str]] = {}
+    missing = []
     for d in kernels:
         irs = [ir_cache.in_process(d, sig) or ir_cache.load(d, sig) for sig in d.signatures]
-        if not all(irs):
-            break  # a signature whose IR nobody kept
-        kept = ir_cache.load_all(d)
-        found[d.py_func.__name__] = irs + [ir for ir in kept if ir not in irs]
-    else:
-        if all(found[d.py_func.__name__] for d in kernels if not _inlined(d)):
-            ir_cache.save(kernels)  # what this process compiled, for the next run
-            return found
-    found = fresh_ir(kernels)  # compile everything again, without numba's cache, and keep it
-    ir_cache.save(kernels)
+        kept = [ir for ir in ir_cache.load_all(d) if ir not in irs]
+        if not all(irs) or (not _inlined(d) and not irs + kept):
+            missing.append(d)  # a signature compiled by another process that kept no IR
+        else:
+            found[d.py_func.__name__] = irs + kept
+    if missing:  # compile those again without numba's cache (their callees come along)
+        found.update(fresh_ir(missing))
+        if any(not found.get(d.py_func.__name__) for d in kernels if not _inlined(d)):
+            found = fresh_ir(kernels)  # a helper no recompiled caller reached: everything
+    ir_cache.save(kernels)  # what this process compiled, for the next run
     return found
 
 
