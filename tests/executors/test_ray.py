@@ -27,9 +27,24 @@ from dodb.errors import DodbError  # noqa: E402
 from ..operators.util import assert_same_rows  # noqa: E402
 
 
+def _ours(pid: int) -> bool:
+    """Whether ``pid`` descends from this process (our cluster's raylet, its workers), not from
+    another test's cluster."""
+    me = os.getpid()
+    while pid > 1:
+        if pid == me:
+            return True
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+    return False
+
+
 def _worker_pids() -> list[int]:
     out = subprocess.run(["pgrep", "-f", "ray::run_worker"], capture_output=True, text=True).stdout
-    return [int(x) for x in out.split()]
+    return [int(x) for x in out.split() if _ours(int(x))]
 
 
 def _listening_beyond_loopback(pids: set[int]) -> list[str]:
@@ -58,7 +73,8 @@ def test_answers_kill_and_recovery_on_a_local_ray_cluster():
             assert_same_rows(res.arrow(), db.oracle.sql(sql).to_arrow_table(), ordered=True)
             assert res.plan.placement.sharded
         ray_pids = {int(p) for p in subprocess.run(["pgrep", "-f", "ray"], capture_output=True,
-                                                   text=True).stdout.split()}
+                                                   text=True).stdout.split() if _ours(int(p))}
+        assert ray_pids
         assert not _listening_beyond_loopback(ray_pids)
 
         errors: list[BaseException] = []
