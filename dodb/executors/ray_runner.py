@@ -93,8 +93,12 @@ class RayRunner:
         try:
             return ray.get(refs)
         except Exception as e:  # noqa: BLE001 - RayTaskError, WorkerCrashedError, ...
-            for r in refs:
-                ray.cancel(r, force=True)
+            # let the other tasks end (they are one query's, short): force-cancelling a task that
+            # is completing aborts this process inside Ray (task_manager "not pending" check)
+            try:
+                ray.wait(refs, num_returns=len(refs), timeout=600)
+            except Exception:  # noqa: BLE001 - the failure to report is the first one
+                pass
             first = str(e).strip().splitlines()
             raise ClusterError(f"a cluster worker failed: {first[0] if first else type(e).__name__}") from None
 
