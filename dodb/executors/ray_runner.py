@@ -27,13 +27,15 @@ def _ray():
     return ray
 
 
-def _warm_up() -> None:
-    """Import the worker's modules and load the most used kernels in a fresh worker process."""
+def _warm_up() -> int:
+    """Import the worker's modules and load the most used kernels in a fresh worker process;
+    returns the process id (the cluster's worker processes, for the fault test)."""
     import numpy as np
 
     from ..oblivious import oblivious_sort
 
     oblivious_sort([np.arange(4, dtype=np.uint64)], [np.arange(4)], key_bits=2)
+    return os.getpid()
 
 
 class RayRunner:
@@ -104,6 +106,10 @@ class RayRunner:
 
     def describe(self) -> str:
         return f"ray:{self.workers}"
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the worker processes warmed up when the cluster started."""
+        return sorted(set(_ray().get(self._warming)))
 
     def close(self) -> None:
         if self._started:

@@ -42,9 +42,17 @@ def _ours(pid: int) -> bool:
     return False
 
 
-def _worker_pids() -> list[int]:
-    out = subprocess.run(["pgrep", "-f", "ray::run_worker"], capture_output=True, text=True).stdout
-    return [int(x) for x in out.split() if _ours(int(x))]
+def _running(pids: list[int]) -> list[int]:
+    """Those of ``pids`` (our cluster's worker processes) running a query's task now."""
+    out = []
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                if b"ray::run_worker" in f.read():
+                    out.append(p)
+        except OSError:
+            pass
+    return out
 
 
 def _listening_beyond_loopback(pids: set[int]) -> list[str]:
@@ -72,10 +80,10 @@ def test_answers_kill_and_recovery_on_a_local_ray_cluster():
             res = db.sql(sql, epsilon=1.0, delta=1e-6)
             assert_same_rows(res.arrow(), db.oracle.sql(sql).to_arrow_table(), ordered=True)
             assert res.plan.placement.sharded
-        ray_pids = {int(p) for p in subprocess.run(["pgrep", "-f", "ray"], capture_output=True,
-                                                   text=True).stdout.split() if _ours(int(p))}
-        assert ray_pids
-        assert not _listening_beyond_loopback(ray_pids)
+        ours = db.executor.runner.worker_pids()  # this cluster's workers, never another test's
+        ray_pids = set(ours) | {int(p) for p in subprocess.run(["pgrep", "-f", "ray"], capture_output=True,
+                                                               text=True).stdout.split() if _ours(int(p))}
+        assert ours and not _listening_beyond_loopback(ray_pids)
 
         errors: list[BaseException] = []
 
@@ -90,7 +98,7 @@ def test_answers_kill_and_recovery_on_a_local_ray_cluster():
         killed = False
         deadline = time.monotonic() + 120
         while t.is_alive() and time.monotonic() < deadline and not killed:
-            pids = _worker_pids()
+            pids = _running(ours)
             if pids:
                 os.kill(pids[0], signal.SIGKILL)
                 killed = True
