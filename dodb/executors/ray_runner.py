@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Sequence
 
-from ..errors import ClusterError, DodbError
+from ..errors import ClusterError, DodbError, one_line
 from .worker import WorkerResult, WorkerTask, run_worker
 
 __all__ = ["RayRunner", "ClusterError"]
@@ -101,8 +101,8 @@ class RayRunner:
                 ray.wait(refs, num_returns=len(refs), timeout=600)
             except Exception:  # noqa: BLE001 - the failure to report is the first one
                 pass
-            first = str(e).strip().splitlines()
-            raise ClusterError(f"a cluster worker failed: {first[0] if first else type(e).__name__}") from None
+            cause = getattr(e, "cause", None) or e  # a RayTaskError carries the task's own exception
+            raise ClusterError(f"a cluster worker failed: {type(cause).__name__}: {one_line(cause)}") from None
 
     def describe(self) -> str:
         return f"ray:{self.workers}"

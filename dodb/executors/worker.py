@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..oblivious.rng import new_rng
+from ..oblivious.rng import new_rng, seeded_mode
 from ..oblivious.threads import set_threads
 from ..oblivious.trace import TraceEvent
 from ..operators.context import ExecContext, Leak
@@ -77,7 +77,13 @@ def run_worker(task: WorkerTask) -> WorkerResult:
     """Run worker ``task.worker``'s share (module doc)."""
     if task.threads is not None:
         set_threads(task.threads)  # one CPU per task on a cluster: no oversubscription
-    rng = task.rng if task.rng is not None else new_rng(task.seed)
+    if task.rng is not None:
+        rng = task.rng
+    elif task.seed is not None:  # the driver runs in test/benchmark mode (its generator is seeded)
+        with seeded_mode():
+            rng = new_rng(task.seed)
+    else:
+        rng = new_rng()
     ctx = ExecContext(mode=task.mode, rng=rng, neighbour=task.neighbour, replay=task.replay,
                       true_log=task.true_log, observer=task.observer)
 
