@@ -12,7 +12,9 @@
 
 The view is the workers' views in worker order, each behind a ``worker`` event, then the
 driver's; the releases are the workers', in worker order, then the driver's.  The plan's
-privacy events do not change (docs/distributed.md §Sharded execution).
+privacy events are the single-process plan's plus one per exchange (docs/distributed.md
+§Sharded execution, §Group-by).  With exchanges there are two rounds: the shards up to the
+exchanges, then every worker over the blocks addressed to it.
 """
 from __future__ import annotations
 

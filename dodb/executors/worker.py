@@ -4,7 +4,8 @@
 sub-plans under the gather nodes, over shard ``p`` of every private table it scans, with
 the broadcast public inputs given; then, for each exchange it is given, it sends the
 rows of the exchange's input to the workers their keys hash to (its blocks travel back in
-the result, and the driver hands every worker the blocks addressed to it for the next round).  Everything it needs travels in a :class:`WorkerTask`
+the result, and the driver hands every worker the blocks addressed to it for the next
+round).  Everything it needs travels in a :class:`WorkerTask`
 (plain data: plan nodes, table declarations, the shard set, the privacy allocation) and
 everything it returns in a :class:`WorkerResult`: the gathered outputs, its releases, its
 trace and per-node statistics.  Its randomness is its own generator, from the operating
@@ -21,7 +22,7 @@ from ..oblivious.rng import new_rng, seeded_mode
 from ..oblivious.threads import set_threads
 from ..oblivious.trace import TraceEvent
 from ..operators.context import ExecContext, Leak
-from ..operators.exchange import exchange, partition_of
+from ..operators.exchange import exchange_by_keys
 from ..operators.table import PaddedTable
 from ..planner.catalog import TableInfo
 from ..planner.execute import Executor, NodeStats
@@ -97,10 +98,9 @@ def run_worker(task: WorkerTask) -> WorkerResult:
     for x, table in zip(task.exchanges, outputs[len(task.roots):]):
         t0 = time.perf_counter()
         eps, delta = task.allocation.get(x.node_id, (1.0, 0.5))
-        dest = partition_of([table.column(k) for k in x.keys], x.parts)
         before = len(ctx.leaks)
         with np.errstate(all="ignore"):
-            sent = exchange(table, dest, x.parts, epsilon=eps, delta=delta, ctx=ctx)
+            sent = exchange_by_keys(table, x.keys, x.parts, epsilon=eps, delta=delta, ctx=ctx)
         blocks[x.node_id] = sent.blocks
         ex.stats[x.node_id] = NodeStats([table.padded_size], sum(sent.sizes), time.perf_counter() - t0,
                                         [v for lk in ctx.leaks[before:] for v in lk.values])

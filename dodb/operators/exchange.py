@@ -43,7 +43,7 @@ from .filter import release_sensitivity
 from .keys import EncodedKey, KeyField, column_fields, normalise_key, pack_fields
 from .table import Column, PaddedTable
 
-__all__ = ["Exchange", "exchange", "partition_of", "exchange_sensitivity"]
+__all__ = ["Exchange", "exchange", "exchange_by_keys", "partition_of", "exchange_sensitivity"]
 
 _GOLDEN = 0x9E3779B97F4A7C15
 _WORD = (1 << 64) - 1
@@ -186,3 +186,11 @@ def exchange(table: PaddedTable, dest: np.ndarray, parts: int, *, epsilon: float
         lo, hi = int(starts[d]), int(starts[d + 1])
         blocks.append(table.with_arrays([a[lo:hi] for a in routed] + [occupied[lo:hi].copy()]))
     return Exchange(blocks, [int(s) for s in sizes])
+
+
+def exchange_by_keys(table: PaddedTable, keys: Sequence[str], parts: int, *, epsilon: float, delta: float,
+                     ctx: ExecContext) -> Exchange:
+    """:func:`exchange` of ``table`` to the destinations its ``keys`` columns hash to (salt 0:
+    every worker of a query hashes alike)."""
+    return exchange(table, partition_of([table.column(k) for k in keys], parts), parts, epsilon=epsilon,
+                    delta=delta, ctx=ctx)

@@ -24,7 +24,7 @@ from ..operators import (
     ExecContext, PaddedTable, distinct, filter_table, from_arrow, group_by, join, order_by,
     predicate_mask, project, set_operation,
 )
-from ..operators.exchange import exchange, partition_of
+from ..operators.exchange import exchange_by_keys
 from ..operators.lookup import lookup_join
 from ..operators.scalar_row import SCALAR_ROWS, scalar_row
 from ..operators.theta_join import cross_product
@@ -220,8 +220,7 @@ class Executor:
             return order_by(inputs[0], node.keys, limit=node.limit, offset=node.offset, ctx=ctx).table
         if isinstance(node, Exchange):  # in one process: the destination blocks one after another
             t = inputs[0]
-            ex = exchange(t, partition_of([t.column(k) for k in node.keys], node.parts), node.parts,
-                          epsilon=eps, delta=delta, ctx=ctx)
+            ex = exchange_by_keys(t, node.keys, node.parts, epsilon=eps, delta=delta, ctx=ctx)
             return concat_tables(ex.blocks, stability=t.stability)
         if isinstance(node, Distinct):
             return distinct(inputs[0], epsilon=eps, delta=delta, ctx=ctx).table

@@ -78,14 +78,14 @@ def test_planted_exact_size_exchange_blocks_are_caught(db, monkeypatch):
     release, so the release check passes) shows in the replayed view."""
     from dodb.executors import worker as worker_mod
 
-    real = worker_mod.exchange
+    real = worker_mod.exchange_by_keys
 
-    def exact(table, dest, parts, **kw):
-        sent = real(table, dest, parts, **kw)
+    def exact(table, keys, parts, **kw):
+        sent = real(table, keys, parts, **kw)
         sent.blocks = [b.with_arrays([a[b.is_real] for a in b.arrays()]) for b in sent.blocks]
         return sent
 
-    monkeypatch.setattr(worker_mod, "exchange", exact)
+    monkeypatch.setattr(worker_mod, "exchange_by_keys", exact)
     report = audit(db, [EVERY_UNIT], pairs=2, seed=1)
     assert not report.ok and report.identical == 0
 
