@@ -35,13 +35,15 @@ filter's delta for queries divided by the horizon, so epsilon, not delta, ends t
 budget.
 
 Atomic charging.  ``admit`` runs in one DuckDB transaction: bump ``budget.version``,
-read the budget and the summed coordinates, test the filter, insert the rows,
-commit.  DuckDB uses snapshot isolation with first-writer-wins on updated rows, so
-two overlapping admits both updating the single budget row cannot both commit —
-the loser gets a conflict, rolls back and retries with the new state.  A Python lock
-serialises admits of one Ledger object.  Totals are always recomputed from the rows
-inside the transaction, so a process killed at any point leaves either the whole
-charge or none of it (DuckDB's WAL), never a total that disagrees with the rows.
+take the summed coordinates, test the filter, insert the rows, commit.  DuckDB uses
+snapshot isolation with first-writer-wins on updated rows, so two overlapping admits
+both updating the single budget row cannot both commit — the loser gets a conflict,
+rolls back and retries with the new state.  A Python lock serialises admits of one
+Ledger object.  The sums are those of the rows in the transaction's snapshot: read from
+them, or kept from this Ledger's own last charge when the version shows that nobody
+else wrote since (``ledger_sums.py``; both give the same floats).  A process killed at
+any point leaves either the whole charge or none of it (DuckDB's WAL), never a total
+that disagrees with the rows.
 
 Charges happen *before* execution.  ``admit`` returns a :class:`Charge`; mark it
 ``complete()`` or ``fail()`` afterwards (or use it as a context manager).  The
@@ -69,6 +71,7 @@ from ..errors import InvalidParameterError
 from .events import PrivacyEvent
 from .filters import PrivacyFilter, QueryCharge, UnionFilter, make_filter
 from .sessions import SessionLedger, create_session_table
+from .ledger_sums import CAP, LedgerSums, read_sums
 from .records import DEFAULT_HORIZON, LedgerRecords, _json, _now, _run, check_horizon
 from .scopes import ScopedState, admits, partition_status, worst_filter_spent, worst_headroom, worst_spent
 
@@ -98,11 +101,6 @@ def _exhausted_scoped(filt: PrivacyFilter, state: ScopedState, cost: dict[str, f
 
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_CAP = 1e250  # stored coordinates are capped so DuckDB's fsum never meets inf (it would give NaN)
-
-
-def _finite(v: float | None) -> float:
-    return math.inf if v is None or math.isnan(v) or v >= _CAP else float(v)
 _STATUSES = ("charged", "completed", "failed")
 
 
@@ -185,6 +183,8 @@ class Ledger(SessionLedger, LedgerRecords):
         self.read_only = False
         self._scoped: bool | None = None
         self._standing: tuple[tuple, tuple[Budget, Budget]] | None = None  # (budget row, value): standing()
+        # the dataset's sums and neighbour relation at a budget version (ledger_sums.py)
+        self._sums: tuple[int, LedgerSums, str] | None = None
         try:
             self._transact(self._create_tables)
         except duckdb.Error as exc:
@@ -269,8 +269,29 @@ class Ledger(SessionLedger, LedgerRecords):
         return BudgetInfo.from_row(row)
 
     def _read_totals(self, cur: duckdb.DuckDBPyConnection) -> dict[str, float]:
-        rows = _run(cur, f"SELECT coord, fsum(value) FROM {self._s}.ledger_cost GROUP BY coord")
-        return {k: _finite(v) for k, v in rows}
+        return self._dataset_sums(cur).totals()
+
+    def _budget_version(self, cur: duckdb.DuckDBPyConnection) -> int | None:
+        rows = _run(cur, f"SELECT version FROM {self._s}.budget WHERE id = 1")
+        return rows[0][0] if rows else None
+
+    def _dataset_sums(self, cur: duckdb.DuckDBPyConnection, version: int | None = None) -> LedgerSums:
+        """The dataset's summed charges in ``cur``'s snapshot, whose budget version is ``version``
+        (read when ``None``): kept from the last read or charge at that version, else read from
+        the rows (module doc of ``ledger_sums.py``)."""
+        return self._kept(cur, version)[0]
+
+    def _kept(self, cur: duckdb.DuckDBPyConnection, version: int | None = None) -> tuple[LedgerSums, str]:
+        """The dataset's sums and neighbour relation at ``version`` (kept, or read and kept)."""
+        if version is None:
+            version = self._budget_version(cur)
+        kept = self._sums
+        if version is not None and kept is not None and kept[0] == version:
+            return kept[1], kept[2]
+        sums, relation = read_sums(cur, self._s, "", self._has_scoped(cur), _run), self._read_neighbour(cur)
+        if version is not None:
+            self._sums = (version, sums, relation)
+        return sums, relation
 
     def _has_scoped(self, cur: duckdb.DuckDBPyConnection) -> bool:
         """A read-only ledger written before partitions and sessions has no scoped table."""
@@ -287,30 +308,9 @@ class Ledger(SessionLedger, LedgerRecords):
 
     def _read_state(self, cur: duckdb.DuckDBPyConnection, account: str = "") -> ScopedState:
         """One account's charges (module doc of ``scopes.py``): '' is the dataset."""
-        st = ScopedState()
-        scoped = self._has_scoped(cur)
         if account == "":
-            st.global_totals = self._read_totals(cur)
-            skip = f"WHERE query_id NOT IN (SELECT query_id FROM {self._s}.ledger_scoped_cost)" if scoped else ""
-            e, d = _run(cur, f"SELECT coalesce(fsum(epsilon), 0), coalesce(fsum(delta), 0) FROM {self._s}.ledger "
-                             f"{skip}")[0]
-            st.global_sums = Budget(float(e), float(d))
-        if not scoped:
-            return st
-        for part, coord, v in _run(cur, f"SELECT part, coord, fsum(value) FROM {self._s}.ledger_scoped_cost "
-                                        "WHERE account = ? GROUP BY part, coord", [account]):
-            if part == "":
-                st.global_totals[coord] = _finite(v)
-            else:
-                st.parts.setdefault(part, {})[coord] = _finite(v)
-        for part, e, d in _run(cur, f"SELECT s.part, fsum(l.epsilon), fsum(l.delta) FROM {self._s}.ledger l JOIN "
-                                    f"(SELECT DISTINCT query_id, part FROM {self._s}.ledger_scoped_cost "
-                                    "WHERE account = ?) s USING (query_id) GROUP BY s.part", [account]):
-            if part == "":
-                st.global_sums = Budget(float(e), float(d))
-            else:
-                st.part_sums[part] = Budget(float(e), float(d))
-        return st
+            return self._dataset_sums(cur).state()
+        return read_sums(cur, self._s, account, self._has_scoped(cur), _run).state()
 
     # -- budget ---------------------------------------------------------------------------
 
@@ -400,6 +400,7 @@ class Ledger(SessionLedger, LedgerRecords):
                 raise LedgerError(f"this dataset's neighbour relation is {old!r}; it cannot change to "
                                   f"{neighbour!r} after {n} queries were charged")
             self._put_setting(cur, "neighbour", neighbour)
+            _run(cur, f"UPDATE {self._s}.budget SET version = version + 1 WHERE id = 1")  # ledger_sums.py
             self.record_owner_action(cur, "set_neighbour", None, old=old, new=neighbour)
 
         self._transact(body)
@@ -444,15 +445,16 @@ class Ledger(SessionLedger, LedgerRecords):
             if not row:
                 raise BudgetNotSetError("no privacy budget set for this dataset; call set_budget() first")
             info = BudgetInfo.from_row(row[0])
-            stored, qid = _run(cur, f"SELECT (SELECT value FROM {self._s}.settings WHERE name = 'neighbour'), "
-                               f"(SELECT coalesce(max(query_id), 0) + 1 FROM {self._s}.ledger)")[0]
-            current = (stored or DEFAULT_NEIGHBOUR) if neighbour is not None else None
+            # as of the version before this transaction's bump (set_neighbour bumps it too)
+            before, relation = self._kept(cur, info.version - 1)
+            current = relation if neighbour is not None else None
             if current != neighbour:
                 raise LedgerError(f"the query was planned for {neighbour!r} neighbours but the dataset's "
                                   f"relation is now {current!r}: plan it again")
-            relation = stored or DEFAULT_NEIGHBOUR
+            qid = before.next_query_id
             filt = info.make_filter() if account is None else self._session_filter(cur, account)
-            cost, state = filt.cost(charge_in), self._read_state(cur, account or "")
+            cost = filt.cost(charge_in)
+            state = before.state() if account is None else self._read_state(cur, account)
             if not admits(filt, state, cost, partitions, relation):
                 room = worst_headroom(filt, state, relation)
                 spent = worst_spent(state, relation)
@@ -465,7 +467,7 @@ class Ledger(SessionLedger, LedgerRecords):
                 [qid, _now(), session or account or self.session, sql, _json(ops), chosen.method, chosen.epsilon,
                  chosen.delta, info.filter, _json(report.as_dict()), _json(event.describe()), kind])
             coords = sorted(cost.items())  # one statement (executemany runs one per row)
-            keys, values = [k for k, _ in coords], [min(float(v), _CAP) for _, v in coords]
+            keys, values = [k for k, _ in coords], [min(float(v), CAP) for _, v in coords]
             if partitions is None and account is None:
                 _run(cur, f"INSERT INTO {self._s}.ledger_cost SELECT ?, unnest(?::VARCHAR[]), unnest(?::DOUBLE[])",
                      [qid, keys, values])
@@ -478,13 +480,19 @@ class Ledger(SessionLedger, LedgerRecords):
             if after is not None:
                 after(cur, qid)
             spent = remaining = None
-            if standing and account is None:  # what status() would read now, without a second transaction
-                now = self._read_state(cur)
+            # a session's charge leaves the dataset's sums as they are (scopes.py), but takes an id
+            after_sums = before.charged(cost, partitions, chosen.epsilon, chosen.delta) if account is None \
+                else before.next_query()
+            if standing and account is None:  # what status() would read now, without reading it again
+                now = after_sums.state()
                 spent, remaining = worst_spent(now, relation), worst_headroom(filt, now, relation)
-            return Charge(qid, chosen.epsilon, chosen.delta, chosen.method, info.filter, report, self,
-                          partitions=partitions, account=account, spent=spent, remaining=remaining)
+            charge = Charge(qid, chosen.epsilon, chosen.delta, chosen.method, info.filter, report, self,
+                            partitions=partitions, account=account, spent=spent, remaining=remaining)
+            return charge, (info.version, after_sums, relation)
 
-        return self._transact(body)
+        charge, sums = self._transact(body)
+        self._sums = sums  # committed: the sums at the new version (the cache, ledger_sums.py)
+        return charge
 
     def preview(self, query_event: PrivacyEvent | Iterable[PrivacyEvent], *, method: str = "best",
                 delta: float | None = None, partitions: frozenset[str] | None = None,
