@@ -7,13 +7,14 @@ client of served mode (docs/threat-model.md §Where the answer leaves the engine
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 
+from .accountant.standing import Standing
 from .compare import table_rows
 from .errors import DodbError
 from .wire import PaddedAnswer, decode
@@ -37,14 +38,14 @@ class PrivacyReport:
     charged_epsilon: float
     charged_delta: float
     query_id: int | None
-    spent: tuple[float, float] | None = None
-    remaining: tuple[float, float] | None = None
+    spent: tuple[float, float] | None = Standing()       # computed on first read (accountant/standing.py)
+    remaining: tuple[float, float] | None = Standing()
     tables: list[dict[str, Any]] = field(default_factory=list)  # private tables read: capacity and its origin
     partitions: list[str] | None = None  # partitions charged (None: all; docs/design.md §Partitions)
     session: str | None = None           # the analyst session whose budget was charged
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def to_json(self) -> str:
         """The report as JSON (served mode sends it next to the padded answer)."""

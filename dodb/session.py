@@ -31,6 +31,7 @@ import duckdb
 from . import functions
 from .accountant import BudgetExceededError, BudgetNotSetError, Ledger
 from .accountant.ledger import check_horizon, check_neighbour
+from .accountant.standing import defer_standing, has_standing
 from .errors import (CatalogError, DatabaseBusyError, DodbError, InvalidParameterError, MemoryLimitError,
                      QueryExecutionError, ReadOnlyError, one_line)
 from .planner.memory import default_memory_limit, format_bytes
@@ -385,9 +386,7 @@ class Database:
                         "value": value})
         comp = charge.report.as_dict() if charge is not None and charge.report is not None else {}
         spent = remaining = None
-        if charge is not None and charge.spent is not None:  # read when the query was charged
-            spent, remaining = tuple(charge.spent), tuple(charge.remaining)
-        else:
+        if charge is None or not has_standing(charge):  # else as the charge left it, computed when read
             try:
                 if charge is None or charge.account is None:
                     spent, remaining = map(tuple, self.ledger.standing())
@@ -402,11 +401,14 @@ class Database:
             if info.private:
                 tables.append({"table": name, "capacity": info.capacity, "source": info.capacity_source,
                                "ledger_id": info.capacity_charge})
-        return PrivacyReport(p.sql, p.mode, p.epsilon, p.delta, ops, comp, charge.method if charge else None,
-                             charge.epsilon if charge else 0.0, charge.delta if charge else 0.0,
-                             charge.query_id if charge else None, spent, remaining, tables,
-                             sorted(charge.partitions) if charge is not None and charge.partitions else None,
-                             charge.account if charge is not None else None)
+        report = PrivacyReport(p.sql, p.mode, p.epsilon, p.delta, ops, comp, charge.method if charge else None,
+                               charge.epsilon if charge else 0.0, charge.delta if charge else 0.0,
+                               charge.query_id if charge else None, spent, remaining, tables,
+                               sorted(charge.partitions) if charge is not None and charge.partitions else None,
+                               charge.account if charge is not None else None)
+        if charge is not None and has_standing(charge):
+            defer_standing(report, lambda: (tuple(charge.spent), tuple(charge.remaining)))
+        return report
 
     # -- analyst sessions (docs/design.md §Analyst sessions) ---------------------------------
     def session(self, *, epsilon: float | None = None, delta: float | None = None, name: str | None = None,

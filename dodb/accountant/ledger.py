@@ -72,6 +72,7 @@ from .events import PrivacyEvent
 from .filters import PrivacyFilter, QueryCharge, UnionFilter, make_filter
 from .sessions import SessionLedger, create_session_table
 from .ledger_sums import CAP, LedgerSums, read_sums
+from .standing import Standing, defer_standing
 from .records import DEFAULT_HORIZON, LedgerRecords, _json, _now, _run, check_horizon
 from .scopes import ScopedState, admits, partition_status, worst_filter_spent, worst_headroom, worst_spent
 
@@ -102,6 +103,12 @@ def _exhausted_scoped(filt: PrivacyFilter, state: ScopedState, cost: dict[str, f
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _STATUSES = ("charged", "completed", "failed")
+
+
+def _standing_after(sums: LedgerSums, filt: PrivacyFilter, relation: str) -> tuple[Budget, Budget]:
+    """The dataset's (spent, remaining) as ``status()`` reads them at these sums."""
+    now = sums.state()
+    return worst_spent(now, relation), worst_headroom(filt, now, relation)
 
 
 @dataclass(frozen=True)
@@ -135,10 +142,11 @@ class Charge:
     status: str = "charged"
     partitions: frozenset[str] | None = None  # None: charged to every partition
     account: str | None = None                # an analyst session's name, or None (the dataset)
-    # the dataset's spent and remaining right after this charge, read in its transaction
-    # (None for a session's charge: ``Ledger.session_info`` has those)
-    spent: Budget | None = None
-    remaining: Budget | None = None
+    # the dataset's spent and remaining right after this charge, from the state its
+    # transaction left, computed on first read (standing.py; None for a session's charge:
+    # ``Ledger.session_info`` has those)
+    spent: Budget | None = Standing()
+    remaining: Budget | None = Standing()
 
     def complete(self) -> None:
         self._mark("completed", None)
@@ -479,15 +487,13 @@ class Ledger(SessionLedger, LedgerRecords):
                               "unnest(?::DOUBLE[])", [qid, account or "", part, keys, values])
             if after is not None:
                 after(cur, qid)
-            spent = remaining = None
             # a session's charge leaves the dataset's sums as they are (scopes.py), but takes an id
             after_sums = before.charged(cost, partitions, chosen.epsilon, chosen.delta) if account is None \
                 else before.next_query()
-            if standing and account is None:  # what status() would read now, without reading it again
-                now = after_sums.state()
-                spent, remaining = worst_spent(now, relation), worst_headroom(filt, now, relation)
             charge = Charge(qid, chosen.epsilon, chosen.delta, chosen.method, info.filter, report, self,
-                            partitions=partitions, account=account, spent=spent, remaining=remaining)
+                            partitions=partitions, account=account)
+            if standing and account is None:  # what status() would read now, without reading it again
+                defer_standing(charge, lambda: _standing_after(after_sums, filt, relation))
             return charge, (info.version, after_sums, relation)
 
         charge, sums = self._transact(body)

@@ -92,3 +92,17 @@ def test_a_neighbour_change_is_seen_by_a_kept_state():
     with pytest.raises(LedgerError, match="planned for 'add_remove'"):
         first.admit(PrivacyEvent.generic(0.1), delta=0.0, neighbour="add_remove")
     first.admit(PrivacyEvent.generic(0.1), delta=0.0, neighbour="replace")
+
+
+def test_a_charges_standing_is_the_state_it_left_whenever_read():
+    """``Charge.spent``/``remaining`` are computed on first read (accountant/standing.py),
+    from the state the charge's transaction left, not the ledger's state at reading time."""
+    con = duckdb.connect()
+    led = Ledger(con)
+    led.set_budget(5.0, 1e-6)
+    first = led.admit(padding_query(0.1), standing=True)
+    st = led.status()
+    want = (st["spent"], st["remaining"])
+    led.admit(padding_query(0.3), standing=True)
+    assert (first.spent, first.remaining) == want
+    assert led.admit(padding_query(0.1)).spent is None  # not asked for: nothing deferred
