@@ -116,6 +116,17 @@ def _user_functions(cur: duckdb.DuckDBPyConnection) -> set[str]:
         cur.close()
 
 
+# Every table definition (of every attached database: a view may read any of them) and the
+# current schema's views, as DuckDB keeps them (an ALTER rewrites a table's SQL; a re-created
+# one has a new oid).
+_KEY_SQL = (
+    "SELECT current_database(), current_schema(), "
+    "(SELECT list((schema_name, table_name, database_name, table_oid, sql) "
+    " ORDER BY database_name, schema_name, table_name) FROM duckdb_tables()), "
+    "(SELECT list((view_name, view_oid, sql) ORDER BY view_name) FROM duckdb_views() "
+    " WHERE NOT internal AND database_name = current_database() AND schema_name = current_schema())")
+
+
 class Catalog:
     """Tables of one DuckDB database and their privacy declarations."""
 
@@ -129,6 +140,7 @@ class Catalog:
         self.fingerprint: int | None = None  # a version number of everything the last refresh read
         self._state: tuple | None = None
         self._read: tuple = ()  # what the last refresh read besides the user functions
+        self._key: tuple | None = None  # the cheap key of what it read (_KEY_SQL, specs)
         self.schema_cache = PublicFacts()
         # facts of public data, keyed by content fingerprints (planner/public_cache.py)
         self.public_facts = PublicFacts()
@@ -182,7 +194,20 @@ class Catalog:
             self.fingerprint = next(_versions)
 
     def _load(self, cur: duckdb.DuckDBPyConnection, functions: Future | None) -> None:
-        self.database, self.schema = cur.execute("SELECT current_database(), current_schema()").fetchall()[0]
+        # A cheap key first: every table's and view's definition (DuckDB keeps each one's SQL,
+        # ALTERs included) and the privacy specs.  When it reads as last time, so would the
+        # columns and views below (docs/design.md §Planning caches).
+        key = cur.execute(_KEY_SQL).fetchall()[0]
+        specs = []
+        if any((s, t, d) == (META_SCHEMA, META_TABLE, key[0]) for s, t, d, *_ in key[2] or ()):
+            specs = cur.execute(f"SELECT table_name, spec FROM {META_SCHEMA}.{META_TABLE} ORDER BY table_name").fetchall()
+        if functions is not None:
+            self.macros = functions.result()
+        if self._key == (key, specs):
+            self._fingerprint_state()
+            return
+        self._key = (key, specs)
+        self.database, self.schema = key[0], key[1]
         # duckdb_columns()/duckdb_views() rather than information_schema: same facts, 3x faster
         rows = cur.execute(
             "SELECT c.table_name, c.column_name, c.data_type, c.is_nullable, v.view_name IS NOT NULL "
@@ -203,23 +228,11 @@ class Catalog:
         for name, sql in views.items():
             if name in tables:
                 tables[name].view_sql = sql
-        specs = []
-        if self._has_meta(cur):
-            specs = cur.execute(f"SELECT table_name, spec FROM {META_SCHEMA}.{META_TABLE} ORDER BY table_name").fetchall()
-            for name, spec in specs:
-                tables[name] = _private_info(name, json.loads(spec))
-        if functions is not None:
-            self.macros = functions.result()
+        for name, spec in specs:
+            tables[name] = _private_info(name, json.loads(spec))
         self.tables = tables
         self._read = (self.database, self.schema, tuple(rows), tuple(sorted(views.items())), tuple(specs))
         self._fingerprint_state()
-
-    @staticmethod
-    def _has_meta(cur) -> bool:
-        return bool(cur.execute(
-            "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
-            "AND schema_name = ? AND table_name = ?",
-            [META_SCHEMA, META_TABLE]).fetchall()[0][0])
 
     # -- queries -----------------------------------------------------------------------
     def table(self, name: str) -> TableInfo:

@@ -142,3 +142,30 @@ def test_the_public_cache_is_bounded_in_rows_and_entries():
     for i in range(10):
         facts.get_or_compute(("small", i), lambda: 0)
     assert len(facts._entries) == 3
+
+
+def test_every_catalog_change_between_queries_is_seen():
+    """The catalog is re-read only when its cheap key changes (planner/catalog.py _KEY_SQL):
+    every kind of DDL below must change the key."""
+    db = _db()
+    _both(db, "CREATE VIEW v AS SELECT pk AS a FROM p")
+    assert db.plan("SELECT a FROM v", epsilon=1.0).names == ["a"]
+    _both(db, "CREATE OR REPLACE VIEW v AS SELECT pk AS b FROM p")
+    assert db.plan("SELECT b FROM v", epsilon=1.0).names == ["b"]
+    assert "pk" not in db.catalog.tables["p"].not_null
+    _both(db, "DELETE FROM p WHERE pk IS NULL")
+    _both(db, "ALTER TABLE p ALTER COLUMN pk SET NOT NULL")
+    db.plan("SELECT pk FROM p", epsilon=1.0)
+    assert "pk" in db.catalog.tables["p"].not_null
+    _both(db, "ALTER TABLE p RENAME COLUMN name TO label")
+    assert db.plan("SELECT label FROM p", epsilon=1.0).names == ["label"]
+    _both(db, "ALTER TABLE p RENAME TO p2")
+    with pytest.raises(dodb.DodbError):
+        db.plan("SELECT label FROM p", epsilon=1.0)
+    sql = "SELECT count(*) AS n FROM t JOIN p2 ON t.k = p2.pk"
+    res = db.sql(sql, epsilon=1.0)
+    assert same_answer(res.arrow(), db.oracle.sql(sql).to_arrow_table())
+    _both(db, "CREATE SCHEMA s2")
+    _both(db, "CREATE TABLE s2.p2 (pk INTEGER)")  # another schema: not the one dodb reads
+    assert db.plan("SELECT label FROM p2", epsilon=1.0).names == ["label"]
+    db.close()
