@@ -80,7 +80,7 @@ def _remove(con: duckdb.DuckDBPyConnection) -> None:
 def register(con: duckdb.DuckDBPyConnection, key: tuple, owner: object) -> None:
     """Register the functions on ``con``'s instance (once) and add ``owner`` as a live reader."""
     cur = con.cursor()
-    entry = (owner, Ledger(cur), cur, con)
+    entry = (owner, Ledger(cur, create=False), cur, con)  # the owner's Ledger made the tables
     with _lock:
         first = key not in _live
         _live.setdefault(key, []).append(entry)

@@ -177,7 +177,9 @@ class Ledger(SessionLedger, LedgerRecords):
     """The privacy ledger of the database behind ``con`` (module doc)."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, *, schema: str = "dodb_meta",
-                 session: str | None = None, max_retries: int = 200) -> None:
+                 session: str | None = None, max_retries: int = 200, create: bool = True) -> None:
+        """``create=False``: the tables exist already (another Ledger of this database made
+        them), so they are not made again."""
         if not isinstance(con, duckdb.DuckDBPyConnection):
             raise ValueError(f"con must be a duckdb.DuckDBPyConnection, got {type(con).__name__}")
         if not _IDENT.match(schema):
@@ -193,6 +195,8 @@ class Ledger(SessionLedger, LedgerRecords):
         self._standing: tuple[tuple, tuple[Budget, Budget]] | None = None  # (budget row, value): standing()
         # the dataset's sums and neighbour relation at a budget version (ledger_sums.py)
         self._sums: tuple[int, LedgerSums, str] | None = None
+        if not create:
+            return
         try:
             self._transact(self._create_tables)
         except duckdb.Error as exc:
@@ -212,30 +216,31 @@ class Ledger(SessionLedger, LedgerRecords):
 
     def _create_tables(self, cur: duckdb.DuckDBPyConnection) -> None:
         s = self._s
-        _run(cur, f"CREATE SCHEMA IF NOT EXISTS {s}")
-        _run(cur, f"""CREATE TABLE IF NOT EXISTS {s}.budget (
+        _run(cur, ";\n".join([  # one script: a new in-memory database makes these on every connect
+            f"CREATE SCHEMA IF NOT EXISTS {s}",
+            f"""CREATE TABLE IF NOT EXISTS {s}.budget (
             id INTEGER PRIMARY KEY, epsilon DOUBLE NOT NULL, delta DOUBLE NOT NULL,
             filter VARCHAR NOT NULL, config VARCHAR NOT NULL, version BIGINT NOT NULL,
-            updated_at TIMESTAMP NOT NULL)""")
-        _run(cur, f"""CREATE TABLE IF NOT EXISTS {s}.ledger (
+            updated_at TIMESTAMP NOT NULL)""",
+            f"""CREATE TABLE IF NOT EXISTS {s}.ledger (
             query_id BIGINT PRIMARY KEY, charged_at TIMESTAMP NOT NULL, session VARCHAR,
             sql VARCHAR, operators VARCHAR, method VARCHAR NOT NULL, epsilon DOUBLE NOT NULL,
             delta DOUBLE NOT NULL, filter VARCHAR NOT NULL, bounds VARCHAR, event VARCHAR,
-            status VARCHAR NOT NULL, status_at TIMESTAMP, error VARCHAR, kind VARCHAR DEFAULT 'query')""")
-        if not _run(cur, "SELECT 1 FROM information_schema.columns WHERE table_schema = ? AND table_name = 'ledger' "
-                    "AND column_name = 'kind'", [s]):  # a ledger written by dodb 0.1
-            _run(cur, f"ALTER TABLE {s}.ledger ADD COLUMN kind VARCHAR DEFAULT 'query'")
-        _run(cur, f"""CREATE TABLE IF NOT EXISTS {s}.owner_actions (
+            status VARCHAR NOT NULL, status_at TIMESTAMP, error VARCHAR, kind VARCHAR DEFAULT 'query')""",
+            f"""CREATE TABLE IF NOT EXISTS {s}.owner_actions (
             action_id BIGINT PRIMARY KEY, acted_at TIMESTAMP NOT NULL, action VARCHAR NOT NULL, target VARCHAR,
-            old_value VARCHAR, new_value VARCHAR, forced VARCHAR, charge_id BIGINT)""")
-        _run(cur, f"""CREATE TABLE IF NOT EXISTS {s}.settings (
-            name VARCHAR PRIMARY KEY, value VARCHAR NOT NULL, updated_at TIMESTAMP NOT NULL)""")
-        _run(cur, f"""CREATE TABLE IF NOT EXISTS {s}.ledger_cost (
+            old_value VARCHAR, new_value VARCHAR, forced VARCHAR, charge_id BIGINT)""",
+            f"""CREATE TABLE IF NOT EXISTS {s}.settings (
+            name VARCHAR PRIMARY KEY, value VARCHAR NOT NULL, updated_at TIMESTAMP NOT NULL)""",
+            f"""CREATE TABLE IF NOT EXISTS {s}.ledger_cost (
             query_id BIGINT NOT NULL, coord VARCHAR NOT NULL, value DOUBLE NOT NULL,
-            PRIMARY KEY (query_id, coord))""")
-        _run(cur, f"""CREATE TABLE IF NOT EXISTS {s}.ledger_scoped_cost (
+            PRIMARY KEY (query_id, coord))""",
+            f"""CREATE TABLE IF NOT EXISTS {s}.ledger_scoped_cost (
             query_id BIGINT NOT NULL, account VARCHAR NOT NULL, part VARCHAR NOT NULL, coord VARCHAR NOT NULL,
-            value DOUBLE NOT NULL, PRIMARY KEY (query_id, account, part, coord))""")
+            value DOUBLE NOT NULL, PRIMARY KEY (query_id, account, part, coord))"""]))
+        if not _run(cur, "SELECT 1 FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = ? "
+                    "AND table_name = 'ledger' AND column_name = 'kind'", [s]):  # a ledger written by dodb 0.1
+            _run(cur, f"ALTER TABLE {s}.ledger ADD COLUMN kind VARCHAR DEFAULT 'query'")
         create_session_table(cur, s)
 
     def _transact(self, body, *args: Any) -> Any:
@@ -304,8 +309,8 @@ class Ledger(SessionLedger, LedgerRecords):
     def _has_scoped(self, cur: duckdb.DuckDBPyConnection) -> bool:
         """A read-only ledger written before partitions and sessions has no scoped table."""
         if self._scoped is None:
-            self._scoped = bool(_run(cur, "SELECT count(*) FROM information_schema.tables WHERE table_schema = ? "
-                                          "AND table_name = 'ledger_scoped_cost'", [self._s])[0][0])
+            self._scoped = bool(_run(cur, "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
+                                          "AND schema_name = ? AND table_name = 'ledger_scoped_cost'", [self._s])[0][0])
         return self._scoped
 
     def charged_partitions(self) -> set[str]:
@@ -373,9 +378,14 @@ class Ledger(SessionLedger, LedgerRecords):
             now = {"epsilon": filt.epsilon, "delta": filt.delta, "filter": name}
             if was != now or forced:
                 self.record_owner_action(cur, "set_budget", None, old=was, new=now, forced=forced)
-            return BudgetInfo(filt.epsilon, filt.delta, name, config, version)
+            # nothing charged yet: the sums at this version are empty (the first admit reads nothing)
+            empty = (version, LedgerSums(), neighbour) if n == 0 else None
+            return BudgetInfo(filt.epsilon, filt.delta, name, config, version), empty
 
-        return self._transact(body)
+        info, empty = self._transact(body)
+        if empty is not None:
+            self._sums = empty
+        return info
 
     @property
     def budget(self) -> BudgetInfo | None:

@@ -147,11 +147,14 @@ class Catalog:
         # decoded, verified slot arrays of private tables, keyed by the storage they came from
         # (docs/design.md §Slot cache); weights are bytes
         self.slot_cache = PublicFacts(max_entries=64, max_weight=slot_cache_bytes())
-        self.refresh()
+        self.refresh(functions=False)
 
     # -- loading -----------------------------------------------------------------------
-    def refresh(self) -> None:
-        self.end_refresh(self.begin_refresh())
+    def refresh(self, functions: bool = True) -> None:
+        """Read the catalog again.  ``functions=False`` keeps the user functions of the last
+        listing: for callers that plan nothing (loading data), since every query lists them
+        again before it is admitted (``settle``; docs/design.md §Planning caches)."""
+        self.end_refresh(self.begin_refresh() if functions else None)
 
     def begin_refresh(self) -> Future:
         """Start reading the user functions on another thread; the caller does other work,

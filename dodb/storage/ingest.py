@@ -427,7 +427,7 @@ def _run_action(db, table: str, action: str, d: Declaration, data: pa.Table, col
         w.close()
     if charge is not None:
         charge.complete()
-    catalog.refresh()
+    catalog.refresh(functions=False)
     return IngestResult(table, n, cap, spec["capacity_source"], releases,
                         charge.query_id if charge else None, charge.epsilon if charge else 0.0,
                         charge.delta if charge else 0.0)
@@ -452,7 +452,7 @@ def protect(db, table: str, d: Declaration, *, capacity: int | None = None, epsi
             delta: float | None = None, force: bool = False) -> IngestResult:
     """Make ``table`` private (or change the declaration of a private table)."""
     catalog: Catalog = db.catalog
-    catalog.refresh()
+    catalog.refresh(functions=False)
     info = catalog.table(table)
     if info.kind == "view":
         raise CatalogError(f"{table!r} is a view: protect the tables it reads")
@@ -485,7 +485,7 @@ def load(db, table: str, rows: Any, *, append: bool, capacity: int | None = None
          delta: float | None = None) -> IngestResult:
     """Insert rows into (``append``) or replace the data of a private table."""
     catalog: Catalog = db.catalog
-    catalog.refresh()
+    catalog.refresh(functions=False)
     info = catalog.table(table)
     if not info.private:
         raise CatalogError(f"{table!r} is not private: load it with DuckDB, or protect it first")
@@ -532,7 +532,7 @@ def unprotect(db, table: str, *, force: bool = False) -> None:
     ``force``; recorded in the owner history (docs/design.md §Owner actions).
     """
     catalog: Catalog = db.catalog
-    catalog.refresh()
+    catalog.refresh(functions=False)
     info = catalog.table(table)
     if not info.private:
         raise CatalogError(f"{table!r} is not private")
@@ -571,4 +571,4 @@ def unprotect(db, table: str, *, force: bool = False) -> None:
         raise
     finally:
         w.close()
-    catalog.refresh()
+    catalog.refresh(functions=False)

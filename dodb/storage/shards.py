@@ -189,7 +189,7 @@ def write_shards(db, workers: int, *, epsilon: float, delta: float, directory: P
     if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
         raise DodbError(f"workers must be an integer from 1 to {MAX_WORKERS}, got {workers!r}")
     catalog: Catalog = db.catalog
-    catalog.refresh()
+    catalog.refresh(functions=False)
     private = sorted((t for t, i in catalog.tables.items() if i.private), key=lambda t: len(catalog.unit_path(t)))
     if not private:
         raise DodbError("the database has no protected table to shard")
