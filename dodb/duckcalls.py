@@ -7,6 +7,7 @@ calls made inside it; outside it the functions are thin wrappers.
 """
 from __future__ import annotations
 
+import functools
 import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -15,7 +16,7 @@ from typing import Iterator
 import duckdb
 import pyarrow as pa
 
-__all__ = ["fetch_arrow", "register", "recording", "arrow_shape", "scratch", "scratch_registered"]
+__all__ = ["fetch_arrow", "register", "recording", "arrow_shape", "scratch", "scratch_registered", "union_types"]
 
 _LOG: ContextVar[list | None] = ContextVar("dodb_duck_calls", default=None)
 _scratch = threading.local()
@@ -47,6 +48,20 @@ def scratch_registered(**tables: pa.Table) -> Iterator[duckdb.DuckDBPyConnection
     finally:
         for name in tables:
             con.unregister(name)
+
+
+@functools.lru_cache(maxsize=1024)
+def union_types(left: tuple[pa.DataType, ...], right: tuple[pa.DataType, ...]) -> tuple[pa.DataType, ...]:
+    """DuckDB's common types of two column lists (as ``UNION ALL`` makes them), asked of empty
+    columns: a pure function of the types, so each pair is asked once per process.
+
+    >>> union_types((pa.int32(),), (pa.int64(),))
+    (DataType(int64),)
+    """
+    ea = pa.table({f"c{i}": pa.array([], type=t) for i, t in enumerate(left)})
+    eb = pa.table({f"c{i}": pa.array([], type=t) for i, t in enumerate(right)})
+    with scratch_registered(ea=ea, eb=eb) as con:
+        return tuple(con.sql("SELECT * FROM ea UNION ALL SELECT * FROM eb").to_arrow_table().schema.types)
 
 
 def arrow_shape(table: pa.Table) -> tuple:

@@ -19,7 +19,7 @@ import sqlglot
 from sqlglot import exp
 
 from .. import duckcalls
-from ..duckcalls import scratch_registered
+from ..duckcalls import scratch_registered, union_types
 from ..operators import (
     ExecContext, PaddedTable, distinct, filter_table, from_arrow, group_by, join, order_by,
     predicate_mask, project, set_operation,
@@ -371,11 +371,6 @@ def _broadcast(big: PaddedTable, one: PaddedTable, stability: int) -> PaddedTabl
                        big.aligned)
 
 
-def _empty(t: PaddedTable, names: list[str] | None = None) -> pa.Table:
-    """Zero rows of ``t``'s schema (types only: no row is read)."""
-    return pa.table({n: pa.array([], type=c.type) for n, c in zip(names or t.names, t.columns)})
-
-
 def _cast_ctx(t: PaddedTable, ctx: ExecContext) -> ExecContext:
     """Casts over private rows go through the oblivious evaluator (docs/design.md §Expressions)."""
     return ctx if t.stability > 0 and ctx.mode != "plain" else ExecContext(mode="plain")
@@ -385,12 +380,13 @@ def _unify_types(a: PaddedTable, b: PaddedTable, ctx: ExecContext) -> tuple[Padd
     """Cast both inputs of a set operation to DuckDB's common column types."""
     if [str(c.type) for c in a.columns] == [str(c.type) for c in b.columns]:
         return a, PaddedTable(list(a.names), b.columns, b.is_real, b.stability, dict(b.meta))
-    with scratch_registered(ea=_empty(a), eb=_empty(b, a.names)) as con:
-        target = con.sql("SELECT * FROM ea UNION ALL SELECT * FROM eb").to_arrow_table().schema
+    target = union_types(tuple(c.type for c in a.columns), tuple(c.type for c in b.columns))
     out = []
     for t in (a, b):
-        exprs = {n: exp.cast(exp.column(src, quoted=True), exp.DataType.build(str(_duck_type(f.type))))
-                 for n, src, f in zip(a.names, t.names, target)}
+        # a column already of the common type is passed through, not cast to itself
+        exprs = {n: exp.column(src, quoted=True) if c.type == f else
+                 exp.cast(exp.column(src, quoted=True), exp.DataType.build(str(_duck_type(f))))
+                 for n, src, c, f in zip(a.names, t.names, t.columns, target)}
         widths = {n: c.width for n, c in zip(a.names, t.columns) if c.is_string}
         out.append(project(t, exprs, widths=widths, ctx=_cast_ctx(t, ctx)).table.with_stability(t.stability))
     return out[0], out[1]
@@ -408,16 +404,14 @@ def _unify_keys(left: PaddedTable, right: PaddedTable, lk: list[str], rk: list[s
              if family(left.column(a).type) != family(right.column(b).type)]
     if not pairs:
         return left, right, lk, rk
-    with scratch_registered(ea=pa.table({f"k{i}": pa.array([], type=left.column(lk[i]).type) for i in pairs}),
-                            eb=pa.table({f"k{i}": pa.array([], type=right.column(rk[i]).type) for i in pairs})) as con:
-        target = con.sql("SELECT * FROM ea UNION ALL SELECT * FROM eb").to_arrow_table().schema
+    target = union_types(tuple(left.column(lk[i]).type for i in pairs), tuple(right.column(rk[i]).type for i in pairs))
     lk, rk = list(lk), list(rk)
     sides = []
     for t, keys, tag in ((left, lk, "l"), (right, rk, "r")):
         exprs = {n: exp.column(n, quoted=True) for n in t.names}
         for i, f in zip(pairs, target):
             name = f"__key_{tag}{i}"
-            exprs[name] = exp.cast(exp.column(keys[i], quoted=True), exp.DataType.build(_duck_type(f.type)))
+            exprs[name] = exp.cast(exp.column(keys[i], quoted=True), exp.DataType.build(_duck_type(f)))
             keys[i] = name
         widths = {n: c.width for n, c in zip(t.names, t.columns) if c.is_string}
         out = project(t, exprs, widths=widths, ctx=_cast_ctx(t, ctx)).table.with_stability(t.stability)
