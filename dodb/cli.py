@@ -147,11 +147,14 @@ def _open(args, *, allow_insecure: bool = False):
 
     path = args.db
     if path.startswith(("grpc://", "grpc+tcp://", "grpc+tls://")):
+        if getattr(args, "cluster", None):
+            raise DodbError("--cluster is for a database file: a dodb server runs its own executor")
         return dodb.connect(path, token=getattr(args, "token", None) or os.environ.get("DODB_TOKEN"))
     if getattr(args, "token", None):
         raise DodbError("--token is for a dodb server (grpc://host:port)")
     # short commands take turns on a file another process holds (docs/design.md §Concurrency)
-    return dodb.connect(path, allow_insecure=allow_insecure, create=getattr(args, "create", False), wait=CLI_WAIT)
+    return dodb.connect(path, allow_insecure=allow_insecure, create=getattr(args, "create", False), wait=CLI_WAIT,
+                        cluster=getattr(args, "cluster", None))
 
 
 def _query(args) -> int:
@@ -333,6 +336,22 @@ def _protect(args) -> int:
     return 0
 
 
+def _shard(args) -> int:
+    db = _open(args)
+    try:
+        reports = db.shard(args.workers, epsilon=args.epsilon)
+        if args.json:
+            print(json.dumps(reports))
+        else:
+            for r in reports:
+                print(f"sharded {r['table']}: {r['rows']} rows into {r['workers']} shards of capacities "
+                      f"{', '.join(str(c) for c in r['capacities'])}")
+            print(f"shards in {db.shard_directory()}; run queries with --cluster local:{args.workers}")
+    finally:
+        db.close()
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dodb", description="Differentially oblivious SQL for DuckDB")
     sub = p.add_subparsers(dest="command", required=True)
@@ -351,6 +370,10 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--mode", choices=["do", "oblivious", "plain"], default="do")
         sp.add_argument("--json", action="store_true")
         sp.add_argument("--token", help="analyst token for a dodb server (or DODB_TOKEN)")
+    for sp in (q, ex):
+        sp.add_argument("--cluster", metavar="SPEC", help="run on workers over the shards ('dodb shard' first): "
+                        "local:P starts P Ray workers here, inline:P runs them in this process, ray://HOST:PORT joins "
+                        "a cluster (docs/distributed.md)")
     q.add_argument("--limit", type=int, default=50)
     q.add_argument("--verbose", action="store_true", help="privacy report with every release's ε/δ and theorems")
     q.add_argument("--allow-insecure", action="store_true", help="needed for --mode plain on private tables")
@@ -380,6 +403,12 @@ def _parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=int, default=47470, help="0 picks a free port (printed)")
     sv.add_argument("--tls-cert", help="PEM certificate (with --tls-key): serve grpc+tls://")
     sv.add_argument("--tls-key")
+    sh = sub.add_parser("shard", help="cut the private tables into shards by privacy unit, for --cluster "
+                                       "(owner action; the shard sizes are released and charged)")
+    sh.add_argument("db")
+    sh.add_argument("--workers", type=int, required=True)
+    sh.add_argument("--epsilon", type=float, help="ε for the released shard sizes (default: as for protect)")
+    sh.add_argument("--json", action="store_true")
     pr = sub.add_parser("protect", help="declare a table private")
     pr.add_argument("db")
     pr.add_argument("table")
@@ -396,7 +425,7 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--null-units", choices=["keep", "refuse"], default="keep",
                     help="rows whose unit key is NULL: each a unit of its own (default)")
     pr.add_argument("--json", action="store_true")
-    for sp in (q, ex, b, h, u, t, pr):
+    for sp in (q, ex, b, h, u, t, pr, sh):
         sp.add_argument("--create", action="store_true", help="create the database file if it does not exist")
     from .audit import command as audit_command
 
@@ -414,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
     from .audit import command as audit_command
 
     handlers = {"demo": _demo, "warmup": _warmup, "query": _query, "explain": _explain, "budget": _budget, "protect": _protect,
-                "history": _history, "unprotect": _unprotect, "token": _token, "serve": _serve,
+                "history": _history, "unprotect": _unprotect, "token": _token, "serve": _serve, "shard": _shard,
                 "audit": audit_command.run}
     if args.command == "token" and args.action != "list" and not args.name:
         print(f"dodb: error: dodb token {args.action} FILE NAME", file=sys.stderr)
