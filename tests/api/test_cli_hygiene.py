@@ -1,22 +1,21 @@
-"""CLI hygiene (issue 12 item 8): --allow-insecure, --create, the ε used, history, recorded budget changes."""
+"""CLI hygiene (issue 12 item 8): --allow-insecure, --create, the ε used, history, recorded budget changes.
+
+The commands run in this process (``tests/cli_run.py``); ``test_readme_and_cli.py`` runs them as subprocesses."""
 from __future__ import annotations
 
 import json
 import os
-import pathlib
 import subprocess
-import sys
 
 import duckdb
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from ..cli_run import run_cli
+
 GROUPED = "SELECT g, count(*) AS n FROM t GROUP BY g ORDER BY g"
 
 
 def _dodb(*args: str, cwd) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), DODB_ALLOW_SEED="1")
-    return subprocess.run([sys.executable, "-m", "dodb", *args], cwd=cwd, capture_output=True, text=True,
-                          env=env, timeout=600)
+    return run_cli(*args, cwd=cwd)  # in this process (tests/cli_run.py); the README test runs subprocesses
 
 
 def _ok(r: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
