@@ -433,8 +433,9 @@ def lex_scan_pass(W, nw, P, npay, seg, n, is_max, reverse):
 
 
 @njit(**_OPTS)
-def lookup_rows(LW, RWT, nkw, ok, r_ok, PUBT, OUT, words, n, k, matched, msk):
-    """The lookup join's ``k × n`` comparisons row by row (``operators.lookup``); the same
+def lookup_rows(LW, RWT, nkw, ok, r_ok, PUBT, OUT, words, n, k, matched, msk, i0, i1):
+    """The lookup join's ``k × n`` comparisons row by row (``operators.lookup``), for the
+    private rows ``i0 <= i < i1`` (threads take disjoint ranges cut by public sizes); the same
     results as the reference's ``k`` passes, as the real public keys are unique (checked).
 
     For every private row ``i`` (in order) and every public row ``j`` (in order): a mask of
@@ -443,7 +444,7 @@ def lookup_rows(LW, RWT, nkw, ok, r_ok, PUBT, OUT, words, n, k, matched, msk):
     ``(i, j)`` is read whatever the keys; the public side (``RWT``/``PUBT``: ``nkw``/``words``
     runs of ``k`` words) stays in cache, so the work no longer streams ``n`` rows ``k`` times.
     """
-    for i in range(n):
+    for i in range(i0, i1):
         oki = np.uint64(0) - np.uint64(ok[_ix(i)])
         for j in range(k):
             msk[_ix(j)] = oki & (np.uint64(0) - np.uint64(r_ok[_ix(j)]))

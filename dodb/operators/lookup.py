@@ -25,6 +25,7 @@ from .table import Column, PaddedTable, unify_columns
 
 __all__ = ["lookup_join", "lookup_pays", "pass_cost"]
 
+MIN_ROWS_PER_THREAD = 4096  # below this a thread's start costs more than its share of the passes
 COST_PER_STAGE = 25.0  # measured: a sort-join network stage costs about 25 pass-cost units per row
 
 
@@ -88,15 +89,24 @@ def _passes_compiled(lw: list[np.ndarray], rw: list[np.ndarray], ok: np.ndarray,
     as :func:`_passes_numpy` (a NULL public key, ``r_ok[j]`` false, clears its mask instead
     of being skipped, so every pair of rows is read)."""
     from ..oblivious import compiled
+    from ..oblivious.threads import pool, threads
 
     pub = np.concatenate(pub_words, axis=0) if pub_words else np.zeros((0, k), dtype=np.uint64)
     out = np.zeros((pub.shape[0], n), dtype=np.uint64)
     matched = np.zeros(n, dtype=np.uint8)
+    args = (np.concatenate(lw), np.concatenate(rw), len(lw), ok.astype(np.uint8), r_ok.astype(np.uint8),
+            np.ascontiguousarray(pub).reshape(-1), out.reshape(-1), pub.shape[0], n, k, matched)
     # row by row: the public side stays in cache; the OR over public rows equals the
-    # reference's selects because the real public keys are unique (checked above)
-    compiled.lookup_rows(np.concatenate(lw), np.concatenate(rw), len(lw), ok.astype(np.uint8),
-                         r_ok.astype(np.uint8), np.ascontiguousarray(pub).reshape(-1), out.reshape(-1),
-                         pub.shape[0], n, k, matched, np.empty(k, dtype=np.uint64))
+    # reference's selects because the real public keys are unique (checked above).  Each
+    # thread takes a range of rows cut from n alone (public), with its own mask scratch.
+    parts = max(1, min(threads(), n // MIN_ROWS_PER_THREAD))
+    cuts = [n * p // parts for p in range(parts + 1)]
+    if parts == 1:
+        compiled.lookup_rows(*args, np.empty(k, dtype=np.uint64), 0, n)
+    else:
+        for f in [pool(parts).submit(compiled.lookup_rows, *args, np.empty(k, dtype=np.uint64), a, b)
+                  for a, b in zip(cuts, cuts[1:])]:
+            f.result()
     bounds = np.cumsum([w.shape[0] for w in pub_words])[:-1]
     return matched.view(bool), np.split(out, bounds, axis=0) if pub_words else []
 

@@ -53,7 +53,7 @@ def _exercise() -> None:
     k, w = 3, 2
     u64, u8 = np.zeros(n * w, np.uint64), np.zeros(n, np.uint8)
     compiled.lookup_rows(u64[:n], np.zeros(k, np.uint64), 1, u8, np.ones(k, np.uint8), np.zeros(w * k, np.uint64),
-                         u64, w, n, k, u8.copy(), np.zeros(k, np.uint64))
+                         u64, w, n, k, u8.copy(), np.zeros(k, np.uint64), 0, n)
     for kernel in (compiled.compact_rounds, compiled.distribute_rounds):  # small blocks: waves and single rounds
         mk, tmp = (np.zeros(m, np.uint64) for m in compiled.scratch_rows(n, 6, 8, 2))
         kernel((flags & (np.arange(n) < 20)).astype(np.uint8), np.zeros(n, np.int64), u64.copy(), w, n, 6, mk, tmp, 8, 2)

@@ -114,3 +114,29 @@ def test_compiled_lookup_passes_equal_the_numpy_reference(mode, how, lr):
     for x, y in zip(a.table.arrays(), b.table.arrays()):
         assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
     assert_same_rows(b.table.to_arrow(), duck(f"SELECT * FROM l {SQL[how]} r ON a = ra AND b = rb", l=l, r=r))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("n", [100, 4096 * 2 + 7, 4096 * 3 + 1])
+def test_compiled_lookup_on_threads_equals_the_reference(threads, n):
+    """The compiled passes split rows between threads by public counts (``MIN_ROWS_PER_THREAD``):
+    whatever the split, the matched flags and selected words are the reference's."""
+    import numpy as np
+
+    import dodb
+    from dodb.operators.lookup import _passes_compiled, _passes_numpy
+
+    rng = np.random.default_rng(n + threads)
+    k = 37
+    lw = [rng.integers(0, 60, n).astype(np.uint64), rng.integers(0, 2, n).astype(np.uint64)]
+    rw = [rng.permutation(60)[:k].astype(np.uint64), np.ones(k, dtype=np.uint64)]
+    ok, r_ok = rng.random(n) < 0.9, rng.random(k) < 0.9
+    pub = [rng.integers(0, 1 << 63, (2, k), dtype=np.uint64), rng.integers(0, 9, (1, k), dtype=np.uint64)]
+    old = dodb.set_threads(threads)
+    try:
+        got = _passes_compiled(lw, rw, ok, r_ok, pub, n, k)
+    finally:
+        dodb.set_threads(old)
+    want = _passes_numpy(lw, rw, ok, r_ok, pub, n, k)
+    assert np.array_equal(got[0], want[0])
+    assert all(np.array_equal(a, b) for a, b in zip(got[1], want[1]))
