@@ -386,10 +386,14 @@ class Database:
                         "value": value})
         comp = charge.report.as_dict() if charge is not None and charge.report is not None else {}
         spent = remaining = None
-        if charge is None or not has_standing(charge):  # else as the charge left it, computed when read
+        later = None  # (spent, remaining) as they stand now, computed when first read (standing.py)
+        if charge is not None and has_standing(charge):  # as the charge left it
+            later = lambda: (tuple(charge.spent), tuple(charge.remaining))  # noqa: E731
+        else:
             try:
                 if charge is None or charge.account is None:
-                    spent, remaining = map(tuple, self.ledger.standing())
+                    now = self.ledger.standing_later()
+                    later = lambda: tuple(map(tuple, now()))  # noqa: E731
                 else:
                     st = self.ledger.session_info(charge.account)
                     spent, remaining = tuple(st["spent"]), tuple(st["remaining"])
@@ -406,8 +410,8 @@ class Database:
                                charge.query_id if charge else None, spent, remaining, tables,
                                sorted(charge.partitions) if charge is not None and charge.partitions else None,
                                charge.account if charge is not None else None)
-        if charge is not None and has_standing(charge):
-            defer_standing(report, lambda: (tuple(charge.spent), tuple(charge.remaining)))
+        if later is not None:
+            defer_standing(report, later)
         return report
 
     # -- analyst sessions (docs/design.md §Analyst sessions) ---------------------------------

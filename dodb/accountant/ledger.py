@@ -615,19 +615,29 @@ class Ledger(SessionLedger, LedgerRecords):
         (:meth:`admit`, :meth:`set_budget`), so while that row and the neighbour relation read
         the same, the charges are the same and the last answer is reused.  Admission never
         uses this: it reads the charges in its own transaction."""
-        def body(cur: duckdb.DuckDBPyConnection) -> tuple[Budget, Budget]:
+        return self.standing_later()()
+
+    def standing_later(self) -> Callable[[], tuple[Budget, Budget]]:
+        """:meth:`standing` read now and computed when called: the charges are read in this
+        transaction, the filter's headroom (a bisection) only when the pair is wanted
+        (``standing.py``)."""
+        def body(cur: duckdb.DuckDBPyConnection) -> Callable[[], tuple[Budget, Budget]]:
             rows = _run(cur, f"SELECT epsilon, delta, filter, config, version, (SELECT value FROM {self._s}.settings "
                              f"WHERE name = 'neighbour') FROM {self._s}.budget WHERE id = 1")
             if not rows:
                 raise BudgetNotSetError("no privacy budget set for this dataset")
             key = tuple(rows[0])
             if self._standing is not None and self._standing[0] == key:
-                return self._standing[1]
+                value = self._standing[1]
+                return lambda: value
             info, nb = BudgetInfo.from_row(key), key[5] or DEFAULT_NEIGHBOUR
-            state = self._read_state(cur)
-            value = (worst_spent(state, nb), worst_headroom(info.make_filter(), state, nb))
-            self._standing = (key, value)
-            return value
+            sums = self._dataset_sums(cur, info.version)
+
+            def compute() -> tuple[Budget, Budget]:
+                value = _standing_after(sums, info.make_filter(), nb)
+                self._standing = (key, value)
+                return value
+            return compute
         return self._transact(body)
 
     def spent(self) -> Budget:

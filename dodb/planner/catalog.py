@@ -118,13 +118,21 @@ def _user_functions(cur: duckdb.DuckDBPyConnection) -> set[str]:
 
 # Every table definition (of every attached database: a view may read any of them) and the
 # current schema's views, as DuckDB keeps them (an ALTER rewrites a table's SQL; a re-created
-# one has a new oid).
+# one has a new oid); with the privacy specs once dodb's meta table exists.  One statement.
 _KEY_SQL = (
-    "SELECT current_database(), current_schema(), "
-    "(SELECT list((schema_name, table_name, database_name, table_oid, sql) "
-    " ORDER BY database_name, schema_name, table_name) FROM duckdb_tables()), "
-    "(SELECT list((view_name, view_oid, sql) ORDER BY view_name) FROM duckdb_views() "
-    " WHERE NOT internal AND database_name = current_database() AND schema_name = current_schema())")
+    "SELECT current_database(), current_schema(), 't', database_name, schema_name, table_name, table_oid, sql "
+    "FROM duckdb_tables() UNION ALL "
+    "SELECT current_database(), current_schema(), 'v', database_name, schema_name, view_name, view_oid, sql "
+    "FROM duckdb_views() WHERE NOT internal AND database_name = current_database() "
+    "AND schema_name = current_schema()")
+_SPECS_SQL = f"SELECT table_name, spec FROM {META_SCHEMA}.{META_TABLE} ORDER BY table_name"
+_KEY_SPECS_SQL = (_KEY_SQL + " UNION ALL SELECT NULL, NULL, 's', NULL, NULL, table_name, NULL, spec "
+                  f"FROM {META_SCHEMA}.{META_TABLE}")
+
+
+def _sorted(rows) -> tuple:
+    """Key rows in a fixed order (UNION ALL gives no order)."""
+    return tuple(sorted(rows, key=lambda r: tuple("" if v is None else str(v) for v in r)))
 
 
 class Catalog:
@@ -200,17 +208,14 @@ class Catalog:
         # A cheap key first: every table's and view's definition (DuckDB keeps each one's SQL,
         # ALTERs included) and the privacy specs.  When it reads as last time, so would the
         # columns and views below (docs/design.md §Planning caches).
-        key = cur.execute(_KEY_SQL).fetchall()[0]
-        specs = []
-        if any((s, t, d) == (META_SCHEMA, META_TABLE, key[0]) for s, t, d, *_ in key[2] or ()):
-            specs = cur.execute(f"SELECT table_name, spec FROM {META_SCHEMA}.{META_TABLE} ORDER BY table_name").fetchall()
+        key, specs = self._read_key(cur)
         if functions is not None:
             self.macros = functions.result()
         if self._key == (key, specs):
             self._fingerprint_state()
             return
         self._key = (key, specs)
-        self.database, self.schema = key[0], key[1]
+        self.database, self.schema = self._where(cur, key)
         # duckdb_columns()/duckdb_views() rather than information_schema: same facts, 3x faster
         rows = cur.execute(
             "SELECT c.table_name, c.column_name, c.data_type, c.is_nullable, v.view_name IS NOT NULL "
@@ -236,6 +241,25 @@ class Catalog:
         self.tables = tables
         self._read = (self.database, self.schema, tuple(rows), tuple(sorted(views.items())), tuple(specs))
         self._fingerprint_state()
+
+    def _read_key(self, cur: duckdb.DuckDBPyConnection) -> tuple[tuple, list]:
+        """``(definitions, specs)``: the cheap key of what :meth:`_load` reads (``_KEY_SQL``)."""
+        if self._key is not None and self._key[1]:  # the meta table existed: one statement with the specs
+            try:
+                rows = cur.execute(_KEY_SPECS_SQL).fetchall()
+                return _sorted(r for r in rows if r[2] != "s"), sorted((r[5], r[7]) for r in rows if r[2] == "s")
+            except duckdb.CatalogException:
+                pass  # it was dropped: read without it
+        rows = _sorted(cur.execute(_KEY_SQL).fetchall())
+        has_meta = any(r[2] == "t" and (r[3], r[4], r[5]) == (r[0], META_SCHEMA, META_TABLE) for r in rows)
+        return rows, (cur.execute(_SPECS_SQL).fetchall() if has_meta else [])
+
+    @staticmethod
+    def _where(cur: duckdb.DuckDBPyConnection, key: tuple) -> tuple[str, str]:
+        """The current database and schema (in every key row; read when there is none)."""
+        if key:
+            return key[0][0], key[0][1]
+        return tuple(cur.execute("SELECT current_database(), current_schema()").fetchall()[0])
 
     # -- queries -----------------------------------------------------------------------
     def table(self, name: str) -> TableInfo:
