@@ -81,7 +81,15 @@ __all__ = ["Ledger", "Charge", "BudgetInfo", "NEIGHBOURS", "DEFAULT_NEIGHBOUR", 
 
 NEIGHBOURS = ("add_remove", "replace")  # add/remove one privacy unit, or replace one
 DEFAULT_NEIGHBOUR = "add_remove"
-_PRICE_CACHE_SIZE = 256
+_PRICE_CACHE_SIZE = 1024
+_PRICES: OrderedDict[tuple, Any] = OrderedDict()  # composition reports by their leaves' values (_price)
+_PRICES_LOCK = threading.Lock()
+
+
+def _by_value(privacy_key: tuple) -> bool:
+    """Whether a leaf's key is all values: a custom loss curve is keyed by ``id()``, which a
+    later object may reuse, so such a leaf is priced afresh every time."""
+    return not isinstance(privacy_key[7], int)
 
 
 def check_neighbour(neighbour: str) -> None:
@@ -189,7 +197,6 @@ class Ledger(SessionLedger, LedgerRecords):
         self.session = session or uuid.uuid4().hex[:12]
         self.max_retries = int(max_retries)
         self._lock = threading.RLock()
-        self._prices: OrderedDict[tuple, tuple] = OrderedDict()
         self.read_only = False
         self._scoped: bool | None = None
         self._standing: tuple[tuple, tuple[Budget, Budget]] | None = None  # (budget row, value): standing()
@@ -551,21 +558,23 @@ class Ledger(SessionLedger, LedgerRecords):
             delta = min(math.fsum(d * n for (_, d), (_, n) in zip(noms, event.leaves())), 1.0 - 1e-12)
         else:
             delta = check_delta(delta, "query delta")
-        # identical leaves at the same delta compose identically: reuse the (label-free) report
+        # identical leaves at the same delta compose identically: reuse the (label-free) report,
+        # across every ledger of the process (a pure function of the leaves' values)
         leaves = event.leaves()
         key = None
-        if all(leaf.kind in ("padding", "generic") for leaf, _ in leaves):
+        if all(leaf.kind in ("padding", "generic") and _by_value(leaf.privacy_key) for leaf, _ in leaves):
             key = (tuple((leaf.privacy_key, n) for leaf, n in leaves), delta, method)
-        cached = self._prices.get(key) if key is not None else None
+        with _PRICES_LOCK:
+            cached = _PRICES.get(key) if key is not None else None
         if cached is not None:
             report = cached
         else:
             report = compose_all(event, delta, None if method == "best" else [method])
             if key is not None:
-                with self._lock:
-                    self._prices[key] = report
-                    while len(self._prices) > _PRICE_CACHE_SIZE:
-                        self._prices.popitem(last=False)
+                with _PRICES_LOCK:
+                    _PRICES[key] = report
+                    while len(_PRICES) > _PRICE_CACHE_SIZE:
+                        _PRICES.popitem(last=False)
         chosen = report.best
         if not chosen.applicable:
             why = "; ".join(f"{k}: {b.note}" for k, b in report.items())

@@ -106,3 +106,23 @@ def test_a_charges_standing_is_the_state_it_left_whenever_read():
     led.admit(padding_query(0.3), standing=True)
     assert (first.spent, first.remaining) == want
     assert led.admit(padding_query(0.1)).spent is None  # not asked for: nothing deferred
+
+
+def test_prices_are_shared_by_value_across_ledgers(monkeypatch):
+    """A query's composition report is a pure function of its leaves' values, reused by every
+    ledger of the process; a leaf with a custom loss curve (keyed by ``id()``) is never reused."""
+    from dodb.accountant import ledger as ledger_mod
+
+    calls = []
+    real = ledger_mod.compose_all
+    monkeypatch.setattr(ledger_mod, "compose_all", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(ledger_mod, "_PRICES", ledger_mod.OrderedDict())
+    leds = [Ledger(duckdb.connect()) for _ in range(2)]
+    for led in leds:
+        led.set_budget(10.0, 1e-6)
+        led.admit(padding_query(0.123))
+    assert len(calls) == 1
+    assert leds[0].history()[0]["epsilon"] == leds[1].history()[0]["epsilon"]
+    # a key holding an id() (a custom curve) is never shared
+    assert ledger_mod._by_value(padding_query(0.1).leaves()[0][0].privacy_key)
+    assert not ledger_mod._by_value(("generic", None, 1, 0.1, 0.0, None, None, 140234, None))
