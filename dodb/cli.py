@@ -352,8 +352,15 @@ def _shard(args) -> int:
     return 0
 
 
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dodb", description="Differentially oblivious SQL for DuckDB")
+    p.add_argument("--version", action="version", version=f"dodb {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("demo", help="private query session on a built-in TPC-H sample")
     d.add_argument("--scale", type=float, default=0.01)
@@ -365,7 +372,7 @@ def _parser() -> argparse.ArgumentParser:
     for sp in (q, ex):
         sp.add_argument("db", help="database file, or grpc://host:port of a dodb server")
         sp.add_argument("sql")
-        sp.add_argument("--epsilon", type=float, default=1.0)
+        sp.add_argument("--epsilon", type=float, default=1.0, help="the query's ε (default 1.0)")
         sp.add_argument("--delta", type=float, default=None, help="default: the dataset's default query δ")
         sp.add_argument("--mode", choices=["do", "oblivious", "plain"], default="do")
         sp.add_argument("--json", action="store_true")

@@ -78,10 +78,25 @@ class PrivacyReport:
                             if self.query_id and self.chosen else ""))
         else:
             lines.append("  charged: nothing")
+        capped = self.capped_note()
+        if capped:
+            lines.append(f"  {capped}")
         if self.remaining is not None:
             lines.append(f"  budget: spent ε={self.spent[0]:.4g}, δ={self.spent[1]:.3g}; "
                          f"remaining ε={self.remaining[0]:.4g}, δ={self.remaining[1]:.3g}")
         return "\n".join(lines)
+
+    def capped_note(self) -> str | None:
+        """Why less ε was charged than asked for, when a release's ε was capped
+        (``MAX_RELEASE_EPSILON``: beyond it the padding is already 0 with probability 1 − 8e-18)."""
+        from .oblivious.noise import MAX_RELEASE_EPSILON
+
+        if not any(op.get("epsilon", 0) >= MAX_RELEASE_EPSILON for op in self.operators) or \
+                self.charged_epsilon >= self.epsilon:
+            return None
+        return (f"asked for ε={self.epsilon:.4g}: each release's ε is capped at {MAX_RELEASE_EPSILON:g} "
+                f"(its padding is then already 0 with probability 1 − 8e-18), so ε={self.charged_epsilon:.4g} "
+                "was charged")
 
     def verbose(self) -> str:
         """Every release with its mechanism's ε/δ, every composition method with its
@@ -110,6 +125,9 @@ class PrivacyReport:
                      + (f" in session {self.session!r}" if self.session else "")
                      + ("; the view is (ε, δ)-differentially oblivious (004 Def 1.2), composed with earlier "
                         "queries by the ledger's adaptive filter (docs/design.md §Accounting)" if self.query_id else ""))
+        capped = self.capped_note()
+        if capped:
+            lines.append(f"  {capped}")
         if self.remaining is not None:
             lines.append(f"  budget spent ε={self.spent[0]:.4g}, δ={self.spent[1]:.3g}; "
                          f"remaining ε={self.remaining[0]:.4g}, δ={self.remaining[1]:.3g}")

@@ -1,0 +1,28 @@
+"""An ε above the per-release cap is said, not silently charged less (issue 29)."""
+from __future__ import annotations
+
+import dodb
+from dodb.oblivious.noise import MAX_RELEASE_EPSILON
+
+from ..cli_run import run_cli
+
+
+def test_a_capped_epsilon_is_said_in_the_report():
+    db = dodb.connect(seed=1)
+    db.con.execute("CREATE TABLE t AS SELECT range AS id, range % 3 AS g FROM range(30)")
+    db.set_budget(epsilon=1e12, delta=1e-6)
+    db.protect("t", "id", max_contributions=1, capacity=40)
+    big = db.sql("SELECT g, count(*) FROM t GROUP BY g", epsilon=1e9).privacy
+    assert big.charged_epsilon <= MAX_RELEASE_EPSILON < big.epsilon
+    for text in (str(big), big.verbose()):
+        assert f"capped at {MAX_RELEASE_EPSILON:g}" in text and "asked for ε=1e+09" in text
+    small = db.sql("SELECT g, count(*) FROM t GROUP BY g", epsilon=1.0).privacy
+    assert small.capped_note() is None and "capped" not in str(small)
+    db.close()
+
+
+def test_version_and_the_default_epsilon_are_in_the_cli_help(tmp_path):
+    r = run_cli("--version", cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.strip() == f"dodb {dodb.__version__}"
+    r = run_cli("query", "--help", cwd=tmp_path)
+    assert r.returncode == 0 and "default 1.0" in r.stdout
