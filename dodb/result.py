@@ -145,6 +145,8 @@ def _release_words(op: dict[str, Any]) -> str:
         shown = f"{sum(v)} (in {len(v)} bins)" if len(v) > 1 else (str(v[0]) if v else "?")
     else:
         shown = str(v)
+    if op.get("padded") is not None:  # the draw was above what the input can hold: the size seen is the cap
+        shown = f"{op['padded']} (the noise drew {shown}, more rows than its input can hold)"
     return f"{_RELEASE_WORDS.get(op['release'], op['release'] + ' of')} {op['operator']}: {shown}"
 
 

@@ -381,9 +381,13 @@ class Database:
             leaked = p.stats[node.node_id].leaked if node.node_id in p.stats else []
             # releases of one node come in plan order; a binned filter releases one value per bin
             value = leaked if len(leaked) != len([e for e in p.event_nodes if e[0] is node]) else leaked[i]
+            # what the observer sees is the padded size: a draw above the node's public bound is cut to it
+            single = isinstance(value, int) and len([e for e in p.event_nodes if e[0] is node]) == 1
+            out = p.stats[node.node_id].padded_out if node.node_id in p.stats else None
+            padded = out if single and out is not None and out < value else None
             ops.append({"operator": f"{node.kind}#{node.node_id}", "release": name, "sensitivity": s,
                         "epsilon": eps, "delta": delta, "scale": float(mech.scale), "shift": mech.shift,
-                        "value": value})
+                        "value": value, "padded": padded})
         comp = charge.report.as_dict() if charge is not None and charge.report is not None else {}
         spent = remaining = None
         later = None  # (spent, remaining) as they stand now, computed when first read (standing.py)

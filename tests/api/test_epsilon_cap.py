@@ -26,3 +26,18 @@ def test_version_and_the_default_epsilon_are_in_the_cli_help(tmp_path):
     assert r.returncode == 0 and r.stdout.strip() == f"dodb {dodb.__version__}"
     r = run_cli("query", "--help", cwd=tmp_path)
     assert r.returncode == 0 and "default 1.0" in r.stdout
+
+
+def test_a_release_above_what_its_input_holds_is_shown_as_the_size_seen():
+    """The report shows the size an observer sees: a noisy count drawn above the node's
+    public bound (its padded input) is cut to that bound (issue 29: 'groups made by
+    Aggregate: 1,496,779' for a 60k-row table)."""
+    db = dodb.connect(seed=3)
+    db.con.execute("CREATE TABLE t AS SELECT range AS id, range % 3 AS g FROM range(30)")
+    db.set_budget(epsilon=10.0, delta=1e-3)
+    db.protect("t", "id", max_contributions=1, capacity=40)
+    rep = db.sql("SELECT g, count(*) FROM t GROUP BY g", epsilon=0.01).privacy
+    (op,) = rep.operators
+    assert op["value"] > 40 and op["padded"] == 40  # ε = 0.01: the shift alone is far above 40 slots
+    assert "groups made by Aggregate" in str(rep) and ": 40 (the noise drew" in str(rep)
+    db.close()
