@@ -370,21 +370,19 @@ class Database:
             return padded, self._report(p, charge), p
 
     def _report(self, p: QueryPlan, charge) -> PrivacyReport:
-        values = {}
-        for lk in getattr(p, "leaks", []):
-            values.setdefault(lk.operator, []).append(lk.values)
         ops = []
         seen: dict[int, int] = {}
         for node, name, s, eps, delta, mech in p.event_nodes:
             i = seen.get(node.node_id, 0)
             seen[node.node_id] = i + 1
-            leaked = p.stats[node.node_id].leaked if node.node_id in p.stats else []
+            stats = p.stats.get(node.node_id)
+            leaked = stats.leaked if stats is not None else []
+            events = sum(1 for e in p.event_nodes if e[0] is node)
             # releases of one node come in plan order; a binned filter releases one value per bin
-            value = leaked if len(leaked) != len([e for e in p.event_nodes if e[0] is node]) else leaked[i]
+            value = leaked if len(leaked) != events else leaked[i]
             # what the observer sees is the padded size: a draw above the node's public bound is cut to it
-            single = isinstance(value, int) and len([e for e in p.event_nodes if e[0] is node]) == 1
-            out = p.stats[node.node_id].padded_out if node.node_id in p.stats else None
-            padded = out if single and out is not None and out < value else None
+            single = isinstance(value, int) and events == 1
+            padded = stats.padded_out if single and stats.padded_out < value else None
             ops.append({"operator": f"{node.kind}#{node.node_id}", "release": name, "sensitivity": s,
                         "epsilon": eps, "delta": delta, "scale": float(mech.scale), "shift": mech.shift,
                         "value": value, "padded": padded})
