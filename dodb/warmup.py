@@ -7,16 +7,22 @@ sorting networks, compaction, expansion, the scans, the int128 and string kernel
 random permutation — so that every kernel signature the engine uses is compiled and
 cached.  A later process loads them from the cache in milliseconds.
 
+Before the workload, the signatures it will need are compiled on every core at once
+(:mod:`dodb.precompile`, from the list in :mod:`dodb.oblivious.kernel_signatures`):
+numba compiles on one core per process, and a cold compile is minutes of LLVM passes.
+
 ``tests/test_warmup.py`` checks that the workload reaches every signature that the TPC-H
-queries and the audit's built-in set use.
+queries and the audit's built-in set use, and that the list holds all of them.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
+from pathlib import Path
 from typing import Callable
 
-__all__ = ["WARMUP_QUERIES", "warmup", "compiled_signatures"]
+__all__ = ["WARMUP_QUERIES", "warmup", "run_workload", "compiled_signatures", "run_reference_queries", "record_signatures"]
 
 # One query per kernel family beyond what protecting the sample already runs (the random
 # permutation, checksums).  Kept small: each query costs its plan and run at scale 0.001.
@@ -67,31 +73,93 @@ def compiled_signatures() -> dict[str, int]:
     return out
 
 
-def warmup(progress: Callable[[int, int, str], None] | None = None, *, scale: float = 0.001) -> float:
-    """Compile (or load from the cache) every kernel the engine uses; returns the seconds taken.
-
-    ``progress(step, steps, label)`` is called before each step.
-    """
+def run_workload(progress: Callable[[int, int, str], None] | None = None, *, scale: float = 0.001,
+                 first_step: int = 0, steps: int | None = None) -> None:
+    """Protect a tiny TPC-H sample and run :data:`WARMUP_QUERIES` (every kernel signature the
+    engine uses is then compiled or loaded).  ``progress`` counts from ``first_step``."""
     import dodb
     from .datasets import generate_tpch, protect_tpch
 
-    t0 = time.perf_counter()
-    steps = 2 + len(WARMUP_QUERIES)
+    steps = steps or first_step + 2 + len(WARMUP_QUERIES)
     report = progress or (lambda i, n, label: None)
-    report(0, steps, "building a tiny TPC-H sample")
+    report(first_step, steps, "building a tiny TPC-H sample")
     db = dodb.connect()
     try:
         generate_tpch(db.con, scale)
         db.set_budget(epsilon=1e6, delta=0.5)
-        report(1, steps, "protecting it (random permutation, checksums)")
+        report(first_step + 1, steps, "protecting it (random permutation, checksums)")
         protect_tpch(db)
         for i, q in enumerate(WARMUP_QUERIES):
-            report(2 + i, steps, q[:60] + ("…" if len(q) > 60 else ""))
+            report(first_step + 2 + i, steps, q[:60] + ("…" if len(q) > 60 else ""))
             db.sql(q, epsilon=1.0).arrow()
     finally:
         db.close()
-    from .oblivious import ir_cache
 
+
+def warmup(progress: Callable[[int, int, str], None] | None = None, *, scale: float = 0.001,
+           jobs: int | None = None) -> float:
+    """Compile (or load from the cache) every kernel the engine uses; returns the seconds taken.
+
+    First the listed signatures (:mod:`dodb.precompile`) in ``jobs`` processes at
+    once (default: one per core), then the workload, which loads them and compiles anything
+    the list missed.  ``progress(step, steps, label)`` is called before each step.
+    """
+    from .oblivious import ir_cache
+    from .precompile import compile_in_parallel
+
+    t0 = time.perf_counter()
+    steps = 3 + len(WARMUP_QUERIES)
+    report = progress or (lambda i, n, label: None)
+    workers = max(1, jobs or os.cpu_count() or 1)
+    report(0, steps, f"compiling the kernels ({workers} process{'es' if workers > 1 else ''})")
+    for line in compile_in_parallel(workers):
+        print(f"dodb warmup: {line}", file=sys.stderr)
+    run_workload(progress, scale=scale, first_step=1, steps=steps)
     ir_cache.save()  # the IR of what was compiled here, for the IR lint (no second compile)
     report(steps, steps, "done")
     return time.perf_counter() - t0
+
+
+def run_reference_queries() -> None:
+    """The 22 TPC-H queries and the audit's built-in set, in both private modes, on a tiny
+    sample: what the warmup (and :mod:`dodb.oblivious.kernel_signatures`) must cover."""
+    import dodb
+    from .audit.command import BUILTIN_QUERIES
+    from .datasets import generate_tpch, protect_tpch, tpch_query
+
+    db = dodb.connect()
+    try:
+        generate_tpch(db.con, 0.001)
+        db.set_budget(epsilon=1e9, delta=0.5)
+        protect_tpch(db)
+        for mode in ("do", "oblivious"):
+            for q in [tpch_query(n) for n in range(1, 23)] + list(BUILTIN_QUERIES):
+                db.sql(q, epsilon=1.0, mode=mode).arrow()
+    finally:
+        db.close()
+
+
+def record_signatures() -> Path:
+    """Run the warmup workload and :func:`run_reference_queries`, and write every kernel
+    signature they called to :mod:`dodb.oblivious.kernel_signatures`."""
+    from .precompile import recorded_signatures
+
+    run_workload()
+    run_reference_queries()
+    lines = ['"""Every kernel signature the warmup workload, the TPC-H queries and the audit\'s built-in set',
+             "call (generated by ``python -m dodb.warmup --record``; read by :mod:`dodb.precompile`).",
+             '"""', "", "SIGNATURES: dict[str, list[str]] = {"]
+    for name, sigs in recorded_signatures().items():
+        lines.append(f"    {name!r}: [")
+        lines += [f"        {s!r}," for s in sigs]
+        lines.append("    ],")
+    lines.append("}")
+    target = Path(__file__).parent / "oblivious" / "kernel_signatures.py"
+    target.write_text("\n".join(lines) + "\n")
+    return target
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--record"]:
+        sys.exit("usage: python -m dodb.warmup --record   (rewrites dodb/oblivious/kernel_signatures.py)")
+    print(record_signatures())

@@ -13,22 +13,14 @@ from pathlib import Path
 # in both private modes; any kernel signature the workload adds was missed by the warmup.
 _CHECK = textwrap.dedent("""
     import json, sys
-    import dodb
-    from dodb.audit.command import BUILTIN_QUERIES
-    from dodb.datasets import generate_tpch, protect_tpch, tpch_query
-    from dodb.warmup import compiled_signatures, warmup
+    from dodb.precompile import recorded_signatures
+    from dodb.warmup import compiled_signatures, run_reference_queries, warmup
 
     warmup()
     before = compiled_signatures()
-    db = dodb.connect()
-    generate_tpch(db.con, 0.001)
-    db.set_budget(epsilon=1e9, delta=0.5)
-    protect_tpch(db)
-    for mode in ("do", "oblivious"):
-        for q in [tpch_query(n) for n in range(1, 23)] + list(BUILTIN_QUERIES):
-            db.sql(q, epsilon=1.0, mode=mode).arrow()
+    run_reference_queries()
     after = compiled_signatures()
-    json.dump({"before": before, "after": after}, sys.stdout)
+    json.dump({"before": before, "after": after, "called": recorded_signatures()}, sys.stdout)
 """)
 
 
@@ -40,6 +32,47 @@ def test_warmup_compiles_every_signature_the_queries_use():
     missed = {k: (res["before"].get(k, 0), v) for k, v in res["after"].items() if v > res["before"].get(k, 0)}
     assert not missed, f"signatures the warmup does not compile (before, after): {missed}"
     assert sum(res["before"].values()) >= 10
+    # the list that `dodb warmup` compiles on every core holds every signature called
+    from dodb.oblivious.kernel_signatures import SIGNATURES
+
+    unlisted = {k: sorted(set(v) - set(SIGNATURES.get(k, ()))) for k, v in res["called"].items()}
+    unlisted = {k: v for k, v in unlisted.items() if v}
+    assert not unlisted, ("signatures missing from dodb/oblivious/kernel_signatures.py (run "
+                          f"`python -m dodb.warmup --record`): {unlisted}")
+
+
+def test_the_listed_signatures_parse_and_name_kernels():
+    """Every entry of the list names a dodb kernel and parses to numba types (no compile)."""
+    from numba.core.registry import CPUDispatcher
+
+    from dodb.oblivious.kernel_signatures import SIGNATURES
+    from dodb.precompile import kernel, parse_signature, plan_groups
+
+    assert "dodb.oblivious.compiled_sort.sort_blocks" in SIGNATURES
+    for name, sigs in SIGNATURES.items():
+        assert isinstance(kernel(name), CPUDispatcher), name
+        assert all(str(parse_signature(text)) == text for text in sigs), name
+    names = sorted(SIGNATURES)
+    two = plan_groups(names, 2)  # the sorting network's two entry points apart, the rest beside the lighter
+    assert two[0] == ["dodb.oblivious.compiled_sort.sort_blocks"]
+    assert two[1][0] == "dodb.oblivious.compiled_sort.sort_long" and len(two[1]) == len(names) - 1
+    one = plan_groups(names, 1)
+    assert len(one) == 1 and sorted(one[0]) == names
+    assert sorted(n for g in plan_groups(names, 5) for n in g) == names
+
+
+def test_parallel_compile_reports_a_failed_process(monkeypatch):
+    """The children compile their groups (here: load them from the warm cache); a child that
+    fails is reported, not ignored."""
+    from dodb import precompile
+    from dodb.oblivious import kernel_signatures
+
+    assert precompile.compile_in_parallel(2) == []
+    planted = {"dodb.oblivious.compiled_sort.no_such_kernel": ["(int64,)"], **kernel_signatures.SIGNATURES}
+    monkeypatch.setattr(kernel_signatures, "SIGNATURES", planted)
+    monkeypatch.setitem(precompile.COMPILE_SECONDS, "dodb.oblivious.compiled_sort.no_such_kernel", 1e3)  # a child's
+    failures = precompile.compile_in_parallel(2)
+    assert len(failures) == 1 and "no_such_kernel" in failures[0], failures
 
 
 def test_kernel_cache_is_per_user_and_keyed_by_numba_and_cpu(tmp_path):

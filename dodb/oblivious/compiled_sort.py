@@ -35,6 +35,15 @@ __all__ = ["sort_blocks", "sort_long", "CHUNK"]
 
 CHUNK = 256  # comparators per pass: a stage pair's four runs of CHUNK rows stay in L1
 
+# numba compiles a callee once per distinct argument types, and a constant argument is typed
+# as its literal value (and a loop variable as its first value, before inference widens it),
+# so ``f(..., 0, 1)`` and ``f(..., part, parts)`` were two compiles of the same network code.
+# Arguments that should not specialise are passed as these typed words (``np.int64(...)``
+# and ``np.bool_(...)`` are never literal); ``sa``/``sb``/``sr``/``rev``/``step``/``back`` stay
+# literal on purpose, so that each variant is a straight vectorised loop.
+_I0 = np.int64(0)
+_I1 = np.int64(1)
+
 
 @njit(**_OPTS)
 def _swp(m, a, b):
@@ -140,7 +149,9 @@ def _cx4_body(X, nk, nw, stride, p0, q0, r0, s0, sr, rev, t0, t1, msk):
     Keys of one to three words go through all four comparators in registers (one load and
     one store per word), the masks are kept, and each payload word follows in one pass;
     longer keys take the four comparators one run pair at a time (:func:`_run`).
-    ``sr`` and ``rev`` are literals at every call site.
+    ``sr`` and ``rev`` are literals at every call site, one compiled variant each: ``(1, False)``
+    for ordinary pairs, ``(-1, True)`` for a flip pair on the rows (``R``, ``S`` descend) and
+    ``(1, True)`` for a flip pair on the transposed tile (runs ascend; ``S`` is lower).
     """
     for c0 in range(t0, t1, CHUNK):
         L = min(CHUNK, t1 - c0)
@@ -265,24 +276,6 @@ def _cx4_body(X, nk, nw, stride, p0, q0, r0, s0, sr, rev, t0, t1, msk):
 
 
 @njit(**_OPTS)
-def _cx4_up(X, nk, nw, stride, p0, q0, r0, s0, t0, t1, msk):
-    """:func:`_cx4_body` for ordinary stage pairs: four ascending runs."""
-    _cx4_body(X, nk, nw, stride, p0, q0, r0, s0, 1, False, t0, t1, msk)
-
-
-@njit(**_OPTS)
-def _cx4_mirror(X, nk, nw, stride, p0, q0, r0, s0, t0, t1, msk):
-    """:func:`_cx4_body` for a flip stage and its successor on a block: ``R``, ``S`` descend."""
-    _cx4_body(X, nk, nw, stride, p0, q0, r0, s0, -1, True, t0, t1, msk)
-
-
-@njit(**_OPTS)
-def _cx4_flip(X, nk, nw, stride, p0, q0, r0, s0, t0, t1, msk):
-    """:func:`_cx4_body` for a flip pair on the transposed tile (runs ascend; ``S`` is lower)."""
-    _cx4_body(X, nk, nw, stride, p0, q0, r0, s0, 1, True, t0, t1, msk)
-
-
-@njit(**_OPTS)
 def _clamp(v, hi):
     """``min(max(v, 0), hi)`` of public sizes."""
     return min(max(v, 0), hi)
@@ -309,12 +302,13 @@ def _pair_rows(X, nk, nw, stride, lo, span, n, k, j, part, parts, msk):
         e1 = _clamp(n - base - h, h)
         if flip:
             s2 = max(e1, _clamp(base + 3 * h - n, h))
-            _cx4_mirror(X, nk, nw, stride, base, base + h, base + 4 * h - 1, base + 3 * h - 1,
-                        u0, max(u0, min(e1, u1)), msk)
-            _cx4_mirror(X, nk, nw, stride, base, base + h, base + 4 * h - 1, base + 3 * h - 1,
-                        min(max(s2, u0), u1), u1, msk)
+            # a flip pair on the rows: R and S descend (sr = -1), S is the lower row (rev)
+            _cx4_body(X, nk, nw, stride, base, base + h, base + 4 * h - 1, base + 3 * h - 1,
+                      -1, True, u0, max(u0, min(e1, u1)), msk)
+            _cx4_body(X, nk, nw, stride, base, base + h, base + 4 * h - 1, base + 3 * h - 1,
+                      -1, True, min(max(s2, u0), u1), u1, msk)
         else:
-            _cx4_up(X, nk, nw, stride, base, base + h, base + 2 * h, base + 3 * h, u0, max(u0, min(e1, u1)), msk)
+            _cx4_body(X, nk, nw, stride, base, base + h, base + 2 * h, base + 3 * h, 1, False, u0, max(u0, min(e1, u1)), msk)
 
 
 @njit(**_OPTS)
@@ -332,7 +326,7 @@ def _pair_tile(T, nk, nw, blk, lo, rows, cols, n, k, j, msk):
     if not flip and lo + rows * cols <= n:  # no padding in the piece: columns ca .. ca+h-1 are one run
         for g in range(cols // size):
             a = g * size * rows
-            _cx4_up(T, nk, nw, blk, a, a + h * rows, a + 2 * h * rows, a + 3 * h * rows, 0, h * rows, msk)
+            _cx4_body(T, nk, nw, blk, a, a + h * rows, a + 2 * h * rows, a + 3 * h * rows, 1, False, _I0, h * rows, msk)
         return
     for g in range(cols // size):
         for t in range(h):
@@ -342,10 +336,10 @@ def _pair_tile(T, nk, nw, blk, lo, rows, cols, n, k, j, msk):
                 cs = g * size + 3 * h - 1 - t
                 cr = g * size + 4 * h - 1 - t
                 live = _clamp((n - lo - min(cb, cs) + cols - 1) // cols, rows)
-                _cx4_flip(T, nk, nw, blk, ca * rows, cb * rows, cr * rows, cs * rows, 0, live, msk)
+                _cx4_body(T, nk, nw, blk, ca * rows, cb * rows, cr * rows, cs * rows, 1, True, _I0, live, msk)
             else:
                 live = _clamp((n - lo - cb + cols - 1) // cols, rows)
-                _cx4_up(T, nk, nw, blk, ca * rows, cb * rows, (ca + 2 * h) * rows, (ca + 3 * h) * rows, 0, live, msk)
+                _cx4_body(T, nk, nw, blk, ca * rows, cb * rows, (ca + 2 * h) * rows, (ca + 3 * h) * rows, 1, False, _I0, live, msk)
 
 
 @njit(**_OPTS)
@@ -431,9 +425,9 @@ def _merge_tail(X, T, nk, nw, m, n, lo, sub, cols, k, j_hi, tiled, msk):
                 _tile(X, T, nw, m, lo, rows, cols, True)
                 tiled = False
             if j >= 2:
-                _pair_rows(X, nk, nw, m, lo, sub, n, kk, j, 0, 1, msk)
+                _pair_rows(X, nk, nw, m, lo, sub, n, kk, j, _I0, _I1, msk)
             else:
-                _single_rows(X, nk, nw, m, lo, sub, n, kk, j, 0, 1, msk)
+                _single_rows(X, nk, nw, m, lo, sub, n, kk, j, _I0, _I1, msk)
         else:
             if not tiled:
                 _tile(X, T, nw, m, lo, rows, cols, False)
@@ -461,8 +455,8 @@ def sort_blocks(X, nk, nw, m, n, blk, sub, cols, tail_j, b0, b1, msk, T):
         if tail_j == 0:
             for p in range(min(blk, n - lo + sub - 1) // sub):  # pieces past n: padding only
                 q = lo + p * sub
-                k = 2
-                tiled = False
+                k = np.int64(2)
+                tiled = np.bool_(False)
                 while k <= sub:
                     tiled = _merge_tail(X, T, nk, nw, m, n, q, sub, cols, k, k // 2, tiled, msk)
                     k *= 2
@@ -485,15 +479,15 @@ def _block_merge(X, T, nk, nw, m, n, lo, blk, sub, cols, k, j_hi, msk):
         if 2 * j == k:
             kk = k
         if j // 2 >= sub:
-            _pair_rows(X, nk, nw, m, lo, blk, n, kk, j, 0, 1, msk)
+            _pair_rows(X, nk, nw, m, lo, blk, n, kk, j, _I0, _I1, msk)
             j //= 4
         else:
-            _single_rows(X, nk, nw, m, lo, blk, n, kk, j, 0, 1, msk)
+            _single_rows(X, nk, nw, m, lo, blk, n, kk, j, _I0, _I1, msk)
             j //= 2
     for p in range(min(blk, n - lo + sub - 1) // sub):  # pieces past n: padding only
         q = lo + p * sub
         if j >= 1:
-            if _merge_tail(X, T, nk, nw, m, n, q, sub, cols, 4 * j, j, False, msk):
+            if _merge_tail(X, T, nk, nw, m, n, q, sub, cols, 4 * j, j, np.bool_(False), msk):
                 _tile(X, T, nw, m, q, sub // cols, cols, True)
 
 
@@ -501,6 +495,6 @@ def _block_merge(X, T, nk, nw, m, n, lo, blk, sub, cols, k, j_hi, msk):
 def sort_long(X, nk, nw, m, n, k, j, pair, part, parts, msk):
     """Whole-array stage ``(k, j)`` (and ``(k, j/2)`` when ``pair``): thread ``part`` of ``parts``."""
     if pair:
-        _pair_rows(X, nk, nw, m, 0, m, n, k, j, part, parts, msk)
+        _pair_rows(X, nk, nw, m, _I0, m, n, k, j, part, parts, msk)
     else:
-        _single_rows(X, nk, nw, m, 0, m, n, k, j, part, parts, msk)
+        _single_rows(X, nk, nw, m, _I0, m, n, k, j, part, parts, msk)
