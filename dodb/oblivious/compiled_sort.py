@@ -281,7 +281,7 @@ def _clamp(v, hi):
     return min(max(v, 0), hi)
 
 
-@njit(**_OPTS)
+@njit(inline="always", **_OPTS)
 def _pair_rows(X, nk, nw, stride, lo, span, n, k, j, part, parts, msk):
     """Stages ``(k, j)`` and ``(k, j/2)`` on rows ``[lo, lo + span)``; share ``part`` of ``parts``.
 
@@ -311,7 +311,7 @@ def _pair_rows(X, nk, nw, stride, lo, span, n, k, j, part, parts, msk):
             _cx4_body(X, nk, nw, stride, base, base + h, base + 2 * h, base + 3 * h, 1, False, u0, max(u0, min(e1, u1)), msk)
 
 
-@njit(**_OPTS)
+@njit(inline="always", **_OPTS)
 def _pair_tile(T, nk, nw, blk, lo, rows, cols, n, k, j, msk):
     """Stages ``(k, j)``, ``(k, j/2)`` with ``j < cols`` on the transposed tile of the block at ``lo``.
 
@@ -353,7 +353,7 @@ def _cx2(X, nk, nw, stride, a0, b0, step, length, msk):
             _run(X, nk, nw, stride, a0 + c0, 1, b0 - c0, -1, L, msk)
 
 
-@njit(**_OPTS)
+@njit(inline="always", **_OPTS)
 def _single_rows(X, nk, nw, stride, lo, span, n, k, j, part, parts, msk):
     """One stage ``(k, j)`` on rows ``[lo, lo + span)`` (``part`` of ``parts``), pruned past ``n``."""
     flip = 2 * j == k
@@ -371,7 +371,7 @@ def _single_rows(X, nk, nw, stride, lo, span, n, k, j, part, parts, msk):
             _cx2(X, nk, nw, stride, base + u0, base + j + u0, 1, max(live - u0, 0), msk)
 
 
-@njit(**_OPTS)
+@njit(inline="always", **_OPTS)
 def _single_tile(T, nk, nw, blk, lo, rows, cols, n, k, j, msk):
     """One stage ``(k, j)`` with ``j < cols`` on the transposed tile (as :func:`_pair_tile`)."""
     flip = 2 * j == k
@@ -406,7 +406,7 @@ def _tile(X, T, nw, stride, lo, rows, cols, back):
                     T[_ix(p + c * rows + r)] = X[_ix(o + r * cols + c)]
 
 
-@njit(**_OPTS)
+@njit(inline="always", **_OPTS)
 def _merge_tail(X, T, nk, nw, m, n, lo, sub, cols, k, j_hi, tiled, msk):
     """Stages ``(k, j)``, ``j = j_hi … 1``, of one merge on the piece of ``sub`` rows at ``lo``.
 
@@ -462,15 +462,22 @@ def sort_blocks(X, nk, nw, m, n, blk, sub, cols, tail_j, b0, b1, msk, T):
                     k *= 2
                 if tiled:
                     _tile(X, T, nw, m, q, sub // cols, cols, True)
-            k = 2 * sub
-            while k <= blk:
-                _block_merge(X, T, nk, nw, m, n, lo, blk, sub, cols, k, k // 2, msk)
-                k *= 2
-        else:
-            _block_merge(X, T, nk, nw, m, n, lo, blk, sub, cols, 4 * tail_j, tail_j, msk)
+        # the merges of the block past its pieces (k = 2 sub .. blk), or the tail of one larger
+        # merge: one call site, since _block_merge is inlined here
+        k = 2 * sub
+        k_end = blk
+        if tail_j != 0:
+            k = 4 * tail_j
+            k_end = k
+        while k <= k_end:
+            j_hi = k // 2
+            if tail_j != 0:
+                j_hi = tail_j
+            _block_merge(X, T, nk, nw, m, n, lo, blk, sub, cols, k, j_hi, msk)
+            k *= 2
 
 
-@njit(**_OPTS)
+@njit(inline="always", **_OPTS)
 def _block_merge(X, T, nk, nw, m, n, lo, blk, sub, cols, k, j_hi, msk):
     """Stages ``j = j_hi … 1`` of merge ``k`` on the block at ``lo``: long ones on the block, then per piece."""
     j = j_hi
