@@ -1,18 +1,18 @@
 """``dodb warmup``: compile every oblivious kernel once, ahead of the first query (issue 26).
 
 The kernels are compiled by numba on first use and cached per user, numba version and CPU
-(:mod:`dodb.oblivious.kernel_cache`).  Warming up runs a small built-in workload — a tiny
-TPC-H sample protected as the demo protects it, and queries that reach every kernel: the
-sorting networks, compaction, expansion, the scans, the int128 and string kernels and the
-random permutation — so that every kernel signature the engine uses is compiled and
-cached.  A later process loads them from the cache in milliseconds.
+(:mod:`dodb.oblivious.kernel_cache`).  Warming up compiles every signature listed in
+:mod:`dodb.oblivious.kernel_signatures` on every core at once (:mod:`dodb.precompile`):
+numba compiles on one core per process, and a cold compile is a minute of LLVM passes.  A
+later process loads them from the cache in milliseconds.
 
-Before the workload, the signatures it will need are compiled on every core at once
-(:mod:`dodb.precompile`, from the list in :mod:`dodb.oblivious.kernel_signatures`):
-numba compiles on one core per process, and a cold compile is minutes of LLVM passes.
-
-``tests/test_warmup.py`` checks that the workload reaches every signature that the TPC-H
-queries and the audit's built-in set use, and that the list holds all of them.
+The list is what a small built-in workload (:func:`run_workload`: a tiny TPC-H sample
+protected as the demo protects it, and queries that reach every kernel: the sorting
+networks, compaction, expansion, the scans, the int128 and string kernels) and the
+reference queries (:func:`run_reference_queries`: the 22 TPC-H queries and the audit's
+built-in set, both private modes) call; ``python -m dodb.warmup --record`` writes it.
+``tests/test_warmup.py`` checks that the reference queries compile nothing after a warmup
+and call nothing the list lacks.  If a compile process fails, the workload runs instead.
 """
 from __future__ import annotations
 
@@ -100,23 +100,28 @@ def warmup(progress: Callable[[int, int, str], None] | None = None, *, scale: fl
            jobs: int | None = None) -> float:
     """Compile (or load from the cache) every kernel the engine uses; returns the seconds taken.
 
-    First the listed signatures (:mod:`dodb.precompile`) in ``jobs`` processes at
-    once (default: one per core), then the workload, which loads them and compiles anything
-    the list missed.  ``progress(step, steps, label)`` is called before each step.
+    The listed signatures (:mod:`dodb.precompile`) are compiled in ``jobs`` processes at once
+    (default: one per core).  The list holds every signature the workload and the reference
+    queries call (``tests/test_warmup.py``), so the workload runs only when a process failed:
+    it compiles whatever was left out.  ``progress(step, steps, label)`` is called before each step.
     """
-    from .oblivious import ir_cache
+    from .oblivious.kernel_signatures import SIGNATURES
     from .precompile import compile_in_parallel
 
     t0 = time.perf_counter()
-    steps = 3 + len(WARMUP_QUERIES)
     report = progress or (lambda i, n, label: None)
     workers = max(1, jobs or os.cpu_count() or 1)
-    report(0, steps, f"compiling the kernels ({workers} process{'es' if workers > 1 else ''})")
-    for line in compile_in_parallel(workers):
-        print(f"dodb warmup: {line}", file=sys.stderr)
-    run_workload(progress, scale=scale, first_step=1, steps=steps)
-    ir_cache.save()  # the IR of what was compiled here, for the IR lint (no second compile)
-    report(steps, steps, "done")
+    count = sum(len(v) for v in SIGNATURES.values())
+    report(0, 1, f"compiling {count} kernel signatures ({workers} process{'es' if workers > 1 else ''})")
+    failures = compile_in_parallel(workers)
+    if failures:
+        for line in failures:
+            print(f"dodb warmup: {line}; running the workload to compile what it left out", file=sys.stderr)
+        run_workload(progress, scale=scale)
+        from .oblivious import ir_cache
+
+        ir_cache.save()  # the IR of what was compiled here, for the IR lint (no second compile)
+    report(1, 1, "done")
     return time.perf_counter() - t0
 
 
