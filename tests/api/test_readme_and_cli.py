@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from ..cli_run import run_cli
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 
@@ -47,36 +49,39 @@ def test_readme_tour(tmp_path, monkeypatch, capsys):
 
 
 def test_cli_end_to_end(tmp_path):
+    """Protect, budget, query, explain and the errors, through ``dodb.cli.main`` in this process
+    (exit status and both streams as a subprocess reports them; `test_demo_runs` and the
+    README tour run the installed command itself)."""
     db = str(tmp_path / "c.duckdb")
     import duckdb
 
     con = duckdb.connect(db)
     con.execute("CREATE TABLE t AS SELECT range AS id, range % 4 AS g, range * 1.5 AS x FROM range(100)")
     con.close()
-    r = _dodb("protect", db, "t", "--privacy-unit", "id", "--max-contributions", "1", cwd=tmp_path)
+    r = run_cli("protect", db, "t", "--privacy-unit", "id", "--max-contributions", "1", cwd=tmp_path)
     assert r.returncode == 2 and "budget" in r.stderr  # the capacity release needs a budget (or --capacity)
-    assert _dodb("budget", db, "--set", "1.0", "1e-6", cwd=tmp_path).returncode == 0
-    r = _dodb("protect", db, "t", "--privacy-unit", "id", "--max-contributions", "1", "--json", cwd=tmp_path)
+    assert run_cli("budget", db, "--set", "1.0", "1e-6", cwd=tmp_path).returncode == 0
+    r = run_cli("protect", db, "t", "--privacy-unit", "id", "--max-contributions", "1", "--json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     protect_eps = json.loads(r.stdout)["charged_epsilon"]
     assert 0 < protect_eps <= 0.05 + 1e-12  # the capacity release: 5% of the budget by default
-    r = _dodb("query", db, "SELECT g, count(*) AS n FROM t GROUP BY g ORDER BY g", "--epsilon", "0.4", "--json",
+    r = run_cli("query", db, "SELECT g, count(*) AS n FROM t GROUP BY g ORDER BY g", "--epsilon", "0.4", "--json",
               cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["rows"] == [{"g": i, "n": 25} for i in range(4)]
     assert out["privacy"]["charged_epsilon"] <= 0.4 + 1e-12
-    spent = json.loads(_dodb("budget", db, "--json", cwd=tmp_path).stdout)["spent"][0]
+    spent = json.loads(run_cli("budget", db, "--json", cwd=tmp_path).stdout)["spent"][0]
     assert max(protect_eps, out["privacy"]["charged_epsilon"]) <= spent
     assert spent <= protect_eps + out["privacy"]["charged_epsilon"] + 1e-9
     # over budget: a clear one-line error, no traceback, exit status 2, nothing charged
-    r = _dodb("query", db, "SELECT g, count(*) FROM t GROUP BY g", "--epsilon", "5", cwd=tmp_path)
+    r = run_cli("query", db, "SELECT g, count(*) FROM t GROUP BY g", "--epsilon", "5", cwd=tmp_path)
     assert r.returncode == 2 and "budget exceeded" in r.stderr and "Traceback" not in r.stderr
-    r = _dodb("budget", db, "--json", cwd=tmp_path)
+    r = run_cli("budget", db, "--json", cwd=tmp_path)
     assert json.loads(r.stdout)["spent"][0] == pytest.approx(spent)
-    r = _dodb("query", db, "SELEC nonsense", cwd=tmp_path)
+    r = run_cli("query", db, "SELEC nonsense", cwd=tmp_path)
     assert r.returncode == 2 and "malformed SQL" in r.stderr and "Traceback" not in r.stderr
-    r = _dodb("explain", db, "SELECT count(*) FROM t WHERE x > 3", cwd=tmp_path)
+    r = run_cli("explain", db, "SELECT count(*) FROM t WHERE x > 3", cwd=tmp_path)
     assert r.returncode == 0 and "Filter" in r.stdout
 
 
