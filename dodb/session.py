@@ -255,11 +255,13 @@ class Database:
                 raise DodbError(f"cannot read the catalog: {one_line(e)}") from None
             try:
                 try:
+                    default, relation = self.ledger.query_defaults()  # one statement
                     if delta is not None:
                         d = delta
+                    elif account is None:
+                        d = default if default is not None else self._default_delta()  # (raises: no budget)
                     else:
-                        d = self._default_delta() if account is None else \
-                            self.ledger.session_info(account)["default_delta"]
+                        d = self.ledger.session_info(account)["default_delta"]
                 finally:
                     try:  # the user functions of the last listing for now: planning overlaps the new one
                         self.catalog.end_refresh(None)
@@ -268,7 +270,7 @@ class Database:
 
                 def make() -> QueryPlan:
                     return plan_query(query, self.catalog, epsilon=epsilon, delta=d, mode=mode,
-                                      neighbour=self.neighbour, allocation=allocation, params=params,
+                                      neighbour=relation, allocation=allocation, params=params,
                                       public_fast=public_fast,
                                       workers=1 if self.executor is None else self.executor.workers)
 

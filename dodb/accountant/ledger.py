@@ -73,14 +73,13 @@ from .filters import PrivacyFilter, QueryCharge, UnionFilter, make_filter
 from .sessions import SessionLedger, create_session_table
 from .ledger_sums import CAP, LedgerSums, read_sums
 from .standing import Standing, defer_standing
-from .records import DEFAULT_HORIZON, LedgerRecords, _json, _now, _run, check_horizon
+from .records import DEFAULT_HORIZON, DEFAULT_NEIGHBOUR, LedgerRecords, _json, _now, _run, check_horizon
 from .scopes import ScopedState, admits, partition_status, worst_filter_spent, worst_headroom, worst_spent
 
 __all__ = ["Ledger", "Charge", "BudgetInfo", "NEIGHBOURS", "DEFAULT_NEIGHBOUR", "check_neighbour",
            "DEFAULT_HORIZON", "check_horizon"]
 
 NEIGHBOURS = ("add_remove", "replace")  # add/remove one privacy unit, or replace one
-DEFAULT_NEIGHBOUR = "add_remove"
 _PRICE_CACHE_SIZE = 1024
 _PRICES: OrderedDict[tuple, Any] = OrderedDict()  # composition reports by their leaves' values (_price)
 _PRICES_LOCK = threading.Lock()
@@ -200,6 +199,7 @@ class Ledger(SessionLedger, LedgerRecords):
         self.read_only = False
         self._scoped: bool | None = None
         self._standing: tuple[tuple, tuple[Budget, Budget]] | None = None  # (budget row, value): standing()
+        self._delta_caps: dict[tuple, float] = {}  # query_defaults(): filter parameters -> query delta cap
         # the dataset's sums and neighbour relation at a budget version (ledger_sums.py)
         self._sums: tuple[int, LedgerSums, str] | None = None
         if not create:
@@ -250,13 +250,18 @@ class Ledger(SessionLedger, LedgerRecords):
             _run(cur, f"ALTER TABLE {s}.ledger ADD COLUMN kind VARCHAR DEFAULT 'query'")
         create_session_table(cur, s)
 
-    def _transact(self, body, *args: Any) -> Any:
-        """Run ``body(cursor, *args)`` in a transaction, retrying on write conflicts."""
+    def _transact(self, body, *args: Any, single: bool = False) -> Any:
+        """Run ``body(cursor, *args)`` in a transaction, retrying on write conflicts.
+
+        ``single``: ``body`` runs one statement, which DuckDB commits as its own transaction
+        (atomic, one snapshot), so no BEGIN/COMMIT round trips are made."""
         delay = 0.0005
         for attempt in range(self.max_retries):
             with self._lock:
                 cur = self._con.cursor()
                 try:
+                    if single:
+                        return body(cur, *args)
                     _run(cur, "BEGIN TRANSACTION")
                     result = body(cur, *args)
                     _run(cur, "COMMIT")
@@ -592,7 +597,7 @@ class Ledger(SessionLedger, LedgerRecords):
             if len(hit) != 1:
                 raise LedgerError(f"no charged query with id {query_id}")
 
-        self._transact(body)
+        self._transact(body, single=True)
 
     def status(self) -> dict[str, Any]:
         """Budget, spent and remaining (as measured by the filter), plus totals."""

@@ -15,10 +15,12 @@ import duckdb
 
 from .errors import BudgetNotSetError
 from .events import PrivacyEvent
+from .filters import make_filter
 
-__all__ = ["LedgerRecords", "DEFAULT_HORIZON", "check_horizon"]
+__all__ = ["LedgerRecords", "DEFAULT_HORIZON", "DEFAULT_NEIGHBOUR", "check_horizon"]
 
 DEFAULT_HORIZON = 10_000  # queries the default per-query delta is sized for
+DEFAULT_NEIGHBOUR = "add_remove"
 
 
 def check_horizon(horizon: Any) -> int:
@@ -60,6 +62,7 @@ class LedgerRecords:
 
     _s: str  # the ledger's schema; Ledger provides _transact and _read_budget
     read_only: bool
+    _delta_caps: dict  # filter parameters -> the filter's query delta cap (Ledger sets it up)
 
     # -- settings ---------------------------------------------------------------------------
 
@@ -107,16 +110,34 @@ class LedgerRecords:
 
         self._transact(body)
 
-    def default_delta(self) -> float:
-        """A query's default delta: the filter's delta for queries over the horizon, so that
+    def query_defaults(self) -> tuple[float | None, str]:
+        """What planning a query reads from the ledger, in one statement (one snapshot): the
+        default query delta (None before a budget is set) and the neighbour relation.
+
+        The default delta is the filter's delta for queries over the horizon, so that
         ``horizon`` queries at the default fit and epsilon ends the budget (module doc)."""
-        def body(cur: duckdb.DuckDBPyConnection) -> float:
-            info = self._read_budget(cur)
-            if info is None:
-                raise BudgetNotSetError("no privacy budget is set for this dataset: call "
-                                        "db.set_budget(epsilon=..., delta=...) first")
-            return info.make_filter().query_delta_cap / self._read_horizon(cur)
-        return self._transact(body)
+        s = self._s
+        sql = (f"SELECT b.epsilon, b.delta, b.filter, b.config, "
+               f"(SELECT value FROM {s}.settings WHERE name = 'query_horizon'), "
+               f"(SELECT value FROM {s}.settings WHERE name = 'neighbour') "
+               f"FROM (SELECT 1) AS one LEFT JOIN {s}.budget AS b ON b.id = 1")
+        epsilon, delta, kind, config, horizon, neighbour = self._transact(lambda cur: _run(cur, sql)[0], single=True)
+        neighbour = neighbour or DEFAULT_NEIGHBOUR
+        if epsilon is None:
+            return None, neighbour
+        key = (epsilon, delta, kind, config)
+        cap = self._delta_caps.get(key)
+        if cap is None:  # building a filter is pure in these four values
+            cap = self._delta_caps[key] = make_filter(kind, epsilon, delta, **json.loads(config)).query_delta_cap
+        return cap / (int(horizon) if horizon is not None else DEFAULT_HORIZON), neighbour
+
+    def default_delta(self) -> float:
+        """A query's default delta (:meth:`query_defaults`)."""
+        delta, _ = self.query_defaults()
+        if delta is None:
+            raise BudgetNotSetError("no privacy budget is set for this dataset: call "
+                                    "db.set_budget(epsilon=..., delta=...) first")
+        return delta
 
     # -- owner actions ----------------------------------------------------------------------
 
