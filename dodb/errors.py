@@ -8,13 +8,37 @@ callers expect it (an invalid ε is a ``ValueError`` as well).
 from __future__ import annotations
 
 __all__ = ["DodbError", "UnsupportedQueryError", "PlanningError", "CatalogError", "InvalidParameterError",
-           "QueryExecutionError", "ReadOnlyError", "DatabaseBusyError", "StaleShardsError", "ClusterError", "one_line"]
+           "QueryExecutionError", "ReadOnlyError", "DatabaseBusyError", "StaleShardsError", "ClusterError", "one_line", "did_you_mean"]
+
+
+# DuckDB's one-line hints after the first line of an error, kept (issue 29): the schema they
+# name is public; a hint naming dodb's own schemas (a protected table's storage) is dropped.
+_HINTS = ("Did you mean", "Candidate bindings:")
 
 
 def one_line(message: object, limit: int = 300) -> str:
-    """``message`` on one line (DuckDB's errors carry a caret diagram on later lines)."""
-    text = " ".join(str(message).split("\n", 1)[0].split())
+    """``message`` on one line (DuckDB's errors carry a caret diagram on later lines), with
+    DuckDB's "Did you mean" and "Candidate bindings" hints kept.
+
+    >>> one_line('Binder Error: Referenced column "gg" not found in FROM clause!\\nCandidate bindings: "g"')
+    'Binder Error: Referenced column "gg" not found in FROM clause! Candidate bindings: "g"'
+    """
+    first, *rest = str(message).split("\n")
+    hints = [" ".join(line.split()) for line in rest if line.strip().startswith(_HINTS) and "dodb_" not in line]
+    text = " ".join([" ".join(first.split()), *hints])
     return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def did_you_mean(name: str, names: "list[str]") -> str:
+    """``'; did you mean "x"?'`` for the closest of ``names`` to a misspelt ``name``, or ``''``.
+
+    >>> did_you_mean("lineitm", ["orders", "lineitem"])
+    '; did you mean "lineitem"?'
+    """
+    import difflib
+
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    return f'; did you mean "{close[0]}"?' if close else ""
 
 
 class DodbError(Exception):

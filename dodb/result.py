@@ -6,6 +6,7 @@ client of served mode (docs/threat-model.md §Where the answer leaves the engine
 """
 from __future__ import annotations
 
+import html
 import json
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -85,6 +86,12 @@ class PrivacyReport:
             lines.append(f"  budget: spent ε={self.spent[0]:.4g}, δ={self.spent[1]:.3g}; "
                          f"remaining ε={self.remaining[0]:.4g}, δ={self.remaining[1]:.3g}")
         return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return str(self)  # a notebook shows the plain words, not the dataclass's fields
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(str(self))}</pre>"
 
     def capped_note(self) -> str | None:
         """Why less ε was charged than asked for, when a release's ε was capped
@@ -269,8 +276,27 @@ class Result:
     def __len__(self) -> int:
         return self._table.num_rows
 
+    def _charged_words(self) -> str:
+        r = self.privacy
+        return f"charged ε={r.charged_epsilon:.4g}, δ={r.charged_delta:.3g}" if r.charged_epsilon else "charged nothing"
+
     def __repr__(self) -> str:
-        return f"<dodb.Result {self._table.num_rows} rows × {self._table.num_columns} columns>\n{self._table}"
+        """DuckDB's box rendering of the answer, under one line of size and charge."""
+        head = f"<dodb.Result {self._table.num_rows} rows × {self._table.num_columns} columns; {self._charged_words()}>"
+        try:
+            return f"{head}\n{self.relation}"
+        except duckdb.Error:  # a type DuckDB cannot render: Arrow's own text
+            return f"{head}\n{self._table}"
+
+    def _repr_html_(self, max_rows: int = 50) -> str:
+        """An HTML table for notebooks (the first ``max_rows`` rows), with the charge under it."""
+        cells = lambda row, tag: "".join(f"<{tag}>{html.escape(str(v))}</{tag}>" for v in row)  # noqa: E731
+        rows = table_rows(self._table.slice(0, max_rows))
+        body = "".join(f"<tr>{cells(['NULL' if v is None else v for v in r], 'td')}</tr>" for r in rows)
+        more = f"; first {max_rows} shown" if self._table.num_rows > max_rows else ""
+        return (f"<table><thead><tr>{cells(self._table.column_names, 'th')}</tr></thead><tbody>{body}</tbody>"
+                f"</table><p>{self._table.num_rows} rows × {self._table.num_columns} columns{more}; "
+                f"{html.escape(self._charged_words())} (<code>.privacy</code> for the report)</p>")
 
     def explain(self) -> str:
         """The plan with the padded sizes measured in this run."""

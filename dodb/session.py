@@ -18,7 +18,9 @@ ledger lives in the (read-only) file.
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -90,6 +92,13 @@ class Database:
     def neighbour(self) -> str:
         """The dataset's neighbour relation ('add_remove' or 'replace' one privacy unit), persisted."""
         return self.ledger.neighbour
+
+    def __repr__(self) -> str:
+        if self._closed:
+            return "<dodb.Database (closed)>"
+        private = sorted(t for t, i in self.catalog.tables.items() if i.private and not t.startswith("dodb_"))
+        flags = "".join([", read-only" if self.read_only else "", ", plain mode allowed" if self.allow_insecure else ""])
+        return f"<dodb.Database: {len(private)} protected table(s) {private}{flags}>"
 
     def _writable(self, action: str) -> None:
         if self._closed:
@@ -536,9 +545,16 @@ def _open(database: str, read_only: bool, wait: float) -> duckdb.DuckDBPyConnect
         except duckdb.IOException as e:
             if "lock" not in str(e):
                 raise DodbError(f"cannot open {database!r}: {str(e).splitlines()[0]}") from None
+            holder = re.search(r"PID (\d+)", str(e))
+            if delay == 0.05 and wait >= 5:  # the first refusal of a long wait: say so, once
+                print(f"dodb: {database!r} is locked by another process"
+                      + (f" (PID {holder.group(1)})" if holder else "")
+                      + f"; waiting up to {wait:g} s for it", file=sys.stderr, flush=True)
             if time.monotonic() >= deadline:
                 raise DatabaseBusyError(
-                    f"{database!r} is in use by another process (DuckDB lets one process write a file): close it, "
+                    f"{database!r} is in use by another process"
+                    + (f" (PID {holder.group(1)})" if holder else "")
+                    + " (DuckDB lets one process write a file): close it, "
                     "wait longer (wait=), or serve the file with 'dodb serve' and connect with grpc://") from None
         except duckdb.ConnectionException as e:
             raise DodbError(f"{database!r} is already open in this process with another read_only setting "

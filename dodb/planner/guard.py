@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import sqlglot
 from sqlglot import exp
 
-from ..errors import CatalogError, UnsupportedQueryError
+from ..errors import CatalogError, UnsupportedQueryError, did_you_mean
 from .catalog import Catalog
 from ..sqlpos import position_of
 
@@ -219,7 +219,8 @@ class _Resolver:
         info = self.catalog.tables.get(name)
         if info is None or name.startswith("dodb_"):
             where = position_of(t)
-            raise CatalogError(f"unknown table {name!r}" + (f" ({where})" if where else ""))
+            raise CatalogError(f"unknown table {name!r}" + (f" ({where})" if where else "") +
+                               did_you_mean(name, [n for n in self.catalog.tables if not n.startswith("dodb_")]))
         if info.kind == "view":
             self.expand_view(t, name, views)
             return

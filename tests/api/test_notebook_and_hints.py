@@ -1,0 +1,67 @@
+"""Issue 29: what a notebook shows (a Result as a table, the privacy report in words, a
+Database by what it holds), DuckDB's hints kept in errors, and a locked file named with its
+holder's PID."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import dodb
+
+
+@pytest.fixture()
+def db():
+    d = dodb.connect(seed=3)
+    d.con.execute("CREATE TABLE visits AS SELECT range AS id, range % 3 AS ward, 'w<' || (range % 3) AS tag "
+                  "FROM range(30)")
+    d.con.execute("CREATE TABLE wards AS SELECT range AS ward FROM range(3)")
+    d.set_budget(epsilon=3, delta=1e-6)
+    d.protect("visits", "id", max_contributions=1, widths={"tag": 4})
+    yield d
+    d.close()
+
+
+def test_a_result_renders_as_a_table_with_its_charge(db):
+    res = db.sql("SELECT ward, tag, count(*) AS n FROM visits GROUP BY ALL ORDER BY ward", epsilon=0.5)
+    text = repr(res)
+    assert text.splitlines()[0].startswith("<dodb.Result 3 rows × 3 columns; charged ε=")
+    assert "ward" in text and "pyarrow.Table" not in text  # DuckDB's box, not Arrow's dump
+    page = res._repr_html_()
+    assert page.count("<tr>") == 4 and "<th>tag</th>" in page and "w&lt;0" in page  # escaped
+    assert "3 rows × 3 columns" in page and "charged ε=" in page
+    assert res._repr_html_(max_rows=2).count("<tr>") == 3 and "first 2 shown" in res._repr_html_(max_rows=2)
+    assert repr(res.privacy) == str(res.privacy) and "dataclass" not in repr(res.privacy)
+    assert res.privacy._repr_html_().startswith("<pre>privacy report")
+
+
+def test_a_database_says_what_it_holds(db):
+    assert repr(db) == "<dodb.Database: 1 protected table(s) ['visits']>"
+    db.close()
+    assert repr(db) == "<dodb.Database (closed)>"
+
+
+def test_duckdb_hints_are_kept_and_unknown_tables_get_a_suggestion(db):
+    spent = db.budget["spent"]
+    with pytest.raises(dodb.DodbError, match='Candidate bindings: "ward"'):
+        db.sql("SELECT wardd FROM visits", epsilon=0.1)
+    with pytest.raises(dodb.DodbError, match='did you mean "visits"'):
+        db.sql("SELECT count(*) FROM vists", epsilon=0.1)
+    with pytest.raises(dodb.DodbError) as e:
+        db.sql("SELECT count(*) FROM zzzz", epsilon=0.1)
+    assert "did you mean" not in str(e.value) and "\n" not in str(e.value)
+    assert db.budget["spent"] == spent  # nothing was charged for any of them
+
+
+def test_a_locked_file_names_its_holder(tmp_path):
+    path = str(tmp_path / "held.duckdb")
+    holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, sys, time; c = duckdb.connect({path!r}); "
+                               "print('held', flush=True); sys.stdin.readline()"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(dodb.DatabaseBusyError, match=rf"in use by another process \(PID {holder.pid}\)"):
+            dodb.connect(path, wait=0.2)
+    finally:
+        holder.communicate("\n", timeout=30)
