@@ -38,12 +38,14 @@ def test_readme_tour(tmp_path, monkeypatch, capsys):
         exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
     out = capsys.readouterr().out
     assert "privacy report" in out and "charged" in out
+    # the README's shell commands, parsed as a shell would, through dodb.cli.main in this
+    # process (test_demo_runs runs the installed command itself)
     for line in _blocks("console")[0].strip().splitlines():
         cmd = shlex.split(line.lstrip("$ "), comments=True)
         assert cmd[0] == "dodb"
-        r = _dodb(*cmd[1:], cwd=tmp_path)
+        r = run_cli(*cmd[1:], cwd=tmp_path)
         assert r.returncode == 0, r.stderr
-    r = _dodb("budget", "tour.duckdb", "--json", cwd=tmp_path)
+    r = run_cli("budget", "tour.duckdb", "--json", cwd=tmp_path)
     info = json.loads(r.stdout)
     assert 0 < info["spent"][0] <= 3.0  # the tour's queries were charged and persisted
 
