@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["WARMUP_QUERIES", "warmup", "run_workload", "compiled_signatures", "run_reference_queries", "record_signatures"]
+__all__ = ["WARMUP_QUERIES", "warmup", "run_workload", "run_reference_queries", "record_signatures"]
 
 # One query per kernel family beyond what protecting the sample already runs (the random
 # permutation, checksums).  Kept small: each query costs its plan and run at scale 0.001.
@@ -56,21 +56,6 @@ WARMUP_QUERIES = [
     # many-to-many join (general expansion)
     "SELECT count(*) FROM orders o1 JOIN orders o2 ON o1.o_orderdate = o2.o_orderdate",
 ]
-
-
-def compiled_signatures() -> dict[str, int]:
-    """Signatures compiled or loaded in this process, per dodb kernel (``module.name``)."""
-    from numba.core.registry import CPUDispatcher
-
-    out: dict[str, int] = {}
-    for mod in list(sys.modules.values()):
-        name = getattr(mod, "__name__", "") or ""
-        if not name.startswith("dodb.oblivious"):
-            continue
-        for attr, obj in vars(mod).items():
-            if isinstance(obj, CPUDispatcher) and obj.__module__ == name:
-                out[f"{name}.{attr}"] = len(obj.signatures)
-    return out
 
 
 def run_workload(progress: Callable[[int, int, str], None] | None = None, *, scale: float = 0.001,
