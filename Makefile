@@ -7,9 +7,11 @@ BIN     = $(VENV)/bin
 
 .PHONY: run test bench clean
 
+# pip >= 21.3 installs a pyproject package in editable mode (PEP 660); a newer pip is not
+# needed, and fetching one cost the fresh set-up ~5 s
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q "pip>=21.3"
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e .
