@@ -21,11 +21,12 @@ Regenerate the list after changing a kernel's argument types::
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import subprocess
 import sys
 
-__all__ = ["parse_signature", "kernel", "compile_kernels", "plan_groups", "compile_in_parallel",
+__all__ = ["parse_signature", "kernel", "compile_kernels", "plan_groups", "useful_jobs", "compile_in_parallel",
            "recorded_signatures", "COMPILE_SECONDS"]
 
 # Seconds of a cold compile on the 2-core development machine, with the callees each one
@@ -88,14 +89,23 @@ def plan_groups(names: list[str], jobs: int) -> list[list[str]]:
     return [g for g in groups if g]
 
 
+def useful_jobs(jobs: int | None = None) -> int:
+    """How many compile processes to start for ``jobs`` cores (default: the CPU count): never
+    more than the listed compile time over its heaviest kernel's, since no more processes can
+    finish sooner than that kernel alone (a 64-core machine starts 3, not 64)."""
+    from .oblivious.kernel_signatures import SIGNATURES
+
+    weights = [COMPILE_SECONDS.get(n, 1.0) for n in SIGNATURES] or [1.0]
+    return max(1, min(jobs or os.cpu_count() or 1, math.ceil(sum(weights) / max(weights))))
+
+
 def compile_in_parallel(jobs: int | None = None) -> list[str]:
     """Compile every listed signature in ``jobs`` processes (default: the CPU count), the last
     group in this one.  Returns one line per child that failed (the workload that follows
     compiles whatever a failed child left out)."""
     from .oblivious.kernel_signatures import SIGNATURES
 
-    jobs = max(1, jobs or os.cpu_count() or 1)
-    groups = plan_groups(sorted(SIGNATURES), jobs)
+    groups = plan_groups(sorted(SIGNATURES), useful_jobs(jobs))
     children = [subprocess.Popen([sys.executable, "-m", "dodb.precompile", *group],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                 for group in groups[:-1]]

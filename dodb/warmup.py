@@ -16,7 +16,6 @@ and call nothing the list lacks.  If a compile process fails, the workload runs 
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -91,11 +90,11 @@ def warmup(progress: Callable[[int, int, str], None] | None = None, *, scale: fl
     it compiles whatever was left out.  ``progress(step, steps, label)`` is called before each step.
     """
     from .oblivious.kernel_signatures import SIGNATURES
-    from .precompile import compile_in_parallel
+    from .precompile import compile_in_parallel, useful_jobs
 
     t0 = time.perf_counter()
     report = progress or (lambda i, n, label: None)
-    workers = max(1, jobs or os.cpu_count() or 1)
+    workers = useful_jobs(jobs)
     count = sum(len(v) for v in SIGNATURES.values())
     report(0, 1, f"compiling {count} kernel signatures ({workers} process{'es' if workers > 1 else ''})")
     failures = compile_in_parallel(workers)

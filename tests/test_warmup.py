@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -74,6 +75,9 @@ def test_the_listed_signatures_parse_and_name_kernels():
     one = plan_groups(names, 1)
     assert len(one) == 1 and sorted(one[0]) == names
     assert sorted(n for g in plan_groups(names, 5) for n in g) == names
+    assert precompile.useful_jobs(1) == 1 and precompile.useful_jobs(2) == 2
+    assert precompile.useful_jobs(64) == math.ceil(sum(precompile.COMPILE_SECONDS.get(n, 1.0) for n in names)
+                                                   / max(precompile.COMPILE_SECONDS.values())) <= 4
 
 
 def test_parallel_compile_reports_a_failed_process(monkeypatch):
