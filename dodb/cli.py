@@ -172,7 +172,7 @@ def _query(args) -> int:
             _print_table(res.arrow(), limit=args.limit)
             print(rep.verbose() if args.verbose else rep)
         used = f"ε used: {rep.charged_epsilon:.4g} (δ {rep.charged_delta:.3g}" + \
-            (f", query #{rep.query_id})" if rep.query_id else "; public tables only: nothing charged)")
+            (f", query #{rep.query_id})" if rep.query_id else f"; {_why_free(rep)}: nothing charged)")
         print(used, file=sys.stderr if args.json else sys.stdout)
     finally:
         db.close()
@@ -331,9 +331,39 @@ def _protect(args) -> int:
            "widths": info.widths, "policy": info.policy, "capacity": info.capacity,
            "capacity_source": info.capacity_source,
            "charged_epsilon": out.charged_epsilon, "charged_delta": out.charged_delta, "ledger_id": out.charge_id}
-    print(json.dumps(msg) if args.json else f"protected {args.table}: {msg}")
+    print(json.dumps(msg) if args.json else _protected_words(msg))
     db.close()
     return 0
+
+
+def _why_free(rep) -> str:
+    """Why a query charged nothing (it may still have read private tables)."""
+    if not rep.tables:
+        return "public tables only"
+    if rep.mode == "plain":
+        return "plain mode, which protects nothing"
+    if rep.mode == "oblivious":
+        return "fully oblivious: it released no size"
+    return "it released no size"
+
+
+def _protected_words(msg: dict) -> str:
+    """What ``dodb protect`` declared and charged, in lines (``--json`` gives the fields)."""
+    via = " -> ".join(msg["unit_path"])
+    lines = [f"protected {msg['table']}: privacy unit reached via {via}, at most {msg['max_contributions']} "
+             f"row(s) per unit (stability {msg['stability']})"]
+    if msg["capacity_source"] == "dp":
+        lines.append(f"  capacity: {msg['capacity']} slots, released under DP (charged ε={msg['charged_epsilon']:.4g}, "
+                     f"δ={msg['charged_delta']:.3g}, ledger #{msg['ledger_id']})")
+    else:
+        lines.append(f"  capacity: {msg['capacity']} slots ({msg['capacity_source']}; nothing charged)")
+    for label, key in (("keys", "keys"), ("degree bounds", "max_degree"), ("string widths", "widths")):
+        if msg[key]:
+            lines.append(f"  {label}: {json.dumps(msg[key])}")
+    policy = msg["policy"] or {}
+    lines.append("  rows without a parent: " + policy.get("orphans", "keep") + "; rows with a NULL unit: "
+                 + policy.get("null_units", "keep"))
+    return "\n".join(lines)
 
 
 def _shard(args) -> int:
