@@ -228,12 +228,20 @@ def _budget(args) -> int:
 
 def _history(args) -> int:
     db = _open(args)
+    remote = db.__class__.__name__ == "RemoteDatabase"  # a server shows an analyst their own charges only
     try:
-        rows = db.history(owner_actions=True)
+        rows = db.history() if remote else db.history(owner_actions=True)
     finally:
         db.close()
     if args.json:
         print(json.dumps(rows, default=str))
+        return 0
+    if remote:
+        if not rows:
+            print("no queries charged to you yet")
+        for r in rows[-args.limit:] if args.limit else rows:
+            print(f"{str(r['charged_at'])[:19]}  query  #{r['query_id']} ε={r['epsilon']:.4g} δ={r['delta']:.3g} "
+                  f"{r['status']}: {r['sql']}")
         return 0
     if not rows:
         print("no queries and no owner actions yet")
@@ -426,6 +434,7 @@ def _parser() -> argparse.ArgumentParser:
     h.add_argument("db")
     h.add_argument("--limit", type=int, default=0, help="only the last N entries")
     h.add_argument("--json", action="store_true")
+    h.add_argument("--token", help="analyst token for a dodb server (or DODB_TOKEN): your own queries")
     u = sub.add_parser("unprotect", help="make a private table public again (owner action, recorded)")
     u.add_argument("db")
     u.add_argument("table")

@@ -17,6 +17,8 @@ import time
 import pytest
 
 import dodb
+
+from ..cli_run import run_cli
 from dodb import tokens
 from dodb.remote import AuthenticationError, RemoteDatabase
 from dodb.serve import DodbServer, open_server
@@ -226,6 +228,11 @@ def test_cli_serve_token_and_remote_query(tmp_path):
                             "--token", toks["alice"]], capture_output=True, text=True, env=env, timeout=120)
         assert q.returncode == 0, q.stderr
         assert "x2" in q.stdout and "ε used: 0.5" in q.stdout
+        h = run_cli("history", location, "--token", toks["alice"], cwd=tmp_path)  # it raised a TypeError
+        assert h.returncode == 0, h.stderr
+        assert len(h.stdout.splitlines()) == 1 and "ε=0.5" in h.stdout and GROUPED[:30] in h.stdout
+        b = run_cli("budget", location, "--token", toks["alice"], cwd=tmp_path)
+        assert b.returncode == 0 and "spent" in b.stdout, b.stderr
         bad = subprocess.run([sys.executable, "-m", "dodb", "query", location, GROUPED, "--token", "dodb_nope"],
                              capture_output=True, text=True, env=env, timeout=120)
         assert bad.returncode == 2 and "refused the token" in bad.stderr and "Traceback" not in bad.stderr
