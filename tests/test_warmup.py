@@ -92,6 +92,9 @@ def test_parallel_compile_reports_a_failed_process(monkeypatch):
     monkeypatch.setitem(precompile.COMPILE_SECONDS, "dodb.oblivious.compiled_sort.no_such_kernel", 1e3)  # a child's
     failures = precompile.compile_in_parallel(2)
     assert len(failures) == 1 and "no_such_kernel" in failures[0], failures
+    # one this process compiles (one job: all of them here) is reported the same way, not raised
+    failures = precompile.compile_in_parallel(1)
+    assert len(failures) == 1 and failures[0].startswith("compiling in this process failed: AttributeError")
 
 
 def test_kernel_cache_is_per_user_and_keyed_by_numba_and_cpu(tmp_path):
