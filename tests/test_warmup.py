@@ -10,14 +10,15 @@ import sys
 import textwrap
 from pathlib import Path
 
-# In a fresh process: warm up, then run the 22 TPC-H queries and the audit's built-in set in
-# both private modes; a dodb kernel compiled then (numba's compile event fires on a cache miss
-# only) was missed by the warmup, and every signature they call must be in the warmup's list.
+# In a fresh process: warm up, then run the warmup's workload and the reference queries (the
+# 22 TPC-H queries and the audit's built-in set in both private modes); a dodb kernel compiled
+# then (numba's compile event fires on a cache miss only) was missed by the warmup, and every
+# signature they call must be in the warmup's list.
 _CHECK = textwrap.dedent("""
     import json, sys
     from numba.core import event
     from dodb.precompile import recorded_signatures
-    from dodb.warmup import run_reference_queries, warmup
+    from dodb.warmup import run_reference_queries, run_workload, warmup
 
     warmup()
     compiled = []
@@ -33,6 +34,7 @@ _CHECK = textwrap.dedent("""
             pass
 
     event.register("numba:compile", Seen())
+    run_workload()  # what the list was recorded from: the workload and the reference queries
     run_reference_queries()
     json.dump({"compiled": compiled, "called": recorded_signatures()}, sys.stdout)
 """)
