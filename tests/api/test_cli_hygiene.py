@@ -45,16 +45,21 @@ def test_plain_mode_budget_history_and_epsilon_used(tmp_path):
     con.execute("CREATE TABLE pub AS SELECT 1 AS k")
     con.close()
     _ok(_dodb("budget", db, "--set", "2", "1e-6", cwd=tmp_path))
-    _ok(_dodb("protect", db, "t", "--privacy-unit", "id", "--max-contributions", "1", "--capacity", "40", cwd=tmp_path))
+    out = _ok(_dodb("protect", db, "t", "--privacy-unit", "id", "--max-contributions", "1", "--capacity", "40",
+                    cwd=tmp_path)).stdout  # in words, not a raw dict (--json gives the fields)
+    assert out.startswith("protected t: privacy unit reached via t, at most 1 row(s) per unit") and "{" not in out
+    assert "capacity: 40 slots (declared; nothing charged)" in out
     # plain mode on a private table needs --allow-insecure
     _error(_dodb("query", db, GROUPED, "--mode", "plain", cwd=tmp_path), "allow_insecure")
     plain = _ok(_dodb("query", db, GROUPED, "--mode", "plain", "--allow-insecure", cwd=tmp_path))
-    assert "ε used: 0" in plain.stdout
+    assert plain.stdout.splitlines()[-1] == "ε used: 0 (δ 0; plain mode, which protects nothing: nothing charged)"
+    obl = _ok(_dodb("query", db, "SELECT count(*) FROM t", "--mode", "oblivious", cwd=tmp_path))
+    assert obl.stdout.splitlines()[-1] == "ε used: 0 (δ 0; fully oblivious: it released no size: nothing charged)"
     # the ε a query used is always printed, private or public, text or JSON
     r = _ok(_dodb("query", db, GROUPED, "--epsilon", "0.5", cwd=tmp_path))
     assert "ε used: 0.5" in r.stdout and "query #1" in r.stdout
     r = _ok(_dodb("query", db, "SELECT k FROM pub", cwd=tmp_path))
-    assert "ε used: 0 " in r.stdout and "nothing charged" in r.stdout
+    assert r.stdout.splitlines()[-1] == "ε used: 0 (δ 0; public tables only: nothing charged)"
     r = _ok(_dodb("query", db, GROUPED, "--epsilon", "0.25", "--json", cwd=tmp_path))
     assert json.loads(r.stdout)["epsilon_used"] <= 0.25 + 1e-9 and "ε used" in r.stderr
     # budget changes are owner actions; lowering below what was spent needs --force

@@ -65,24 +65,3 @@ def test_a_locked_file_names_its_holder(tmp_path):
             dodb.connect(path, wait=0.2)
     finally:
         holder.communicate("\n", timeout=30)
-
-
-def test_cli_protect_and_query_say_what_happened_in_words(tmp_path):
-    import duckdb
-
-    from ..cli_run import run_cli
-
-    path = str(tmp_path / "w.duckdb")
-    con = duckdb.connect(path)
-    con.execute("CREATE TABLE t AS SELECT range AS id, range % 4 AS g FROM range(50)")
-    con.execute("CREATE TABLE pub AS SELECT 1 AS a")
-    con.close()
-    assert run_cli("budget", path, "--set", "1.0", "1e-6", cwd=tmp_path).returncode == 0
-    r = run_cli("protect", path, "t", "--privacy-unit", "id", "--max-contributions", "1", cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("protected t: privacy unit reached via t, at most 1 row(s) per unit")
-    assert "released under DP (charged ε=0.05" in r.stdout and "{" not in r.stdout  # no raw dict
-    said = {mode: run_cli("query", path, sql, "--epsilon", "0.1", "--mode", mode, cwd=tmp_path).stdout.splitlines()[-1]
-            for mode, sql in (("oblivious", "SELECT count(*) FROM t"), ("do", "SELECT count(*) FROM pub"))}
-    assert said["oblivious"] == "ε used: 0 (δ 0; fully oblivious: it released no size: nothing charged)"
-    assert said["do"] == "ε used: 0 (δ 0; public tables only: nothing charged)"
