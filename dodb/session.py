@@ -546,15 +546,13 @@ def _open(database: str, read_only: bool, wait: float) -> duckdb.DuckDBPyConnect
             if "lock" not in str(e):
                 raise DodbError(f"cannot open {database!r}: {str(e).splitlines()[0]}") from None
             holder = re.search(r"PID (\d+)", str(e))
+            pid = f" (PID {holder.group(1)})" if holder else ""
             if delay == 0.05 and wait >= 5:  # the first refusal of a long wait: say so, once
-                print(f"dodb: {database!r} is locked by another process"
-                      + (f" (PID {holder.group(1)})" if holder else "")
-                      + f"; waiting up to {wait:g} s for it", file=sys.stderr, flush=True)
+                print(f"dodb: {database!r} is locked by another process{pid}; waiting up to {wait:g} s for it",
+                      file=sys.stderr, flush=True)
             if time.monotonic() >= deadline:
                 raise DatabaseBusyError(
-                    f"{database!r} is in use by another process"
-                    + (f" (PID {holder.group(1)})" if holder else "")
-                    + " (DuckDB lets one process write a file): close it, "
+                    f"{database!r} is in use by another process{pid} (DuckDB lets one process write a file): close it, "
                     "wait longer (wait=), or serve the file with 'dodb serve' and connect with grpc://") from None
         except duckdb.ConnectionException as e:
             raise DodbError(f"{database!r} is already open in this process with another read_only setting "

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 __all__ = ["WARMUP_QUERIES", "warmup", "run_workload", "run_reference_queries", "record_signatures"]
 
@@ -57,27 +58,32 @@ WARMUP_QUERIES = [
 ]
 
 
-def run_workload(progress: Callable[[int, int, str], None] | None = None, *, scale: float = 0.001,
-                 first_step: int = 0, steps: int | None = None) -> None:
-    """Protect a tiny TPC-H sample and run :data:`WARMUP_QUERIES` (every kernel signature the
-    engine uses is then compiled or loaded).  ``progress`` counts from ``first_step``."""
+@contextmanager
+def _tiny_tpch(scale: float, epsilon: float) -> Iterator:
+    """A new in-memory database with a TPC-H sample protected as the demo protects it."""
     import dodb
     from .datasets import generate_tpch, protect_tpch
 
-    steps = steps or first_step + 2 + len(WARMUP_QUERIES)
-    report = progress or (lambda i, n, label: None)
-    report(first_step, steps, "building a tiny TPC-H sample")
     db = dodb.connect()
     try:
         generate_tpch(db.con, scale)
-        db.set_budget(epsilon=1e6, delta=0.5)
-        report(first_step + 1, steps, "protecting it (random permutation, checksums)")
+        db.set_budget(epsilon=epsilon, delta=0.5)
         protect_tpch(db)
-        for i, q in enumerate(WARMUP_QUERIES):
-            report(first_step + 2 + i, steps, q[:60] + ("…" if len(q) > 60 else ""))
-            db.sql(q, epsilon=1.0).arrow()
+        yield db
     finally:
         db.close()
+
+
+def run_workload(progress: Callable[[int, int, str], None] | None = None, *, scale: float = 0.001) -> None:
+    """Protect a tiny TPC-H sample and run :data:`WARMUP_QUERIES` (every kernel signature the
+    engine uses is then compiled or loaded)."""
+    steps = 1 + len(WARMUP_QUERIES)
+    report = progress or (lambda i, n, label: None)
+    report(0, steps, "protecting a tiny TPC-H sample (random permutation, checksums)")
+    with _tiny_tpch(scale, 1e6) as db:
+        for i, q in enumerate(WARMUP_QUERIES):
+            report(1 + i, steps, q[:60] + ("…" if len(q) > 60 else ""))
+            db.sql(q, epsilon=1.0).arrow()
 
 
 def warmup(progress: Callable[[int, int, str], None] | None = None, *, scale: float = 0.001,
@@ -112,20 +118,13 @@ def warmup(progress: Callable[[int, int, str], None] | None = None, *, scale: fl
 def run_reference_queries() -> None:
     """The 22 TPC-H queries and the audit's built-in set, in both private modes, on a tiny
     sample: what the warmup (and :mod:`dodb.oblivious.kernel_signatures`) must cover."""
-    import dodb
     from .audit.command import BUILTIN_QUERIES
-    from .datasets import generate_tpch, protect_tpch, tpch_query
+    from .datasets import tpch_query
 
-    db = dodb.connect()
-    try:
-        generate_tpch(db.con, 0.001)
-        db.set_budget(epsilon=1e9, delta=0.5)
-        protect_tpch(db)
+    with _tiny_tpch(0.001, 1e9) as db:
         for mode in ("do", "oblivious"):
             for q in [tpch_query(n) for n in range(1, 23)] + list(BUILTIN_QUERIES):
                 db.sql(q, epsilon=1.0, mode=mode).arrow()
-    finally:
-        db.close()
 
 
 def record_signatures() -> Path:
