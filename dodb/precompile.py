@@ -55,17 +55,16 @@ def kernel(name: str):
     return getattr(importlib.import_module(module), attr)
 
 
-def compile_kernels(names: list[str], table: dict[str, list[str]] | None = None) -> int:
+def compile_kernels(names: list[str]) -> int:
     """Compile (or load from the cache) each listed signature of ``names`` in this process; keep
     the IR of what was compiled for the lint.  Returns how many signatures were compiled or loaded."""
     from .oblivious import ir_cache
     from .oblivious.kernel_signatures import SIGNATURES
 
-    table = SIGNATURES if table is None else table
     done = 0
     for name in names:
         dispatcher = kernel(name)
-        for text in table.get(name, ()):
+        for text in SIGNATURES.get(name, ()):
             dispatcher.compile(parse_signature(text))
             done += 1
     ir_cache.save()
