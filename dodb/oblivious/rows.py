@@ -16,7 +16,8 @@ from typing import Sequence
 import numpy as np
 
 __all__ = ["RowLayout", "pack_rows", "unpack_rows", "row_bytes", "word_columns", "from_word_columns",
-           "word_block", "fill_word_block", "block_words", "from_word_block", "row_words"]
+           "word_block", "fill_word_block", "block_words", "block_layout", "BlockLayout", "from_word_block",
+           "row_words"]
 
 
 @dataclass(frozen=True)
@@ -77,33 +78,78 @@ def _simple(a: np.ndarray) -> bool:
     return a.ndim == 1 and a.dtype.kind in "biuf" and a.dtype.itemsize in (1, 2, 4, 8)
 
 
-def block_widths(arrays: Sequence[np.ndarray]) -> list[int]:
-    """Words per row each array takes in :func:`word_block` (a function of dtypes and shapes)."""
-    return [1 if _simple(a) else -(-row_bytes(a) // 8) for a in arrays]
+def _narrow(a: np.ndarray) -> bool:
+    """A :func:`_simple` array of fewer than 8 bytes a row: it shares a word with others."""
+    return _simple(a) and a.dtype.itemsize < 8
+
+
+@dataclass(frozen=True)
+class BlockLayout:
+    """Where each array of a :func:`word_block` sits: per array ``(first word, bit shift,
+    words)`` — ``words == 0`` marks a narrow field sharing its word — and the block's words."""
+    places: tuple
+    words: int
+
+
+def block_layout(arrays: Sequence[np.ndarray]) -> BlockLayout:
+    """The word block's layout, a function of dtypes and shapes alone (never of the data).
+
+    An array of 8 bytes a row takes one word, a wider or multi-dimensional one its row
+    bytes in whole words; narrow 1-D fields (bools, 8–32-bit numbers) share words, widest
+    first, each at a shift of a multiple of its own width — so a bool costs a byte of a
+    word, not a word, in every pass that moves rows.
+    """
+    places: list = [None] * len(arrays)
+    w = 0
+    for i, a in enumerate(arrays):
+        if not _narrow(a):
+            k = 1 if _simple(a) else -(-row_bytes(a) // 8)
+            places[i] = (w, 0, k)
+            w += k
+    used: list[int] = []  # bits filled in each shared word; widest first, so next fit is first fit
+    narrow = [i for i, a in enumerate(arrays) if _narrow(a)]
+    for i in sorted(narrow, key=lambda i: -arrays[i].dtype.itemsize):  # lint: public dtypes only
+        bits = 8 * arrays[i].dtype.itemsize
+        if not used or used[-1] + bits > 64:  # lint: public dtype widths only
+            used.append(0)
+        places[i] = (w + len(used) - 1, used[-1], 0)
+        used[-1] += bits
+    return BlockLayout(tuple(places), w + len(used))
 
 
 def block_words(arrays: Sequence[np.ndarray]) -> int:
     """Rows of the :func:`word_block` of ``arrays``."""
-    return sum(block_widths(arrays))
+    return block_layout(arrays).words
 
 
-def word_block(arrays: Sequence[np.ndarray], m: int) -> tuple[np.ndarray, list[int]]:
-    """Every array's :func:`word_columns` stacked into one ``(W, m)`` block, and each one's word count.
+def word_block(arrays: Sequence[np.ndarray], m: int) -> tuple[np.ndarray, BlockLayout]:
+    """Every array's words stacked into one ``(W, m)`` block (rows ``n..m`` zero), and its layout.
 
-    Same bytes as ``word_columns`` (little-endian words); 1-D arrays of at most 8 bytes per
-    row take a direct widening copy instead of the byte-level path.
+    Wide arrays are their :func:`word_columns` (little-endian words); 1-D arrays of 8 bytes
+    a row take a direct widening copy, narrower ones share words (:func:`block_layout`).
     """
     out = np.empty((block_words(arrays), m), dtype=np.uint64)
     return out, fill_word_block(arrays, out)
 
 
-def fill_word_block(arrays: Sequence[np.ndarray], out: np.ndarray) -> list[int]:
+def fill_word_block(arrays: Sequence[np.ndarray], out: np.ndarray) -> BlockLayout:
     """:func:`word_block` into ``out``, a ``(block_words(arrays), m)`` ``uint64`` array (e.g.
-    rows of a larger block); returns each array's word count."""
-    widths = block_widths(arrays)
-    w = 0
-    for a, k in zip(arrays, widths):
+    rows of a larger block); returns the layout :func:`from_word_block` reads back."""
+    layout = block_layout(arrays)
+    shared = min((w for w, _, k in layout.places if k == 0), default=layout.words)
+    # the shared words come last; their fields are OR-ed in
+    out[shared:layout.words] = 0  # lint: public a slice of the layout (dtypes only)
+    for a, (w, shift, k) in zip(arrays, layout.places):
         n = int(a.shape[0])
+        if k == 0:
+            v = np.ascontiguousarray(a).view(f"u{a.dtype.itemsize}")
+            if shift == 0:
+                out[w:w + 1, :n] |= v
+            else:
+                wide = v.astype(np.uint64)
+                wide <<= np.uint64(shift)
+                out[w:w + 1, :n] |= wide
+            continue
         out[w:w + k, n:] = 0
         if _simple(a):
             out[w:w + 1, :n] = np.ascontiguousarray(a).view(f"u{a.dtype.itemsize}")
@@ -111,34 +157,68 @@ def fill_word_block(arrays: Sequence[np.ndarray], out: np.ndarray) -> list[int]:
             rw = row_words(a)
             for j in range(k):
                 out[w + j:w + j + 1, :n] = rw[:, j]
-        w += k
-    return widths
+    return layout
 
 
-def from_word_block(block: np.ndarray, likes: Sequence[np.ndarray], widths: Sequence[int], n: int) -> list[np.ndarray]:
+def from_word_block(block: np.ndarray, likes: Sequence[np.ndarray], layout: BlockLayout,
+                    n: int) -> list[np.ndarray]:
     """Inverse of :func:`word_block` for the first ``n`` rows (fresh arrays shaped like ``likes``)."""
-    out, w = [], 0
-    for a, k in zip(likes, widths):
-        if _simple(a):
+    out = []
+    for a, (w, shift, k) in zip(likes, layout.places):
+        if k == 0:
+            row = block[w:w + 1, :n][0]
+            row = row >> np.uint64(shift) if shift else row
+            out.append(row.astype(f"u{a.dtype.itemsize}").view(a.dtype))
+        elif _simple(a):
             out.append(block[w:w + 1, :n][0].astype(f"u{a.dtype.itemsize}").view(a.dtype))
         else:
             out.append(from_word_columns(block[w:w + k], a, n))
-        w += k
     return out
 
 
+def _grain(offset: int, size: int) -> int:
+    """The widest word (8, 4, 2 or 1 bytes) that both a field's offset and its size are whole
+    multiples of: the field is copied in words of that width (numpy copies a strided column of
+    wide words many times faster than one of bytes)."""
+    for g in (8, 4, 2):
+        if offset % g == 0 and size % g == 0:
+            return g
+    return 1
+
+
+def _rows_per_tile(width: int) -> int:
+    """Rows of a ``width``-word matrix in about 64 KiB (a public function of the layout)."""
+    return max(64, 524288 // max(1, width))
+
+
 def pack_rows(arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, RowLayout]:
-    """Pack ``arrays`` (same first axis) into an ``(n, W)`` ``uint64`` matrix."""
+    """Pack ``arrays`` (same first axis) into an ``(n, W)`` ``uint64`` matrix.
+
+    Fields are laid out widest element first (a stable order of the dtypes alone), so each
+    sits on a boundary of its own element width and is copied in words of that width."""
     n = int(arrays[0].shape[0])
     sizes = [row_bytes(a) for a in arrays]
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int).tolist()
-    total = offsets[-1]
-    width = max(1, -(-total // 8))
-    out = np.zeros((n, width * 8), dtype=np.uint8)
+    order = sorted(range(len(arrays)), key=lambda i: -arrays[i].dtype.itemsize)  # lint: public dtypes only
+    offsets = [0] * len(arrays)
+    at = 0
+    for i in order:
+        offsets[i] = at  # lint: public dtypes only
+        at += sizes[i]
+    width = max(1, -(-at // 8))
+    out = np.empty((n, width * 8), dtype=np.uint8)
+    out[:, at:] = 0
+    fields = []
     for a, off, size in zip(arrays, offsets, sizes):
-        out[:, off:off + size] = np.ascontiguousarray(a).view(np.uint8).reshape(n, size)
+        if size:
+            g = _grain(off, size)
+            src = np.ascontiguousarray(a).view(np.uint8).reshape(n, size).view(f"u{g}")
+            fields.append((src, out.view(f"u{g}")[:, off // g:(off + size) // g]))
+    step = _rows_per_tile(width)
+    for lo in range(0, n, step):  # a tile of rows stays in cache while every field is written into it
+        for src, dst in fields:
+            dst[lo:lo + step] = src[lo:lo + step]
     layout = RowLayout(tuple(a.dtype for a in arrays), tuple(a.shape[1:] for a in arrays),
-                       tuple(offsets[:-1]), tuple(sizes), width)
+                       tuple(offsets), tuple(sizes), width)
     return out.view(np.uint64), layout
 
 
@@ -146,8 +226,14 @@ def unpack_rows(matrix: np.ndarray, layout: RowLayout) -> list[np.ndarray]:
     """Inverse of :func:`pack_rows` (copies each column out)."""
     n = int(matrix.shape[0])
     raw = np.ascontiguousarray(matrix).view(np.uint8).reshape(n, layout.width * 8)
-    out = []
+    fields, out = [], []
     for dt, shape, off, size in zip(layout.dtypes, layout.shapes, layout.offsets, layout.sizes):
-        col = raw[:, off:off + size].copy()
-        out.append(col.view(dt).reshape((n,) + tuple(shape)))
+        g = _grain(off, size)
+        col = np.empty((n, size // g), dtype=f"u{g}")
+        fields.append((raw.view(f"u{g}")[:, off // g:(off + size) // g], col))
+        out.append(col.view(np.uint8).view(dt).reshape((n,) + tuple(shape)))
+    step = _rows_per_tile(layout.width)
+    for lo in range(0, n, step):  # as in pack_rows: one tile of the matrix in cache at a time
+        for src, dst in fields:
+            dst[lo:lo + step] = src[lo:lo + step]
     return out

@@ -20,24 +20,11 @@ from ..oblivious import compact as ocompact
 from ..oblivious import expand as oexpand
 from ..oblivious.compact import distribute as odistribute
 from ..oblivious import oblivious_merge, oblivious_sort, segmented_lex_scan, segmented_scan
-from ..oblivious.rows import pack_rows, unpack_rows
 from ..oblivious.scan import scan_events
 from ..oblivious.trace import Trace
 from .keys import EncodedKey
 
 __all__ = ["Kernels", "ObliviousKernels", "PlainKernels", "kernels_for"]
-
-
-def _pack(payload: Sequence[np.ndarray]):
-    """Many payload columns travel as one row matrix (one pass per stage instead of many)."""
-    if len(payload) <= 1:
-        return list(payload), None
-    matrix, layout = pack_rows(payload)
-    return [matrix], layout
-
-
-def _unpack(out: list[np.ndarray], layout) -> list[np.ndarray]:
-    return out if layout is None else unpack_rows(out[0], layout)
 
 
 class Kernels:
@@ -52,23 +39,21 @@ class ObliviousKernels(Kernels):
 
     def sort(self, key: EncodedKey, payload: Sequence[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Stable sort of payload rows by the encoded key; returns (key words, payload)."""
-        packed, layout = _pack(payload)
+        # the payload's columns go to the network as they are: its word block packs narrow
+        # columns into shared words (oblivious/rows.py block_layout)
         bits = key.single_word_bits
         if bits is not None:
-            (w,), out = oblivious_sort([key.packed_single()], packed, key_bits=bits, trace=self.trace)
-            return [w << np.uint64(64 - bits) if 0 < bits < 64 else w], _unpack(out, layout)
+            (w,), out = oblivious_sort([key.packed_single()], payload, key_bits=bits, trace=self.trace)
+            return [w << np.uint64(64 - bits) if 0 < bits < 64 else w], out
         # fold the stable tie-break (position) into the key's last word when it has room,
         # so the network compares as few words as possible
         with_pos = key.with_position()
-        words, out = oblivious_sort(with_pos.words, packed, unique=True, trace=self.trace)
-        return words, _unpack(out, layout)
+        return oblivious_sort(with_pos.words, payload, unique=True, trace=self.trace)
 
     def merge(self, key: EncodedKey, payload: Sequence[np.ndarray], split: int):
         """The rows ``[0, split)`` and ``[split, n)``, each sorted by ``key`` (distinct keys),
         merged into one sorted order: (key words, payload) as :meth:`sort` would give."""
-        packed, layout = _pack(payload)
-        words, out = oblivious_merge(key.words, packed, split=split, trace=self.trace)
-        return words, _unpack(out, layout)
+        return oblivious_merge(key.words, payload, split=split, trace=self.trace)
 
     def compact(self, flags: np.ndarray, payload: Sequence[np.ndarray],
                 block: int | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
