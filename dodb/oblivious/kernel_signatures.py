@@ -52,6 +52,9 @@ SIGNATURES: dict[str, list[str]] = {
     'dodb.oblivious.compiled_reduce.fsum_rows': [
         "(Array(float64, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(float64, 1, 'C', False, aligned=True), int64)",
     ],
+    'dodb.oblivious.compiled_reduce.seg_sum128_limbs': [
+        "(Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(int64, 1, 'C', False, aligned=True), Array(int64, 1, 'C', False, aligned=True), int64, bool)",
+    ],
     'dodb.oblivious.compiled_reduce.sum128_limbs': [
         "(Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(int64, 1, 'C', False, aligned=True), int64)",
     ],

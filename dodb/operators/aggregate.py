@@ -23,6 +23,7 @@ import pyarrow as pa
 from .aggregates_stats import PAIR_FUNCS, SORTED_FUNCS, STATS_FUNCS, stats_aggregate
 from .context import ExecContext, OpResult
 from .global_aggregate import global_row
+from .grouped_sums import grouped_int128
 from .keys import KeyField, column_fields, encode_keys, pack_fields
 from .scalar_row import SCALAR_ROWS, SCALAR_ROWS_MESSAGE
 from .list_agg import list_agg
@@ -135,8 +136,12 @@ def _aggregate(kern, agg: Agg, col: Column | None, real: np.ndarray, starts: np.
         return Column(pa.int64(), kern.seg_reduce(inc, starts, "count"), np.ones_like(real))
     if agg.func == "count_distinct":
         return Column(pa.int64(), kern.seg_reduce(inc & dstarts, starts, "count"), np.ones_like(real))
-    nonnull = kern.seg_reduce(inc, starts, "count") > 0
     t = col.type
+    if agg.func in ("sum", "avg") and (pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t)):
+        fused = grouped_int128(kern, agg.func, col, inc, starts, overflow)  # one pass, the same view
+        if fused is not None:
+            return fused
+    nonnull = kern.seg_reduce(inc, starts, "count") > 0
     if pa.types.is_null(t):  # SUM(NULL), MIN(CASE … END) with every branch NULL: all NULL
         return Column(t, np.zeros(real.shape[0], dtype=np.int8), np.zeros(real.shape[0], dtype=bool))
     if agg.func in ("sum", "avg"):

@@ -103,6 +103,7 @@ def _exercise_expressions() -> None:
                    is_real=np.array([True, True, False]))
     with kernel_backend_scope("compiled"):
         group_by(f, [], [Agg("sum", "d", "s"), Agg("sum", "f", "g")], ctx=ExecContext(mode="do"))
+        group_by(f, ["f"], [Agg("sum", "d", "s")], ctx=ExecContext(mode="do"))  # per-run sums (grouped_sums)
 
 
 def _kernels() -> list:
