@@ -79,14 +79,28 @@ def _simple(a: np.ndarray) -> bool:
 
 
 def _narrow(a: np.ndarray) -> bool:
-    """A :func:`_simple` array of fewer than 8 bytes a row: it shares a word with others."""
-    return _simple(a) and a.dtype.itemsize < 8
+    """An array of 1, 2 or 4 bytes a row (a bool, a narrow number, a one-byte string block):
+    it shares a word with others."""
+    return row_bytes(a) in (1, 2, 4)
+
+
+def _field(a: np.ndarray) -> np.ndarray:
+    """A narrow array's rows as one unsigned number each (its row bytes, reinterpreted)."""
+    n, rb = int(a.shape[0]), row_bytes(a)
+    return np.ascontiguousarray(a).view(np.uint8).reshape(n, rb).view(f"u{rb}").reshape(n)
+
+
+def _from_field(v: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`_field`: unsigned numbers back to rows shaped like ``like``."""
+    n, rb = int(v.shape[0]), row_bytes(like)
+    return v.astype(f"u{rb}").view(np.uint8).reshape(n, rb).view(like.dtype).reshape((n,) + like.shape[1:])
 
 
 @dataclass(frozen=True)
 class BlockLayout:
     """Where each array of a :func:`word_block` sits: per array ``(first word, bit shift,
-    words)`` — ``words == 0`` marks a narrow field sharing its word — and the block's words."""
+    words, shared)`` — ``shared`` marks a narrow field OR-ed into a word with others — and
+    the block's words."""
     places: tuple
     words: int
 
@@ -104,15 +118,15 @@ def block_layout(arrays: Sequence[np.ndarray]) -> BlockLayout:
     for i, a in enumerate(arrays):
         if not _narrow(a):
             k = 1 if _simple(a) else -(-row_bytes(a) // 8)
-            places[i] = (w, 0, k)
+            places[i] = (w, 0, k, False)
             w += k
     used: list[int] = []  # bits filled in each shared word; widest first, so next fit is first fit
     narrow = [i for i, a in enumerate(arrays) if _narrow(a)]
-    for i in sorted(narrow, key=lambda i: -arrays[i].dtype.itemsize):  # lint: public dtypes only
-        bits = 8 * arrays[i].dtype.itemsize
+    for i in sorted(narrow, key=lambda i: -row_bytes(arrays[i])):  # lint: public dtypes only
+        bits = 8 * row_bytes(arrays[i])
         if not used or used[-1] + bits > 64:  # lint: public dtype widths only
             used.append(0)
-        places[i] = (w + len(used) - 1, used[-1], 0)
+        places[i] = (w + len(used) - 1, used[-1], 1, True)
         used[-1] += bits
     return BlockLayout(tuple(places), w + len(used))
 
@@ -136,13 +150,13 @@ def fill_word_block(arrays: Sequence[np.ndarray], out: np.ndarray) -> BlockLayou
     """:func:`word_block` into ``out``, a ``(block_words(arrays), m)`` ``uint64`` array (e.g.
     rows of a larger block); returns the layout :func:`from_word_block` reads back."""
     layout = block_layout(arrays)
-    shared = min((w for w, _, k in layout.places if k == 0), default=layout.words)
+    first = min((w for w, _, _, shared in layout.places if shared), default=layout.words)
     # the shared words come last; their fields are OR-ed in
-    out[shared:layout.words] = 0  # lint: public a slice of the layout (dtypes only)
-    for a, (w, shift, k) in zip(arrays, layout.places):
+    out[first:layout.words] = 0  # lint: public a slice of the layout (dtypes only)
+    for a, (w, shift, k, shared) in zip(arrays, layout.places):
         n = int(a.shape[0])
-        if k == 0:
-            v = np.ascontiguousarray(a).view(f"u{a.dtype.itemsize}")
+        if shared:
+            v = _field(a)
             if shift == 0:
                 out[w:w + 1, :n] |= v
             else:
@@ -164,11 +178,10 @@ def from_word_block(block: np.ndarray, likes: Sequence[np.ndarray], layout: Bloc
                     n: int) -> list[np.ndarray]:
     """Inverse of :func:`word_block` for the first ``n`` rows (fresh arrays shaped like ``likes``)."""
     out = []
-    for a, (w, shift, k) in zip(likes, layout.places):
-        if k == 0:
+    for a, (w, shift, k, shared) in zip(likes, layout.places):
+        if shared:
             row = block[w:w + 1, :n][0]
-            row = row >> np.uint64(shift) if shift else row
-            out.append(row.astype(f"u{a.dtype.itemsize}").view(a.dtype))
+            out.append(_from_field(row >> np.uint64(shift) if shift else row, a))
         elif _simple(a):
             out.append(block[w:w + 1, :n][0].astype(f"u{a.dtype.itemsize}").view(a.dtype))
         else:

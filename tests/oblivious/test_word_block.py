@@ -15,7 +15,7 @@ def arrays(draw):
     out = []
     for _ in range(draw(st.integers(1, 12))):
         dt = np.dtype(draw(st.sampled_from(DTYPES)))
-        tail = draw(st.sampled_from([(), (), (), (1,), (3,), (2,), (9,)]))
+        tail = draw(st.sampled_from([(), (), (), (1,), (3,), (2,), (4,), (9,), (0,)]))
         raw = rng.integers(0, 256, size=(n,) + tail + (dt.itemsize,), dtype=np.uint8)
         a = raw.view(dt).reshape((n,) + tail)
         if dt.kind == "b":
@@ -47,7 +47,9 @@ def test_pack_rows_round_trips(case):
 
 
 def test_narrow_columns_share_words():
-    """Eight bools and two int32s take two words, not ten (each row pass moves fewer words)."""
+    """Eight bools, two int32s and two one-byte string blocks take three words, not twelve
+    (each row pass moves fewer words); a 3-byte block keeps a word of its own."""
     n = 5
-    arrs = [np.ones(n, bool)] * 8 + [np.arange(n, dtype=np.int32)] * 2 + [np.arange(n, dtype=np.int64)]
-    assert block_layout(arrs).words == 3
+    arrs = [np.ones(n, bool)] * 8 + [np.arange(n, dtype=np.int32)] * 2 + [np.zeros((n, 1), np.uint8)] * 2
+    assert block_layout(arrs + [np.arange(n, dtype=np.int64)]).words == 4
+    assert block_layout(arrs + [np.zeros((n, 3), np.uint8)]).words == 4
