@@ -118,6 +118,8 @@ EXPRS = {
     "date_arith": "dt + INTERVAL 3 MONTH", "date_part": "EXTRACT(year FROM dt) + date_part('doy', ts)",
     "trunc": "date_trunc('month', dt)", "huge": "b::HUGEINT * b // i", "strftime": "strftime(dt, '%Y-%m-%d')",
     "replace": "replace(s, 'a', 'xyz')", "pad": "lpad(s, 5, '*')",
+    "maths": "sqrt(f) + ln(abs(b) + 1) + power(d, 2) + atan2(i, f) + log(3, f) + tanh(f) + even(d) + cot(t8)",
+    "maths_flags": "isnan(f) OR isinf(f) OR isfinite(d)",
 }
 
 
