@@ -25,7 +25,7 @@ from ..errors import CatalogError, UnsupportedQueryError, did_you_mean
 from .catalog import Catalog
 from ..sqlpos import position_of
 
-__all__ = ["guard", "Guarded", "pushable", "check_nesting", "MAX_NESTING", "INTERNAL_SCHEMAS"]
+__all__ = ["guard", "check_scalar", "Guarded", "pushable", "check_nesting", "check_unit_arguments", "MAX_NESTING", "INTERNAL_SCHEMAS"]
 
 MAX_NESTING = 64          # parentheses/brackets; sqlglot and the planner recurse per level
 MAX_VIEW_DEPTH = 16       # views defined over views
@@ -104,6 +104,37 @@ def _refuse(what: str, node: exp.Expression) -> None:
 
 def _snippet(node: exp.Expression, n: int = 60) -> str:
     return node.sql(dialect="duckdb")[:n]
+
+
+# functions whose first argument sqlglot reads as a unit keyword even when it is a column
+_UNIT_FIRST = frozenset({"date_diff", "datediff", "date_trunc", "datetrunc"})
+
+
+def check_unit_arguments(sql: str) -> None:
+    """Refuse DATE_DIFF / DATE_TRUNC whose unit is a column, not a string constant.
+
+    sqlglot parses ``date_diff(s, a, b)`` — ``s`` a column — as the unit ``S`` (seconds),
+    exactly as it parses ``date_diff('s', a, b)``, so the difference is only in the text: a
+    unit written as a name is refused here (DuckDB reads it as a column; dodb needs the
+    unit public and constant).
+
+    >>> check_unit_arguments("SELECT date_diff('day', a, b) FROM t")
+    >>> check_unit_arguments("SELECT date_diff(u, a, b) FROM t")
+    Traceback (most recent call last):
+    dodb.errors.UnsupportedQueryError: unsupported SQL: DATE_DIFF with the unit u from a column (dodb takes units as string constants, e.g. 'day')
+    """
+    from sqlglot.tokens import TokenType
+
+    try:
+        tokens = sqlglot.Dialect.get_or_raise("duckdb").tokenize(sql)
+    except sqlglot.errors.SqlglotError:
+        return  # malformed: the parser says so
+    names = (TokenType.VAR, TokenType.IDENTIFIER)
+    for fn, paren, arg in zip(tokens, tokens[1:], tokens[2:]):
+        if fn.token_type in names and fn.text.lower() in _UNIT_FIRST and paren.token_type == TokenType.L_PAREN \
+                and arg.token_type in names:
+            raise UnsupportedQueryError(f"{fn.text.upper()} with the unit {arg.text} from a column (dodb takes "
+                                        "units as string constants, e.g. 'day')")
 
 
 def check_nesting(sql: str, limit: int = MAX_NESTING) -> None:
@@ -313,6 +344,12 @@ _CALL = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 def _check_tree(ast: exp.Expression, user_functions: set[str]) -> None:
     for node in ast.walk():
         _check_node(node, user_functions)
+
+
+def check_scalar(expression: exp.Expression) -> None:
+    """Refuse (``UnsupportedQueryError``) a scalar expression the allow-list does not take —
+    what :func:`guard` checks of each expression in a query (no user functions)."""
+    _check_tree(expression, set())
 
 
 def guard(ast: exp.Expression, catalog: Catalog) -> Guarded:

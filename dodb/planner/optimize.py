@@ -30,7 +30,7 @@ from .rules.mark_scalar_sources import (mark_scalar_sources, merge_keeping_scala
 
 from ..errors import CatalogError, PlanningError, UnsupportedQueryError, one_line
 from .catalog import Catalog
-from .guard import check_nesting
+from .guard import check_nesting, check_unit_arguments
 from .rules import (correlated_count, correlated_value, factor_disjunctions, in_values, local_disjunctions, one_row_source,
                     quantified_comparison, reject_unsupported,
                     unnest_exists)
@@ -61,6 +61,7 @@ def parse(sql: str) -> exp.Expression:
         raise UnsupportedQueryError("SQL nested too deeply to parse") from None
     if len(statements) != 1:
         raise UnsupportedQueryError(f"{len(statements)} statements (send one query at a time)")
+    check_unit_arguments(sql)  # what the parse cannot tell apart: a column where a unit goes
     return statements[0]
 
 

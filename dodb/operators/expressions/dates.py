@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["civil", "days_from_civil", "month_days", "add_interval", "date_part", "US_PER_DAY", "split_ts",
-           "iso_week", "in_date_range", "finite_date", "to_us", "PARTS"]
+           "iso_week", "in_date_range", "finite_date", "finite_ts", "to_us", "PARTS"]
 
 US_PER_DAY = 86_400_000_000
 _MIN_DAY = -719162   # 0001-01-01 (strftime's range)
@@ -65,6 +65,11 @@ def in_date_range(days: np.ndarray) -> np.ndarray:
 def finite_date(days: np.ndarray) -> np.ndarray:
     """A DATE DuckDB can hold (``Date out of range`` otherwise)."""
     return (days >= -DATE_MAX) & (days <= DATE_MAX)
+
+
+def finite_ts(us: np.ndarray) -> np.ndarray:
+    """A TIMESTAMP other than ±infinity (DuckDB's ±(2^63 − 1) microseconds)."""
+    return (us >= -TS_MAX_US) & (us <= TS_MAX_US)
 
 
 def to_us(data: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:

@@ -98,10 +98,21 @@ def date_arith(ev, node, op: str, a: Val, b: Val, rt) -> Val:
         days, k = (a.data, b.data) if ka == "date" else (b.data, a.data)
         if op == "-" and ka != "date":
             raise Unsupported("integer - DATE")
-        res = days + k if op == "+" else days - k
-        bad = ~dates.finite_date(res) & valid
+        infinite = ~dates.finite_date(days)  # ±infinity ± k stays ±infinity in DuckDB
+        res = np.where(infinite, days, days + k if op == "+" else days - k)
+        bad = ~dates.finite_date(res) & valid & ~infinite
         return Val(rt, res, valid, np.maximum(err, ev.fail(bad, "Out of Range Error: Date out of range")))
     raise Unsupported(f"{op} of {a.type} and {b.type}")
+
+
+def _finite(v: Val) -> np.ndarray:
+    """Valid rows holding a finite DATE/TIMESTAMP: DuckDB's date parts, names, LAST_DAY and
+    DATE_DIFF are NULL on ±infinity."""
+    if v.type.kind == "date":
+        return v.valid & dates.finite_date(v.data)
+    if v.type.kind == "ts":
+        return v.valid & dates.finite_ts(v.data)
+    return v.valid
 
 
 def _days(v: Val) -> tuple[np.ndarray, np.ndarray | None]:
@@ -132,7 +143,7 @@ def _part_of(ev, node: exp.Expression, part: str, arg: exp.Expression) -> Val:
     if part in ("hour", "minute", "second") and v.type.kind != "ts":
         raise Unsupported(f"{part} of {v.type}")
     days, tod = _days(v)
-    return Val(rt, dates.date_part(part, days, tod), v.valid, v.err)
+    return Val(rt, dates.date_part(part, days, tod), _finite(v), v.err)
 
 
 @handles(exp.Extract)
@@ -182,7 +193,7 @@ def _ev_date_diff(ev, node):
         raise Unsupported(f"DATE_DIFF of {start.type} and {end.type}")
     if unit not in ("day", "month", "year", "quarter"):
         raise Unsupported(f"DATE_DIFF unit {unit}")
-    valid, err = end.valid & start.valid, np.maximum(end.err, start.err)
+    valid, err = _finite(end) & _finite(start), np.maximum(end.err, start.err)
     if "ts" in (end.type.kind, start.type.kind):  # DuckDB casts both to TIMESTAMP and diffs the dates
         end = Val(end.type, _days(end)[0], end.valid, end.err)
         start = Val(start.type, _days(start)[0], start.valid, start.err)
@@ -207,7 +218,7 @@ def _ev_last_day(ev, node):
     rt = ev.type_of(node)
     if rt.kind != "date":
         raise Unsupported(f"LAST_DAY giving {rt}")
-    return Val(rt, res, v.valid, v.err)
+    return Val(rt, res, _finite(v), v.err)
 
 
 _TIME_UNITS = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000}
@@ -234,14 +245,21 @@ def _ev_trunc(ev, node):
         res = days - (dates.date_part("isodow", days) - 1)
     elif unit in _TIME_UNITS and v.type.kind == "ts" and rt.kind == "ts":
         step = _TIME_UNITS.get(unit)
-        return Val(rt, days * dates.US_PER_DAY + tod // step * step, v.valid, v.err)
+        return Val(rt, _infinite_kept(v, days * dates.US_PER_DAY + tod // step * step, rt), v.valid, v.err)
     else:
         raise Unsupported(f"DATE_TRUNC unit {unit}")
     if rt.kind == "ts":
         res = res * dates.US_PER_DAY
     elif rt.kind != "date":
         raise Unsupported(f"DATE_TRUNC giving {rt}")
-    return Val(rt, res, v.valid, v.err)
+    return Val(rt, _infinite_kept(v, res, rt), v.valid, v.err)
+
+
+def _infinite_kept(v: Val, res: np.ndarray, rt) -> np.ndarray:
+    """``res``, but ±infinity where ``v`` holds it (DATE_TRUNC of an infinity is that infinity)."""
+    finite = dates.finite_date(v.data) if v.type.kind == "date" else dates.finite_ts(v.data)
+    big = dates.DATE_MAX + 1 if rt.kind == "date" else dates.TS_MAX_US + 1
+    return np.where(finite, res, np.where(v.data > 0, big, -big))
 
 
 _MONTHS = [b"January", b"February", b"March", b"April", b"May", b"June", b"July", b"August", b"September",
@@ -257,7 +275,7 @@ def _ev_names(ev, node):
         mat, lengths = strings.constant_rows(_MONTHS, dates.civil(days)[1] - 1)
     else:
         mat, lengths = strings.constant_rows(_DAYS, dates.date_part("dow", days))
-    return Val(ev.type_of(node), mat, v.valid, v.err, lengths)
+    return Val(ev.type_of(node), mat, _finite(v), v.err, lengths)
 
 
 def _digits(x: np.ndarray, count: int) -> list[np.ndarray]:
@@ -289,8 +307,17 @@ def _ev_strftime(ev, node):
             val = dates.date_part("doy", days)
         cols += _digits(val, width)
     mat = np.stack(cols, axis=1) if cols else np.zeros((v.n, 1), np.uint8)
-    out = Val(ev.type_of(node), mat, v.valid, v.err, np.full(v.n, len(cols), dtype=np.int64))
-    bad = ~dates.in_date_range(days) & v.valid
+    lengths = np.full(v.n, len(cols), dtype=np.int64)
+    # ±infinity prints as 'infinity' / '-infinity' whatever the format (DuckDB); every row
+    # is selected over, so the width is the wider of the two (public)
+    infinite = v.valid & ~_finite(v)
+    word, wl = strings.constant_rows([b"infinity", b"-infinity"], (v.data < 0).astype(np.int64))
+    width = max(mat.shape[1], word.shape[1])
+    mat = np.where(infinite[:, None], np.pad(word, ((0, 0), (0, width - word.shape[1]))),
+                   np.pad(mat, ((0, 0), (0, width - mat.shape[1]))))
+    lengths = np.where(infinite, wl, lengths)
+    out = Val(ev.type_of(node), mat, v.valid, v.err, lengths)
+    bad = ~dates.in_date_range(days) & v.valid & ~infinite
     out.err = np.maximum(out.err, ev.fail(bad, "Not implemented Error: dodb formats dates only for years 1 to 9999"))
     return out
 
