@@ -120,6 +120,7 @@ EXPRS = {
     "replace": "replace(s, 'a', 'xyz')", "pad": "lpad(s, 5, '*')",
     "maths": "sqrt(f) + ln(abs(b) + 1) + power(d, 2) + atan2(i, f) + log(3, f) + tanh(f) + even(d) + cot(t8)",
     "maths_flags": "isnan(f) OR isinf(f) OR isfinite(d)",
+    "windows_per_row": "substring(s, t8 % 4, i % 3) || left(n, t8) || right(s, b)",
 }
 
 

@@ -148,14 +148,66 @@ def _int_arg(ev, node, what: str) -> int:
 _SUBSTRING_LIMIT = 4294967295
 
 
+def _small_constant(ev, node) -> bool:
+    """A constant integer within DuckDB's SUBSTRING range (the fixed-window path); anything
+    else — a column, an expression, NULL, an out-of-range value — takes the per-row path."""
+    entry = ev.p.consts.get(id(node)) if node is not None else None
+    if entry is None or entry.error is not None:
+        return False
+    v = entry.value
+    return isinstance(v, int) and not isinstance(v, bool) and -_SUBSTRING_LIMIT - 1 <= v <= _SUBSTRING_LIMIT
+
+
+def _int_rows(ev, node, what: str) -> Val:
+    """A BIGINT argument that may differ per row (a column or an expression)."""
+    val = ev.ev(node)
+    if val.type.kind == "null":  # an untyped NULL: NULL on every row
+        return Val(val.type, np.zeros(val.n, dtype=np.int64), np.zeros(val.n, dtype=bool), val.err)
+    if val.type.kind != "int":
+        raise Unsupported(f"{what} with a {val.type} argument")
+    return Val(val.type, val.data.astype(np.int64), val.valid, val.err)
+
+
+def _substring_rows(ev, node, v: Val, start, length_node) -> Val:
+    """SUBSTRING with a per-row offset or length: the same window as the constant case,
+    computed element-wise on every row; a value outside DuckDB's supported range is a per-row
+    error where DuckDB evaluates the call (no NULL argument)."""
+    off = _int_rows(ev, start, "SUBSTRING")
+    ln = None if length_node is None else _int_rows(ev, length_node, "SUBSTRING")
+    valid = v.valid & off.valid & (True if ln is None else ln.valid)
+    err = np.maximum(v.err, off.err) if ln is None else np.maximum(np.maximum(v.err, off.err), ln.err)
+    lo_lim, hi_lim = -_SUBSTRING_LIMIT - 1, _SUBSTRING_LIMIT
+    checks = [(off.data > hi_lim, f"offset outside of supported range (> {hi_lim})"),
+              (off.data < lo_lim, f"offset outside of supported range (< {lo_lim})")]
+    if ln is not None:
+        checks += [(ln.data > hi_lim, f"length outside of supported range (> {hi_lim})"),
+                   (ln.data < lo_lim, f"length outside of supported range (< {lo_lim})")]
+    for bad, what in checks:
+        err = np.maximum(err, ev.fail(bad & valid, f"Out of Range Error: Substring {what}"))
+    o = np.clip(off.data, lo_lim, hi_lim)  # in range now: the sums below stay far inside int64
+    size = strings.char_count(v.data, v.lengths)
+    p = np.where(o >= 0, o, size + (o + 1))
+    if ln is None:
+        lo, hi = p, size + 1
+    else:
+        k = np.clip(ln.data, lo_lim, hi_lim)
+        lo, hi = np.where(k >= 0, p, p + k), np.where(k >= 0, p + k, p)
+    mat, lengths = strings.keep_chars(v.data, v.lengths, np.maximum(lo - 1, 0), np.minimum(hi - 1, size))
+    width = v.width
+    if length_node is not None and _small_constant(ev, length_node):
+        width = max(1, min(v.width, 4 * abs(int(ev.literal(length_node, "SUBSTRING")))))
+    return Val(ev.type_of(node), _out(ev, node, v, mat, lengths, width).data, valid, err, lengths)
+
+
 @handles(exp.Substring)
 def _ev_substring(ev, node):
     v = _str(ev, node.this)
-    offset = _int_arg(ev, node.args.get("start"), "SUBSTRING")
     length_node = node.args.get("length")
+    if not _small_constant(ev, node.args.get("start")) or (length_node is not None
+                                                          and not _small_constant(ev, length_node)):
+        return _substring_rows(ev, node, v, node.args.get("start"), length_node)
+    offset = _int_arg(ev, node.args.get("start"), "SUBSTRING")
     length = None if length_node is None else _int_arg(ev, length_node, "SUBSTRING")
-    if abs(offset) > _SUBSTRING_LIMIT or (length is not None and abs(length) > _SUBSTRING_LIMIT):
-        raise Unsupported("SUBSTRING offset or length outside DuckDB's supported range")
     size = strings.char_count(v.data, v.lengths)
     # DuckDB's window: 1-based position p (from the end for a negative offset), characters
     # p .. p+length-1 (p+length .. p-1 for a negative length), cut to 1 .. size
@@ -172,9 +224,28 @@ def _ev_substring(ev, node):
     return _out(ev, node, v, mat, lengths, width)
 
 
+def _left_right_rows(ev, node, v: Val) -> Val:
+    """LEFT/RIGHT with a per-row count: the constant case's window, element-wise; LEFT of more
+    than 2^32 − 1 characters is DuckDB's SUBSTRING length error (RIGHT has none)."""
+    kv = _int_rows(ev, node.expression, node.sql_name())
+    valid, err = v.valid & kv.valid, np.maximum(v.err, kv.err)
+    k = np.clip(kv.data, -_SUBSTRING_LIMIT - 1, _SUBSTRING_LIMIT + 1)
+    size = strings.char_count(v.data, v.lengths)
+    if isinstance(node, exp.Left):
+        err = np.maximum(err, ev.fail((kv.data > _SUBSTRING_LIMIT) & valid, "Out of Range Error: Substring length "
+                                      f"outside of supported range (> {_SUBSTRING_LIMIT})"))
+        first, stop = np.zeros(v.n, dtype=np.int64), np.where(k >= 0, np.minimum(size, k), np.maximum(size + k, 0))
+    else:
+        first, stop = np.where(k >= 0, np.maximum(size - k, 0), np.minimum(size, -k)), size
+    mat, lengths = strings.keep_chars(v.data, v.lengths, first, stop)
+    return Val(ev.type_of(node), _out(ev, node, v, mat, lengths, v.width).data, valid, err, lengths)
+
+
 @handles(exp.Left, exp.Right)
 def _ev_left_right(ev, node):
     v = _str(ev, node.this)
+    if not _small_constant(ev, node.expression):
+        return _left_right_rows(ev, node, v)
     k = _int_arg(ev, node.expression, node.sql_name())
     size = strings.char_count(v.data, v.lengths)
     zero = np.zeros(v.n, dtype=np.int64)
