@@ -75,6 +75,8 @@ def column_checksums(data: pa.Table) -> dict[str, int]:
         elif pa.types.is_decimal128(arr.type):
             lanes = np.frombuffer(arr.buffers()[1], dtype=np.uint64, count=2 * (len(arr) + arr.offset))[
                 2 * arr.offset:].reshape(len(arr), 2) if len(arr) else np.zeros((0, 2), np.uint64)
+        elif pa.types.is_time(arr.type):  # numpy has no TIME: the stored integers (µs or ms of the day)
+            lanes = np.asarray(arr.view(pa.int64() if arr.type.bit_width == 64 else pa.int32()).to_numpy())
         else:
             lanes = np.asarray(arr.to_numpy(zero_copy_only=False))
             if lanes.dtype.kind in "mM":
