@@ -338,7 +338,8 @@ def _protect(args) -> int:
            "max_contributions": info.max_contributions, "keys": info.keys, "max_degree": info.max_degree,
            "widths": info.widths, "policy": info.policy, "capacity": info.capacity,
            "capacity_source": info.capacity_source,
-           "charged_epsilon": out.charged_epsilon, "charged_delta": out.charged_delta, "ledger_id": out.charge_id}
+           "charged_epsilon": out.charged_epsilon, "charged_delta": out.charged_delta, "ledger_id": out.charge_id,
+           "null_unit_rows": out.null_unit_rows, "orphan_rows": out.orphan_rows}
     print(json.dumps(msg) if args.json else _protected_words(msg))
     db.close()
     return 0
@@ -369,8 +370,9 @@ def _protected_words(msg: dict) -> str:
         if msg[key]:
             lines.append(f"  {label}: {json.dumps(msg[key])}")
     policy = msg["policy"] or {}
-    lines.append("  rows without a parent: " + policy.get("orphans", "keep") + "; rows with a NULL unit: "
-                 + policy.get("null_units", "keep"))
+    kept = lambda count: "" if not count else f" ({count} kept)"  # noqa: E731
+    lines.append("  rows without a parent: " + policy.get("orphans", "keep") + kept(msg.get("orphan_rows"))
+                 + "; rows with a NULL unit: " + policy.get("null_units", "keep") + kept(msg.get("null_unit_rows")))
     return "\n".join(lines)
 
 

@@ -74,9 +74,15 @@ class IngestResult:
     charge_id: int | None
     charged_epsilon: float = 0.0
     charged_delta: float = 0.0
+    null_unit_rows: int = 0              # rows with a NULL unit, kept (null_units='keep'): each its own unit
+    orphan_rows: int | None = None       # rows naming no parent row, kept (orphans='keep'); None: no parent
 
     def __str__(self) -> str:
         parts = [f"{self.table}: {self.rows} rows stored in {self.capacity} slots ({self.capacity_source} capacity)"]
+        if self.null_unit_rows:
+            parts.append(f"  kept {self.null_unit_rows} rows with a NULL privacy unit (each a unit of its own)")
+        if self.orphan_rows:
+            parts.append(f"  kept {self.orphan_rows} orphan rows (no parent row; each belongs to the unit its key names)")
         for r in self.releases:
             parts.append(f"  released {r['name']} = {r['value']} (sensitivity {r['sensitivity']}, ε={r['epsilon']:.4g})")
         if self.charge_id is not None:
@@ -103,8 +109,9 @@ def _raw_table(con: duckdb.DuckDBPyConnection, name: str) -> pa.Table:
         return cur.sql(q.sql(dialect="duckdb")).to_arrow_table()
 
 
-def _current_rows(con, info: TableInfo) -> pa.Table:
-    cols = info.logical_columns
+def _current_rows(con, info: TableInfo, only: list[str] | None = None) -> pa.Table:
+    """The real rows of a protected table (owner side); ``only``: just these columns."""
+    cols = [c for c in info.logical_columns if only is None or c.name in only]
     with _reader(con) as cur:
         is_real, columns = read_slots(cur, info.name, cols, int(info.capacity), info.checksums)
     return real_rows(is_real, columns, cols)
@@ -217,8 +224,10 @@ def _unit_policy_violation(table: str, d: Declaration, nulls: int, orphans: int 
     return f"{table!r}: " + " and ".join(refused) + (f"; {kept[0]} (kept)" if kept else "")
 
 
-def _verify(cur, table: str, d: Declaration, data: pa.Table, parent_keys: pa.Array | None) -> dict[str, int]:
-    """Check every declared bound; returns the true maxima of the DP degree columns."""
+def _verify(cur, table: str, d: Declaration, data: pa.Table,
+            parent_keys: pa.Array | None) -> tuple[dict[str, int], int, int | None]:
+    """Check every declared bound; returns the true maxima of the DP degree columns and the
+    rows with a NULL unit and the orphan rows (``None`` without a parent) that were kept."""
     nulls = _count_null(cur, d.privacy_unit)
     orphans = _count_orphans(cur, d.privacy_unit, parent_keys) if parent_keys is not None else None
     problem = _unit_policy_violation(table, d, nulls, orphans)
@@ -240,7 +249,7 @@ def _verify(cur, table: str, d: Declaration, data: pa.Table, parent_keys: pa.Arr
             dp_max[c] = got
         elif got > bound:
             raise CatalogError(f"{table!r}: {got} rows share one value of {c!r}, more than max_degree={bound}")
-    return dp_max
+    return dp_max, nulls, orphans
 
 
 def _check_declaration(catalog: Catalog, table: str, columns: dict[str, str], d: Declaration) -> None:
@@ -349,14 +358,14 @@ def _run_action(db, table: str, action: str, d: Declaration, data: pa.Table, col
     con: duckdb.DuckDBPyConnection = db.con
     cols = [LogicalColumn(c, ty, c not in not_null, d.widths.get(c, 0)) for c, ty in columns.items()]
     parent_keys = None
-    if d.parent is not None and "refuse" in (d.orphans, d.null_units):
+    if d.parent is not None:  # orphans are counted under either policy (and reported when kept)
         pinfo = catalog.table(d.parent[0])
-        parent_keys = _current_rows(con, pinfo).column(d.parent[1]).combine_chunks()
+        parent_keys = _current_rows(con, pinfo, only=[d.parent[1]]).column(d.parent[1]).combine_chunks()
     cur = con.cursor()
     try:
         cur.register(_VIEW, data)
         _check_not_null(cur, table, not_null, columns)
-        dp_max = _verify(cur, table, d, data, parent_keys)
+        dp_max, null_unit_rows, orphan_rows = _verify(cur, table, d, data, parent_keys)
     finally:
         cur.close()
     try:
@@ -430,7 +439,7 @@ def _run_action(db, table: str, action: str, d: Declaration, data: pa.Table, col
     catalog.refresh(functions=False)
     return IngestResult(table, n, cap, spec["capacity_source"], releases,
                         charge.query_id if charge else None, charge.epsilon if charge else 0.0,
-                        charge.delta if charge else 0.0)
+                        charge.delta if charge else 0.0, null_unit_rows, orphan_rows)
 
 
 def _public_spec_dict(spec: dict) -> dict:
