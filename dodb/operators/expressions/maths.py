@@ -49,9 +49,10 @@ def _double(ev, node, args: list, fn) -> Val:
     rt = ev.type_of(node)
     vals = [_number(ev, a, type(node).__name__.upper()) for a in args]
     err = np.maximum.reduce([v.err for v in vals])
-    if rt.kind != "float" or any(v.type.kind == "null" for v in vals):
-        if rt.kind != "float":
-            raise Unsupported(f"{type(node).__name__.upper()} giving {rt}")
+    if rt.kind != "float":
+        raise Unsupported(f"{type(node).__name__.upper()} giving {rt}")
+    kinds = [v.type.kind for v in vals]
+    if "null" in kinds:  # an untyped NULL argument: NULL on every row
         return ev.null_of(rt, err)
     valid = np.logical_and.reduce([v.valid for v in vals])
     with np.errstate(all="ignore"):  # NaN and ±inf are DuckDB's answers, not errors
