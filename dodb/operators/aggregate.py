@@ -29,7 +29,7 @@ from .scalar_row import SCALAR_ROWS, SCALAR_ROWS_MESSAGE
 from .list_agg import list_agg
 from .string_agg import string_agg
 from .table import Column, PaddedTable
-from .wide_sums import TEN38, carry_limbs, int128_parts, int128_to_float
+from .wide_sums import avg_column, exceeds_38_digits, int128_parts, sum_column
 
 __all__ = ["Agg", "group_by", "AGG_FUNCS", "SUM_OVERFLOW", "RANGE_OVERFLOW", "STATUS_MESSAGES"]
 
@@ -107,10 +107,7 @@ def _sum_overflows(kern, lo: np.ndarray, hi: np.ndarray, starts: np.ndarray) -> 
     """
     parts = [(lo & _M32).astype(np.int64), (lo >> np.uint64(32)).astype(np.int64),
              (hi.view(np.uint64) & _M32).astype(np.int64), hi >> 32]
-    limbs = carry_limbs([kern.seg_reduce(p, starts, "sum") for p in parts])
-    up = carry_limbs([x + t for x, t in zip(limbs, TEN38)])
-    down = carry_limbs([x - t for x, t in zip(limbs, TEN38)])
-    return (up[3] < 0) | ((up[0] | up[1] | up[2] | up[3]) == 0) | (down[3] >= 0)
+    return exceeds_38_digits([kern.seg_reduce(p, starts, "sum") for p in parts])
 
 
 def _aggregate(kern, agg: Agg, col: Column | None, real: np.ndarray, starts: np.ndarray,
@@ -157,18 +154,12 @@ def _aggregate(kern, agg: Agg, col: Column | None, real: np.ndarray, starts: np.
         lo = np.where(inc, lo, np.uint64(0))
         hi = np.where(inc, hi, 0)
         lo_t, hi_t = _sum128(kern, lo, hi, starts)
-        scale = t.scale if pa.types.is_decimal(t) else 0
         if agg.func == "sum":
             # below 19 digits a sum of < 2^31 rows stays far inside DECIMAL(38): nothing to check
             if overflow is not None and pa.types.is_decimal(t) and t.precision > 18:
                 overflow |= _sum_overflows(kern, lo, hi, starts) & nonnull
-            words = np.stack([lo_t, hi_t.view(np.uint64)], axis=1)
-            huge = col.huge or not pa.types.is_decimal(t)  # DuckDB: SUM of integers (or booleans) is HUGEINT
-            return Column(pa.decimal128(38, scale), np.where(nonnull[:, None], words, np.uint64(0)), nonnull,
-                          huge=huge)
-        cnt = kern.seg_reduce(inc, starts, "count")
-        avg = int128_to_float(lo_t, hi_t) / np.maximum(cnt, 1) / (10.0 ** scale)
-        return Column(pa.float64(), avg, nonnull)
+            return sum_column(col, lo_t, hi_t, nonnull)
+        return avg_column(col, lo_t, hi_t, kern.seg_reduce(inc, starts, "count"), nonnull)
     # MIN / MAX: lexicographic scan over an order-preserving encoding, carrying the value
     fields = column_fields(col, nullable=False)
     lead = KeyField((~inc).astype(np.uint64) if agg.func == "min" else inc.astype(np.uint64), 1)

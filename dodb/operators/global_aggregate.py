@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from ..oblivious.backend import use_compiled
 from .table import Column, PaddedTable
-from .wide_sums import int128_parts, int128_to_float
+from .wide_sums import avg_column, int128_parts, sum_column
 
 __all__ = ["global_row", "FAST_FUNCS"]
 
@@ -108,18 +108,12 @@ def _int128_total(k, kern, agg, col: Column, inc: np.ndarray, n: int, nonnull: n
     total = s0 + (s1 << 32) + (h0 << 64) + (h1 << 96)
     lo_t = np.array([total & _W64], np.uint64)
     hi_t = np.array([(total >> 64) & _W64], np.uint64).view(np.int64)
-    scale = t.scale if pa.types.is_decimal(t) else 0
     if agg.func == "avg":
         kern.scan_events(n, "count")
-        count = np.array([int(limbs[0])], np.int64)
-        return Column(pa.float64(), int128_to_float(lo_t, hi_t) / np.maximum(count, 1) / (10.0 ** scale), nonnull), \
-            False
+        return avg_column(col, lo_t, hi_t, np.array([int(limbs[0])], np.int64), nonnull), False
     overflow = False
     if pa.types.is_decimal(t) and t.precision > 18:  # the reference's overflow scans (_sum_overflows)
         for _ in range(4):
             kern.scan_events(n, "sum")
         overflow = bool(nonnull[0]) & (abs(total) >= 10 ** 38)  # both sides evaluated: no branch on data
-    words = np.stack([lo_t, hi_t.view(np.uint64)], axis=1)
-    huge = col.huge or not pa.types.is_decimal(t)  # DuckDB: SUM of integers (or booleans) is HUGEINT
-    return Column(pa.decimal128(38, scale), np.where(nonnull[:, None], words, np.uint64(0)), nonnull, huge=huge), \
-        overflow
+    return sum_column(col, lo_t, hi_t, nonnull), overflow

@@ -23,9 +23,10 @@ import pyarrow as pa
 from ..oblivious.backend import use_compiled
 from ..oblivious.scan import segment_ids
 from .table import Column
-from .wide_sums import TEN38, carry_limbs, int128_parts, int128_to_float
+from .wide_sums import avg_column, exceeds_38_digits, int128_parts, sum_column
 
 __all__ = ["grouped_int128"]
+
 
 def grouped_int128(kern, func: str, col: Column, inc: np.ndarray, starts: np.ndarray,
                    overflow: np.ndarray | None) -> Column | None:
@@ -51,20 +52,11 @@ def grouped_int128(kern, func: str, col: Column, inc: np.ndarray, starts: np.nda
     nonnull = count > 0
     for _ in range(3):  # _sum128's three scans
         kern.scan_events(n, "sum")
-    scale = t.scale if pa.types.is_decimal(t) else 0
     if func == "avg":
         kern.scan_events(n, "count")
-        return Column(pa.float64(), int128_to_float(lo_t, hi_t) / np.maximum(count, 1) / (10.0 ** scale), nonnull)
+        return avg_column(col, lo_t, hi_t, count, nonnull)
     if check:
         for _ in range(4):  # _sum_overflows's four limb scans
             kern.scan_events(n, "sum")
-        full = carry_limbs(list(rows[3:7]))
-        up = carry_limbs([x + c for x, c in zip(full, TEN38)])
-        down = carry_limbs([x - c for x, c in zip(full, TEN38)])
-        overflow |= ((up[3] < 0) | ((up[0] | up[1] | up[2] | up[3]) == 0) | (down[3] >= 0)) & nonnull
-    words = np.empty((n, 2), dtype=np.uint64)
-    live = np.uint64(0) - nonnull.astype(np.uint64)  # a NULL sum's words are zero
-    words[:, 0] = lo_t & live
-    words[:, 1] = hi_t.view(np.uint64) & live
-    huge = col.huge or not pa.types.is_decimal(t)  # DuckDB: SUM of integers (or booleans) is HUGEINT
-    return Column(pa.decimal128(38, scale), words, nonnull, huge=huge)
+        overflow |= exceeds_38_digits(list(rows[3:7])) & nonnull
+    return sum_column(col, lo_t, hi_t, nonnull)

@@ -6,10 +6,11 @@ GROUP BY (``aggregate.py``), the global aggregate (``global_aggregate.py``) and 
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
 from .table import Column
 
-__all__ = ["int128_parts", "int128_to_float", "carry_limbs", "TEN38"]
+__all__ = ["int128_parts", "int128_to_float", "carry_limbs", "exceeds_38_digits", "sum_column", "avg_column", "TEN38"]
 
 TEN38 = [(10 ** 38 >> (32 * i)) & 0xFFFFFFFF for i in range(4)]  # 32-bit limbs of 10^38, low first
 
@@ -43,3 +44,31 @@ def int128_to_float(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     fits = hi == np.where(small < 0, -1, 0)
     big = hi.astype(np.float64) * 18446744073709551616.0 + lo.astype(np.float64)
     return np.where(fits, small.astype(np.float64), big)
+
+
+def exceeds_38_digits(limbs: list) -> np.ndarray:
+    """Whether the exact totals given by four 32-bit limb sums (low first, the top one signed)
+    are at least 10^38 in magnitude: ``T + 10^38 <= 0`` or ``T - 10^38 >= 0`` by carry
+    propagation, element-wise, with no branch on the values."""
+    full = carry_limbs(list(limbs))
+    up = carry_limbs([x + t for x, t in zip(full, TEN38)])
+    down = carry_limbs([x - t for x, t in zip(full, TEN38)])
+    return (up[3] < 0) | ((up[0] | up[1] | up[2] | up[3]) == 0) | (down[3] >= 0)
+
+
+def _scale(col: Column) -> int:
+    return col.type.scale if pa.types.is_decimal(col.type) else 0
+
+
+def sum_column(col: Column, lo: np.ndarray, hi: np.ndarray, nonnull: np.ndarray) -> Column:
+    """SUM of ``col`` from its exact totals' words: DECIMAL(38, s), zero words where NULL; a
+    SUM of integers (or booleans) is DuckDB's HUGEINT."""
+    words = np.stack([lo, hi.view(np.uint64)], axis=1)
+    huge = col.huge or not pa.types.is_decimal(col.type)
+    return Column(pa.decimal128(38, _scale(col)), np.where(nonnull[:, None], words, np.uint64(0)), nonnull, huge=huge)
+
+
+def avg_column(col: Column, lo: np.ndarray, hi: np.ndarray, count: np.ndarray, nonnull: np.ndarray) -> Column:
+    """AVG of ``col`` from its exact totals' words and the counts: the nearest double of the
+    total, divided by the count and by 10^scale (DuckDB's order of operations)."""
+    return Column(pa.float64(), int128_to_float(lo, hi) / np.maximum(count, 1) / (10.0 ** _scale(col)), nonnull)

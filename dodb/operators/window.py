@@ -39,7 +39,7 @@ import pyarrow as pa
 from ..errors import UnsupportedQueryError
 from ..oblivious.scan import segmented_lex_scan, segmented_scan
 from .aggregate import RANGE_OVERFLOW, SUM_OVERFLOW, _words_differ
-from .wide_sums import TEN38, carry_limbs, int128_parts, int128_to_float
+from .wide_sums import avg_column, carry_limbs, exceeds_38_digits, int128_parts, sum_column
 from .context import ExecContext, OpResult
 from .keys import KeyField, column_fields, encode_keys, pack_fields
 from .sort_limit import SortKey
@@ -366,9 +366,7 @@ def _sum_words(st: _State, avg: bool) -> tuple[np.ndarray, np.ndarray, np.ndarra
     if avg:
         overflow = (limbs[3] < -(1 << 31)) | (limbs[3] >= 1 << 31)
     else:
-        up = carry_limbs([x + t for x, t in zip(limbs, TEN38)])
-        down = carry_limbs([x - t for x, t in zip(limbs, TEN38)])
-        overflow = (up[3] < 0) | ((up[0] | up[1] | up[2] | up[3]) == 0) | (down[3] >= 0)
+        overflow = exceeds_38_digits(limbs)
     lo = limbs[0].astype(np.uint64) | (limbs[1].astype(np.uint64) << np.uint64(32))
     hi = limbs[2].astype(np.uint64) | (limbs[3].astype(np.uint64) << np.uint64(32))
     return lo, hi.view(np.int64), overflow
@@ -391,12 +389,7 @@ def _aggregate(c: _Ctx, f: WindowFunc, col: Column | None, real: np.ndarray) -> 
             return Column(pa.float64(), val, some)
         lo, hi, overflow = _sum_words(total, f.func == "avg")
         c.overflow |= overflow & real & some
-        scale = col.type.scale if pa.types.is_decimal(col.type) else 0
-        if f.func == "avg":
-            return Column(pa.float64(), int128_to_float(lo, hi) / np.maximum(count, 1) / (10.0 ** scale), some)
-        words = np.stack([lo, hi.view(np.uint64)], axis=1)
-        huge = col.huge or not pa.types.is_decimal(col.type)  # DuckDB: SUM of integers is HUGEINT
-        return Column(pa.decimal128(38, scale), np.where(some[:, None], words, np.uint64(0)), some, huge=huge)
+        return avg_column(col, lo, hi, count, some) if f.func == "avg" else sum_column(col, lo, hi, some)
     # MIN / MAX: an order-preserving encoding whose lead bit puts NULLs behind every value
     fields = column_fields(col, nullable=False)
     lead = KeyField((~inc).astype(np.uint64) if f.func == "min" else inc.astype(np.uint64), 1)

@@ -47,9 +47,11 @@ def padded_tables(draw):
     return from_arrow(pa.table(cols), stability=1, is_real=real)
 
 
-def _run(pt, aggs, mode: str):
+def run_aggregate(pt, aggs, mode: str, keys: tuple = ()):
+    """``group_by`` of ``pt``: the output's bytes, the status code and the trace (what must not
+    differ between a fast path and the reference)."""
     ctx = ExecContext(mode=mode, rng=new_rng(1))
-    res = group_by(pt, [], aggs, ctx=ctx)
+    res = group_by(pt, list(keys), aggs, ctx=ctx)
     arrays = [(a.dtype.str, a.tobytes()) for a in res.table.arrays()]
     return arrays, ctx.error_code, [(e.kind, e.buffer, e.sizes) for e in res.trace.events]
 
@@ -59,10 +61,10 @@ def _run(pt, aggs, mode: str):
 @given(pt=padded_tables(), data=st.data())
 def test_one_pass_equals_the_scans(mode, pt, data, monkeypatch):
     aggs = data.draw(st.lists(st.sampled_from(AGGS), min_size=1, max_size=6, unique_by=lambda a: a.name))
-    fast = _run(pt, aggs, mode)
+    fast = run_aggregate(pt, aggs, mode)
     with monkeypatch.context() as m:
         m.setattr(aggregate_mod, "global_row", lambda *a: None)  # the reference: segmented scans
-        ref = _run(pt, aggs, mode)
+        ref = run_aggregate(pt, aggs, mode)
     assert fast[0] == ref[0], "values"
     assert fast[1] == ref[1], "status"
     assert fast[2] == ref[2], "trace"
@@ -81,7 +83,7 @@ def test_the_fast_path_runs_and_overflow_is_a_status():
 
     aggregate_mod.global_row, saved = spy, aggregate_mod.global_row
     try:
-        _, status, _ = _run(pt, [Agg("sum", "w", "s")], "do")
+        _, status, _ = run_aggregate(pt, [Agg("sum", "w", "s")], "do")
     finally:
         aggregate_mod.global_row = saved
     assert calls == [True] and status == aggregate_mod.SUM_OVERFLOW
@@ -95,7 +97,7 @@ def test_a_planted_difference_is_caught(plant, monkeypatch):
     ref = None
     with monkeypatch.context() as m:
         m.setattr(aggregate_mod, "global_row", lambda *a: None)
-        ref = _run(pt, aggs, "do")
+        ref = run_aggregate(pt, aggs, "do")
     if plant == "value":  # one limb dropped
         m_real = global_aggregate._int128_total
 
@@ -106,4 +108,4 @@ def test_a_planted_difference_is_caught(plant, monkeypatch):
         monkeypatch.setattr(global_aggregate, "_int128_total", wrong)
     else:  # one scan not recorded
         monkeypatch.setattr(type(ExecContext(mode="do").kernels), "scan_events", lambda self, n, op: None)
-    assert _run(pt, aggs, "do") != ref
+    assert run_aggregate(pt, aggs, "do") != ref

@@ -15,11 +15,10 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from dodb.oblivious.rng import new_rng
-from dodb.operators import Agg, ExecContext, from_arrow, group_by
+from dodb.operators import Agg, ExecContext, from_arrow
 from dodb.operators import aggregate as aggregate_mod
 from dodb.operators import grouped_sums
-from tests.operators.test_global_aggregate import BIG, COLUMNS as GLOBAL_COLUMNS
+from tests.operators.test_global_aggregate import BIG, COLUMNS as GLOBAL_COLUMNS, run_aggregate
 
 # the global test's columns but the double and the all-NULL one (this path totals neither)
 COLUMNS = {k: v for k, v in GLOBAL_COLUMNS.items() if k not in ("f", "z")}
@@ -37,10 +36,7 @@ def padded_tables(draw):
 
 
 def _run(pt, aggs, mode: str):
-    ctx = ExecContext(mode=mode, rng=new_rng(1))
-    res = group_by(pt, ["k"], aggs, ctx=ctx)
-    arrays = [(a.dtype.str, a.tobytes()) for a in res.table.arrays()]
-    return arrays, ctx.error_code, [(e.kind, e.buffer, e.sizes) for e in res.trace.events]
+    return run_aggregate(pt, aggs, mode, keys=("k",))
 
 
 def _reference(m):
