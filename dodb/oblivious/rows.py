@@ -200,7 +200,8 @@ def _grain(offset: int, size: int) -> int:
 
 
 def _rows_per_tile(width: int) -> int:
-    """Rows of a ``width``-word matrix in about 64 KiB (a public function of the layout)."""
+    """Rows of a ``width``-word matrix in about 4 MiB (a public function of the layout; of
+    the tile sizes tried, 64 KiB to 4 MiB, the largest copied fastest on a 600k-row test)."""
     return max(64, 524288 // max(1, width))
 
 

@@ -105,14 +105,19 @@ def date_arith(ev, node, op: str, a: Val, b: Val, rt) -> Val:
     raise Unsupported(f"{op} of {a.type} and {b.type}")
 
 
+def _finite_values(v: Val) -> np.ndarray:
+    """Rows not holding ±infinity (every row of a type without infinities)."""
+    if v.type.kind == "date":
+        return dates.finite_date(v.data)
+    if v.type.kind == "ts":
+        return dates.finite_ts(v.data)
+    return np.ones(v.n, dtype=bool)
+
+
 def _finite(v: Val) -> np.ndarray:
     """Valid rows holding a finite DATE/TIMESTAMP: DuckDB's date parts, names, LAST_DAY and
     DATE_DIFF are NULL on ±infinity."""
-    if v.type.kind == "date":
-        return v.valid & dates.finite_date(v.data)
-    if v.type.kind == "ts":
-        return v.valid & dates.finite_ts(v.data)
-    return v.valid
+    return v.valid & _finite_values(v)
 
 
 def _days(v: Val) -> tuple[np.ndarray, np.ndarray | None]:
@@ -257,9 +262,8 @@ def _ev_trunc(ev, node):
 
 def _infinite_kept(v: Val, res: np.ndarray, rt) -> np.ndarray:
     """``res``, but ±infinity where ``v`` holds it (DATE_TRUNC of an infinity is that infinity)."""
-    finite = dates.finite_date(v.data) if v.type.kind == "date" else dates.finite_ts(v.data)
     big = dates.DATE_MAX + 1 if rt.kind == "date" else dates.TS_MAX_US + 1
-    return np.where(finite, res, np.where(v.data > 0, big, -big))
+    return np.where(_finite_values(v), res, np.where(v.data > 0, big, -big))
 
 
 _MONTHS = [b"January", b"February", b"March", b"April", b"May", b"June", b"July", b"August", b"September",
@@ -310,7 +314,7 @@ def _ev_strftime(ev, node):
     lengths = np.full(v.n, len(cols), dtype=np.int64)
     # ±infinity prints as 'infinity' / '-infinity' whatever the format (DuckDB); every row
     # is selected over, so the width is the wider of the two (public)
-    infinite = v.valid & ~_finite(v)
+    infinite = v.valid & ~_finite_values(v)
     word, wl = strings.constant_rows([b"infinity", b"-infinity"], (v.data < 0).astype(np.int64))
     width = max(mat.shape[1], word.shape[1])
     mat = np.where(infinite[:, None], np.pad(word, ((0, 0), (0, width - word.shape[1]))),

@@ -196,7 +196,9 @@ def _substring_rows(ev, node, v: Val, start, length_node) -> Val:
     width = v.width
     if length_node is not None and _small_constant(ev, length_node):
         width = max(1, min(v.width, 4 * abs(int(ev.literal(length_node, "SUBSTRING")))))
-    return Val(ev.type_of(node), _out(ev, node, v, mat, lengths, width).data, valid, err, lengths)
+    out = _out(ev, node, v, mat, lengths, width)
+    out.valid, out.err = valid, err
+    return out
 
 
 @handles(exp.Substring)
@@ -238,7 +240,9 @@ def _left_right_rows(ev, node, v: Val) -> Val:
     else:
         first, stop = np.where(k >= 0, np.maximum(size - k, 0), np.minimum(size, -k)), size
     mat, lengths = strings.keep_chars(v.data, v.lengths, first, stop)
-    return Val(ev.type_of(node), _out(ev, node, v, mat, lengths, v.width).data, valid, err, lengths)
+    out = _out(ev, node, v, mat, lengths, v.width)
+    out.valid, out.err = valid, err
+    return out
 
 
 @handles(exp.Left, exp.Right)
