@@ -10,7 +10,9 @@ widths, never on the data.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
@@ -31,7 +33,7 @@ class RowLayout:
 
 def row_bytes(a: np.ndarray) -> int:
     """Bytes one row of ``a`` (first axis = rows) occupies."""
-    return int(a.dtype.itemsize * int(np.prod(a.shape[1:], dtype=np.int64)))
+    return a.dtype.itemsize * math.prod(a.shape[1:])  # plain ints: called per array per pass
 
 
 def row_words(a: np.ndarray) -> np.ndarray:
@@ -113,17 +115,25 @@ def block_layout(arrays: Sequence[np.ndarray]) -> BlockLayout:
     first, each at a shift of a multiple of its own width — so a bool costs a byte of a
     word, not a word, in every pass that moves rows.
     """
-    places: list = [None] * len(arrays)
+    return _layout_of(tuple((a.dtype, a.shape[1:]) for a in arrays))
+
+
+@lru_cache(maxsize=4096)
+def _layout_of(signature: tuple) -> BlockLayout:
+    """:func:`block_layout` from each array's ``(dtype, trailing shape)``: every pass that moves
+    rows asks for it, so it is computed once per signature (it reads nothing else)."""
+    likes = [np.empty((0,) + shape, dtype=dtype) for dtype, shape in signature]
+    places: list = [None] * len(likes)
     w = 0
-    for i, a in enumerate(arrays):
+    for i, a in enumerate(likes):
         if not _narrow(a):
             k = 1 if _simple(a) else -(-row_bytes(a) // 8)
             places[i] = (w, 0, k, False)
             w += k
     used: list[int] = []  # bits filled in each shared word; widest first, so next fit is first fit
-    narrow = [i for i, a in enumerate(arrays) if _narrow(a)]
-    for i in sorted(narrow, key=lambda i: -row_bytes(arrays[i])):  # lint: public dtypes only
-        bits = 8 * row_bytes(arrays[i])
+    narrow = [i for i, a in enumerate(likes) if _narrow(a)]
+    for i in sorted(narrow, key=lambda i: -row_bytes(likes[i])):  # lint: public dtypes only
+        bits = 8 * row_bytes(likes[i])
         if not used or used[-1] + bits > 64:  # lint: public dtype widths only
             used.append(0)
         places[i] = (w + len(used) - 1, used[-1], 1, True)
