@@ -53,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "workers)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-allocations", action="store_true",
-                   help="skip the allocation record (tracemalloc): faster, sees less")
+                   help="skip the allocation records (numpy's allocator, tracemalloc): faster, sees less")
 
 
 def _queries(args: argparse.Namespace) -> list[str]:

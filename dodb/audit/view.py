@@ -1,7 +1,9 @@
 """What the audit records of one run: the observer's view (docs/threat-model.md, docs/design.md §Audit).
 
 * the trace (every kernel pass, allocation and released value, in order);
-* per plan node, the numpy allocations — the multiset of sizes of live numpy buffers
+* per plan node, the numpy allocations — the size of every numpy data allocation made
+  since the previous node ended, in order (numpy's own allocator replaced while the run
+  is recorded, :mod:`.allocations`), the multiset of sizes of live numpy buffers
   (tracemalloc's numpy domain) when the node ends, relative to the start of the run,
   and the peak of traced memory while it ran — and the Arrow memory pool's usage, with
   the bytes and the number of every allocation made while the node ran (freed or not);
@@ -24,6 +26,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+
+from . import allocations as numpy_allocations
 
 __all__ = ["ViewRecorder", "View", "CountingSource", "first_difference", "numpy_block_sizes"]
 
@@ -91,6 +95,8 @@ def first_difference(a: View, b: View) -> str:
             if not _same(part, u, v):
                 if isinstance(u, dict) and isinstance(v, dict):
                     key = next(k for k in u if u.get(k) != v.get(k))
+                    if key == "numpy_allocations":
+                        return f"{part} item {i} ({u.get('node', '')}): {_first_allocation(u[key], v.get(key))}"
                     return f"{part} item {i} ({u.get('node', '')}): {key} {_short(u[key])} != {_short(v.get(key))}"
                 return f"{part} item {i}: {_short(u)} != {_short(v)}"
         if len(x) != len(y):
@@ -105,6 +111,14 @@ def _same(part: str, u: Any, v: Any) -> bool:
     if pu is not None and pv is not None and abs(pu - pv) > 1:
         return False
     return {k: x for k, x in u.items() if k != "peak"} == {k: x for k, x in v.items() if k != "peak"}
+
+
+def _first_allocation(a: tuple, b: tuple | None) -> str:
+    """Where two sequences of numpy allocation sizes part (one line)."""
+    b = () if b is None else b
+    i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    at = lambda s: f"{s[i]} B" if i < len(s) else "none"  # noqa: E731
+    return f"numpy allocation #{i} of {len(a)} vs {len(b)}: {at(a)} != {at(b)}"
 
 
 def _short(x: Any, limit: int = 160) -> str:
@@ -137,6 +151,7 @@ class ViewRecorder:
         self.nodes: list = []
         self._baseline: Counter = Counter()
         self._started = False
+        self._log = None  # the numpy allocation log while recording (:mod:`.allocations`)
 
     def start(self) -> None:
         gc.collect()
@@ -150,9 +165,17 @@ class ViewRecorder:
                 tracemalloc.start()
                 self._started = True
             self._baseline = _numpy_blocks()
+            if numpy_allocations.available():
+                self._recording = numpy_allocations.recording()
+                self._log = self._recording.__enter__()
         self._arrow0 = pa.total_allocated_bytes()
 
     def stop(self) -> None:
+        if self._log is not None:
+            rest = self._log.take()  # made after the last node (the executor's answer)
+            self._recording.__exit__(None, None, None)
+            self._log = None
+            self.nodes.append({"node": "after the last node", "numpy_allocations": rest})
         if getattr(self, "_gc_was_enabled", False):
             gc.enable()
         if self._started:
@@ -174,6 +197,8 @@ class ViewRecorder:
             rec["numpy_new"] = sorted((now - self._baseline).items())
             rec["numpy_freed"] = sorted((self._baseline - now).items())
             rec["peak"] = (tracemalloc.get_traced_memory()[1] - self._cur0) // PEAK_GRANULARITY
+        if self._log is not None:  # every size, in order, since the previous node ended
+            rec["numpy_allocations"] = self._log.take()
         rec["arrow"] = pa.total_allocated_bytes() - self._arrow0
         # every Arrow allocation while the node ran, freed or not (the pool's running totals:
         # a transient buffer sized by the data shows here, where the live total above misses it)

@@ -126,12 +126,14 @@ class ExecContext:
     def release(self, operator: str, name: str, true_values: Sequence[int] | np.ndarray,
                 epsilon: float, delta: float, sensitivity: int) -> np.ndarray:
         """Release ``true + noise`` (one-sided) for each value; record the leak and trace."""
+        # the true values read once, the same way in a run and in its audited replay (the audit
+        # compares every numpy allocation of the two: docs/design.md §Audit)
+        true = [int(v) for v in np.asarray(true_values).tolist()]
         if sensitivity == 0:
             # the input is public (e.g. only public tables upstream): the size is public too
             if self.true_log is not None:
-                self.true_log.append((operator, name, 0, tuple(int(v) for v in np.asarray(true_values).tolist())))
-            vals = [int(v) for v in np.asarray(true_values).tolist()] if self.replay is None \
-                else [self.replay.pop(0) for _ in range(len(true_values))]
+                self.true_log.append((operator, name, 0, tuple(true)))
+            vals = true if self.replay is None else [self.replay.pop(0) for _ in range(len(true))]
             for v in vals:
                 self.trace.leak(f"{operator}:{name}:public", v)
             return np.asarray(vals, dtype=np.int64)
@@ -139,19 +141,19 @@ class ExecContext:
         if sensitivity < 0:
             raise UnboundedStabilityError(f"{operator}: sensitivity must be non-negative, got {sensitivity}")
         mech = self.mechanism(epsilon, delta, sensitivity)
-        k = len(true_values)
+        k = len(true)
         if k > MAX_SAMPLES_PER_RELEASE:
             raise RuntimeError(f"internal error: {operator} releases {k} values, above the accounted maximum")
         # the sampler does the same work in a replay (the audit's neighbour run): its draws are part of the view
         noise = mech.sample_many(self.rng, k)
         if self.true_log is not None:
-            self.true_log.append((operator, name, int(sensitivity), tuple(int(v) for v in np.asarray(true_values).tolist())))
+            self.true_log.append((operator, name, int(sensitivity), tuple(true)))
         if self.replay is not None:
             vals = [self.replay.pop(0) for _ in range(k)]
             if self.true_log is not None and any(v < t for v, t in zip(vals, self.true_log[-1][3])):
                 raise ReplayBelowTrueError(f"{operator}:{name}: replayed size below the true size")
         else:
-            vals = [int(v) + int(z) for v, z in zip(np.asarray(true_values).tolist(), noise)]
+            vals = [v + int(z) for v, z in zip(true, noise)]
         for v in vals:
             self.trace.leak(f"{operator}:{name}", v)
         self.leaks.append(Leak(operator, name, mech, int(sensitivity), float(epsilon), float(delta), tuple(vals)))
