@@ -73,6 +73,12 @@ ARGS = {
 }
 # extra constant forms worth a call of their own: the units and formats of date functions
 UNIT_CONSTANTS = ["'year'", "'month'", "'day'", "'hour'", "'minute'", "'quarter'", "'week'", "'%Y-%m-%d'"]
+# casts between the stored types and DATE/TIMESTAMP ± INTERVAL are not functions in the
+# catalog: they are called here too, as the functions "CAST", "TRY_CAST" and "+ INTERVAL"
+CAST_TARGETS = ["TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "DECIMAL(18,3)", "DOUBLE", "VARCHAR", "DATE",
+                "TIMESTAMP", "BOOLEAN"]
+INTERVALS = ["INTERVAL 3 HOUR", "INTERVAL '90 minutes'", "INTERVAL 1 MONTH", "INTERVAL '1 year 2 days'",
+             "INTERVAL 7 DAY", "INTERVAL 1500 MILLISECOND"]
 UNBOUNDED = {"lpad", "rpad", "repeat"}
 SKIP = {"error", "raise", "typeof", "stats", "alias", "current_setting", "getvariable", "constant_or_null",
         "create_sort_key", "finalize", "combine", "can_cast_implicitly", "get_current_timestamp",
@@ -136,6 +142,25 @@ def calls(con: duckdb.DuckDBPyConnection | None = None) -> list[Call]:
             if params[0] == "VARCHAR" and {"DATE", "TIMESTAMP"} & set(params[1:]):
                 forms.update(_render(name, [u] + columns[1:]) for u in UNIT_CONSTANTS)
         out += [Call(name, sig, f) for f in sorted(forms) if f]
+    return out + _cast_calls() + _interval_calls()
+
+
+def _cast_calls() -> list[Call]:
+    out = []
+    for source, (column, _) in ARGS.items():
+        for target in CAST_TARGETS:
+            for kind in ("CAST", "TRY_CAST"):
+                out.append(Call(kind, f"{kind}({source} AS {target})", f"{kind}({column} AS {target})"))
+    return out
+
+
+def _interval_calls() -> list[Call]:
+    out = []
+    for source in ("DATE", "TIMESTAMP"):
+        column = ARGS[source][0]
+        for iv in INTERVALS:
+            for sql in (f"{column} + {iv}", f"{column} - {iv}", f"{iv} + {column}"):
+                out.append(Call("± INTERVAL", f"{source} ± INTERVAL", sql))
     return out
 
 

@@ -32,14 +32,20 @@ def test_the_catalog_is_read_and_counted(outcomes):
     assert {"+", "abs", "sqrt", "year", "upper", "substring", "date_trunc", "strftime", "ln"} <= names
 
 
-@pytest.mark.parametrize("plant", ["infinity", "unit"])
+@pytest.mark.parametrize("plant", ["infinity", "unit", "cast infinity", "interval infinity"])
 def test_a_planted_wrong_answer_is_caught(plant, monkeypatch):
-    """Two bugs this sweep found, planted back: ±infinity dates read as finite dates by YEAR,
-    and a DATE_DIFF unit taken from a column name."""
+    """Bugs this sweep found, planted back: ±infinity dates read as finite dates by YEAR, a
+    DATE_DIFF unit taken from a column name, and ±infinity through a cast between DATE and
+    TIMESTAMP or through interval arithmetic read as a finite value."""
     t, pt = catalog.table()
     con = duckdb.connect()
     con.register("t", t)
-    if plant == "infinity":
+    if plant in ("cast infinity", "interval infinity"):
+        from dodb.operators.expressions import dates
+        monkeypatch.setattr(dates, "keep_infinities", lambda src, src_kind, res, to_kind: res)
+        sql = "CAST(ts AS DATE)" if plant == "cast infinity" else "ts - INTERVAL '90 minutes'"
+        assert catalog.classify(catalog.Call("x", "x", sql), t, pt, con).status == "wrong"
+    elif plant == "infinity":
         from dodb.operators.expressions import functions
         monkeypatch.setattr(functions, "_finite", lambda v: v.valid)
         call = catalog.Call("year", "year(DATE)", "year(dt)")

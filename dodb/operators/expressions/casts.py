@@ -73,11 +73,12 @@ def cast(ev, v: Val, to: SqlType, try_: bool) -> Val:
         fails = [(bad, f"Conversion Error: Could not convert string to {INT_NAME[to.bits]}")]
         err_always = ev.fail(unread & v.valid, "Not implemented Error: dodb reads integers only as "
                                                "[sign]digits[.digits] (no hexadecimal, binary, exponent or '_')")
-    elif src.kind == "date" and to.kind == "ts":
+    elif src.kind == "date" and to.kind == "ts":  # ±infinity stays ±infinity, in both directions
         data, bad = dates.to_us(v.data, "date")
-        fails = [(bad, "Conversion Error: Date and time not in timestamp range")]
+        data = dates.keep_infinities(v.data, "date", data, "ts")
+        fails = [(bad & dates.finite(v.data, "date"), "Conversion Error: Date and time not in timestamp range")]
     elif src.kind == "ts" and to.kind == "date":
-        data = dates.split_ts(v.data)[0]
+        data = dates.keep_infinities(v.data, "ts", dates.split_ts(v.data)[0], "date")
     else:
         raise Unsupported(f"CAST from {src} to {to}")
     valid = v.valid.copy()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["civil", "days_from_civil", "month_days", "add_interval", "date_part", "US_PER_DAY", "split_ts",
-           "iso_week", "in_date_range", "finite_date", "finite_ts", "to_us", "PARTS"]
+           "iso_week", "in_date_range", "finite_date", "finite_ts", "finite", "keep_infinities", "to_us", "PARTS"]
 
 US_PER_DAY = 86_400_000_000
 _MIN_DAY = -719162   # 0001-01-01 (strftime's range)
@@ -70,6 +70,18 @@ def finite_date(days: np.ndarray) -> np.ndarray:
 def finite_ts(us: np.ndarray) -> np.ndarray:
     """A TIMESTAMP other than ±infinity (DuckDB's ±(2^63 − 1) microseconds)."""
     return (us >= -TS_MAX_US) & (us <= TS_MAX_US)
+
+
+def finite(data: np.ndarray, kind: str) -> np.ndarray:
+    """Rows of a DATE (``kind == 'date'``) or TIMESTAMP column other than ±infinity."""
+    return finite_date(data) if kind == "date" else finite_ts(data)
+
+
+def keep_infinities(src: np.ndarray, src_kind: str, res: np.ndarray, to_kind: str) -> np.ndarray:
+    """``res``, but ±infinity (of ``to_kind``) wherever ``src`` holds ±infinity: DuckDB keeps an
+    infinity through casts between DATE and TIMESTAMP, interval arithmetic and DATE_TRUNC."""
+    big = DATE_MAX + 1 if to_kind == "date" else TS_MAX_US + 1
+    return np.where(finite(src, src_kind), res, np.where(src > 0, big, -big))
 
 
 def to_us(data: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:

@@ -82,8 +82,10 @@ def interval_arith(ev, node, op: str, rt) -> Val:
     res, over = dates.add_interval(us, sign * months, sign * days, sign * micros)
     if rt.kind == "date":
         res = dates.split_ts(res)[0]
-    err = np.maximum(base.err, ev.fail((bad | over) & base.valid, "Conversion Error: Date and time not in "
-                                                                    "timestamp range"))
+    finite = dates.finite(base.data, base.type.kind)  # ±infinity ± an interval stays ±infinity
+    res = dates.keep_infinities(base.data, base.type.kind, res, rt.kind)
+    err = np.maximum(base.err, ev.fail((bad | over) & finite & base.valid, "Conversion Error: Date and time not in "
+                                                                             "timestamp range"))
     return Val(rt, res, base.valid, err)
 
 
@@ -262,8 +264,7 @@ def _ev_trunc(ev, node):
 
 def _infinite_kept(v: Val, res: np.ndarray, rt) -> np.ndarray:
     """``res``, but ±infinity where ``v`` holds it (DATE_TRUNC of an infinity is that infinity)."""
-    big = dates.DATE_MAX + 1 if rt.kind == "date" else dates.TS_MAX_US + 1
-    return np.where(_finite_values(v), res, np.where(v.data > 0, big, -big))
+    return dates.keep_infinities(v.data, v.type.kind, res, rt.kind)
 
 
 _MONTHS = [b"January", b"February", b"March", b"April", b"May", b"June", b"July", b"August", b"September",
