@@ -63,7 +63,8 @@ _SCALAR = _classes(
     "Week", "WeekOfYear", "DateTrunc", "TimestampTrunc", "DateDiff", "DateAdd", "DateSub", "LastDay",
     "Monthname", "Dayname", "TimeToStr", "StrToTime", "StrToDate", "DateFromParts", "TsOrDsToDate",
     "IsNan", "IsInf", "RegexpLike", "Anonymous", "Cbrt", "Sin", "Cos", "Tan", "Cot", "Asin", "Acos", "Atan",
-    "Atan2", "Sinh", "Cosh", "Tanh", "Asinh", "Acosh", "Atanh", "Degrees", "Radians", "Pi")
+    "Atan2", "Sinh", "Cosh", "Tanh", "Asinh", "Acosh", "Atanh", "Degrees", "Radians", "Pi", "Hour", "Minute",
+    "Second", "TimeToUnix")
 _AGGREGATES = _classes("Count", "Sum", "Avg", "Min", "Max")
 _QUERIES = _classes("Select", "Union", "Intersect", "Except", "Subquery", "Exists", "Any", "All")
 # DuckDB scalar functions sqlglot does not model: pure functions of their arguments only
@@ -71,7 +72,7 @@ _FUNCTIONS = frozenset({
     "strlen", "octet_length", "length_grapheme", "date_part", "datepart", "suffix", "prefix", "gcd", "lcm",
     "even", "yearweek", "isoyear", "century", "decade", "millennium", "nullif", "ifnull", "lcase", "ucase",
     "ceiling", "trunc", "left_grapheme", "right_grapheme", "strip_accents", "bit_count", "signbit",
-    "isfinite",
+    "isfinite", "era", "millisecond", "microsecond", "weekday", "epoch_us",
 })
 # CAST targets the padded representation holds (docs/design.md §Storage)
 _CAST_TYPES = {t for t in (getattr(exp.DataType.Type, n, None) for n in (

@@ -126,7 +126,15 @@ def iso_week(days: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 PARTS = ("year", "month", "day", "dow", "isodow", "doy", "quarter", "week", "dayofweek", "dayofmonth",
-         "dayofyear", "weekday", "hour", "minute", "second", "decade", "century", "isoyear", "yearweek")
+         "dayofyear", "weekday", "hour", "minute", "second", "millisecond", "microsecond", "decade", "century",
+         "millennium", "era", "isoyear", "yearweek")
+
+
+def c_div(x: np.ndarray, k: int) -> np.ndarray:
+    """``x / k`` rounded towards zero, as C divides (``k > 0``): DuckDB's decade, century and
+    millennium of a BC year."""
+    q = np.abs(x) // k
+    return np.where(x < 0, -q, q)
 
 
 def date_part(part: str, days: np.ndarray, tod: np.ndarray | None = None) -> np.ndarray:
@@ -150,13 +158,17 @@ def date_part(part: str, days: np.ndarray, tod: np.ndarray | None = None) -> np.
         return iso_week(days)[1]
     if part == "isoyear":
         return iso_week(days)[0]
-    if part == "yearweek":
+    if part == "yearweek":  # a BC year's week is subtracted (DuckDB: -27067 week 30 is -2706730)
         iy, w = iso_week(days)
-        return iy * 100 + w
+        return np.where(iy < 0, iy * 100 - w, iy * 100 + w)
     if part == "decade":  # C division: towards zero
         return np.sign(y) * (np.abs(y) // 10)
     if part == "century":
         return np.where(y > 0, (y - 1) // 100 + 1, -((-y) // 100 + 1))
+    if part == "millennium":
+        return np.where(y > 0, (y - 1) // 1000 + 1, -((-y) // 1000 + 1))
+    if part == "era":
+        return (y > 0).astype(np.int64)
     t = np.zeros_like(days) if tod is None else tod
     if part == "hour":
         return t // 3_600_000_000
@@ -164,4 +176,8 @@ def date_part(part: str, days: np.ndarray, tod: np.ndarray | None = None) -> np.
         return t // 60_000_000 % 60
     if part == "second":
         return t // 1_000_000 % 60
+    if part == "millisecond":  # the seconds of the minute, in milliseconds
+        return t // 1000 % 60_000
+    if part == "microsecond":
+        return t % 60_000_000
     raise ValueError(part)

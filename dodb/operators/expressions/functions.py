@@ -17,7 +17,7 @@ from .numeric import Unsupported
 from .types import parse_type
 from .value import Val
 
-__all__ = ["HANDLERS", "date_arith"]
+__all__ = ["HANDLERS", "date_arith", "ANON", "handles", "unit_name", "epoch_seconds", "part_of"]
 
 HANDLERS: dict = {}
 BIGINT = parse_type("BIGINT")
@@ -130,32 +130,59 @@ def _days(v: Val) -> tuple[np.ndarray, np.ndarray | None]:
     raise Unsupported(f"date part of {v.type}")
 
 
-_PART_ALIASES = {"dayofweek": "dow", "weekday": "dow", "dayofmonth": "day", "dayofyear": "doy",
-                 "weekofyear": "week", "years": "year", "months": "month", "days": "day"}
+# DuckDB's specifier spellings (GetDatePartSpecifier) of the parts and units dodb computes
+_SPELLINGS = {
+    "year": "year y yr yrs years", "month": "month mon mons months", "day": "day d days dayofmonth",
+    "decade": "decade dec decades decs", "century": "century cent centuries c",
+    "millennium": "millennium mil millenniums millenia mils millenium",
+    "microsecond": "microsecond us usec usecs usecond useconds microseconds",
+    "millisecond": "millisecond ms msec msecs msecond mseconds milliseconds",
+    "second": "second sec seconds secs s", "minute": "minute min minutes mins m", "hour": "hour h hr hrs hours",
+    "week": "week w weeks weekofyear", "quarter": "quarter quarters", "dow": "dow dayofweek weekday",
+    "doy": "doy dayofyear", "isodow": "isodow", "isoyear": "isoyear", "yearweek": "yearweek", "era": "era",
+    "epoch": "epoch",
+}
+_PART_ALIASES = {alias: part for part, words in _SPELLINGS.items() for alias in words.split()}
+
+
+def unit_name(name: str) -> str:
+    """A date part or unit by DuckDB's spellings (``'hrs'`` is ``'hour'``); unknown ones as given."""
+    p = name.lower()
+    return _PART_ALIASES.get(p, p)
 
 
 def _part(name: str) -> str:
-    p = name.lower()
-    p = _PART_ALIASES.get(p, p)
-    if p not in dates.PARTS:
+    p = unit_name(name)
+    if p not in dates.PARTS and p != "epoch":
         raise Unsupported(f"date part {name}")
     return p
 
 
-def _part_of(ev, node: exp.Expression, part: str, arg: exp.Expression) -> Val:
+def part_of(ev, node: exp.Expression, part: str, arg: exp.Expression) -> Val:
     v = ev.ev(arg)
     rt = ev.type_of(node)
+    if part == "epoch":
+        return epoch_seconds(v, rt)
     if rt.kind != "int":
         raise Unsupported(f"{part} giving {rt}")
-    if part in ("hour", "minute", "second") and v.type.kind != "ts":
-        raise Unsupported(f"{part} of {v.type}")
-    days, tod = _days(v)
+    days, tod = _days(v)  # a DATE's time of day is 0 (DuckDB: hour(DATE) is 0)
     return Val(rt, dates.date_part(part, days, tod), _finite(v), v.err)
+
+
+def epoch_seconds(v: Val, rt) -> Val:
+    """``epoch(x)`` / ``EXTRACT(epoch FROM x)``: seconds since 1970 as DOUBLE (µs / 10^6,
+    one division, as DuckDB computes it); NULL on ±infinity."""
+    if rt.kind != "float" or v.type.kind not in ("date", "ts"):
+        raise Unsupported(f"epoch of {v.type} giving {rt}")
+    us = v.data * dates.US_PER_DAY if v.type.kind == "date" else v.data
+    finite = _finite(v)
+    with np.errstate(all="ignore"):  # an infinite DATE's product wraps: that row is NULL
+        return Val(rt, np.where(finite, us, 0) / 1e6, finite, v.err)
 
 
 @handles(exp.Extract)
 def _ev_extract(ev, node):
-    return _part_of(ev, node, _part(node.this.name), node.expression)
+    return part_of(ev, node, _part(node.this.name), node.expression)
 
 
 _PART_FUNCS = {exp.Year: "year", exp.Month: "month", exp.Day: "day", exp.DayOfWeek: "dow", exp.DayOfMonth: "day",
@@ -165,7 +192,7 @@ _PART_FUNCS = {exp.Year: "year", exp.Month: "month", exp.Day: "day", exp.DayOfWe
 
 @handles(*_PART_FUNCS)
 def _ev_part_function(ev, node):
-    return _part_of(ev, node, _PART_FUNCS.get(type(node)), node.this)
+    return part_of(ev, node, _PART_FUNCS.get(type(node)), node.this)
 
 
 ANON: dict = {}  # functions sqlglot leaves anonymous, by upper-case name
@@ -186,34 +213,51 @@ def _date_part_fn(ev, node):
     part = ev.literal(args[0], "DATE_PART")
     if not isinstance(part, str):
         raise Unsupported("DATE_PART of a list of parts")
-    return _part_of(ev, node, _part(part), args[1])
+    return part_of(ev, node, _part(part), args[1])
 
 
 ANON["DATE_PART"] = ANON["DATEPART"] = _date_part_fn
 
 
+_SUB_DAY = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000, "millisecond": 1000, "microsecond": 1}
+
+
 @handles(exp.DateDiff)
 def _ev_date_diff(ev, node):
-    unit = (node.unit.name if node.unit is not None else "day").lower()
+    unit = unit_name(node.unit.name if node.unit is not None else "day")
     end, start = ev.ev(node.this), ev.ev(node.expression)
     if end.type.kind not in ("date", "ts") or start.type.kind not in ("date", "ts"):
         raise Unsupported(f"DATE_DIFF of {start.type} and {end.type}")
-    if unit not in ("day", "month", "year", "quarter"):
+    if unit not in ("day", "week", "month", "year", "quarter", "decade", "century", "millennium") \
+            and unit not in _SUB_DAY:
         raise Unsupported(f"DATE_DIFF unit {unit}")
     valid, err = _finite(end) & _finite(start), np.maximum(end.err, start.err)
+    rt = ev.type_of(node)
+    if unit in _SUB_DAY:  # on microseconds (a DATE cast to TIMESTAMP), each floored to the unit
+        (e_us, e_bad), (s_us, s_bad) = dates.to_us(end.data, end.type.kind), dates.to_us(start.data, start.type.kind)
+        step = _SUB_DAY.get(unit)
+        res = e_us // step - s_us // step
+        over = ((e_us // step) ^ (s_us // step)) & ((e_us // step) ^ res)  # a wrapped subtraction (µs only)
+        bad = ((e_bad | s_bad) | (over < 0)) & valid
+        return Val(rt, res, valid, np.maximum(err, ev.fail(bad, "Out of Range Error: Overflow in subtraction "
+                                                                 "of INT64")))
     if "ts" in (end.type.kind, start.type.kind):  # DuckDB casts both to TIMESTAMP and diffs the dates
         end = Val(end.type, _days(end)[0], end.valid, end.err)
         start = Val(start.type, _days(start)[0], start.valid, start.err)
     if unit == "day":
         res = end.data - start.data
-    elif unit in ("month", "year", "quarter"):
+    elif unit == "week":  # whole weeks between the days, towards zero
+        res = dates.c_div(end.data - start.data, 7)
+    else:
         y1, m1, _ = dates.civil(start.data)
         y2, m2, _ = dates.civil(end.data)
-        res = {"month": (y2 * 12 + m2) - (y1 * 12 + m1), "year": y2 - y1,
-               "quarter": (y2 * 4 + (m2 - 1) // 3) - (y1 * 4 + (m1 - 1) // 3)}.get(unit)
-    else:
-        raise Unsupported(f"DATE_DIFF unit {unit}")
-    return Val(ev.type_of(node), res, valid, err)
+        per = {"decade": 10, "century": 100, "millennium": 1000}.get(unit)
+        if per is not None:
+            res = dates.c_div(y2, per) - dates.c_div(y1, per)
+        else:
+            res = {"month": (y2 * 12 + m2) - (y1 * 12 + m1), "year": y2 - y1,
+                   "quarter": (y2 * 4 + (m2 - 1) // 3) - (y1 * 4 + (m1 - 1) // 3)}.get(unit)
+    return Val(rt, res, valid, err)
 
 
 @handles(exp.LastDay)
@@ -228,13 +272,10 @@ def _ev_last_day(ev, node):
     return Val(rt, res, _finite(v), v.err)
 
 
-_TIME_UNITS = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000}
-
-
 @handles(exp.TimestampTrunc, exp.DateTrunc)
 def _ev_trunc(ev, node):
     unit = node.args.get("unit")
-    unit = (unit.name if isinstance(unit, (exp.Var, exp.Literal)) else str(unit or "")).lower()
+    unit = unit_name(unit.name if isinstance(unit, (exp.Var, exp.Literal)) else str(unit or ""))
     v = ev.ev(node.this)
     rt = ev.type_of(node)
     days, tod = _days(v)
@@ -250,8 +291,16 @@ def _ev_trunc(ev, node):
         res = dates.days_from_civil(y, (m - 1) // 3 * 3 + 1, one)
     elif unit == "week":  # the Monday on or before
         res = days - (dates.date_part("isodow", days) - 1)
-    elif unit in _TIME_UNITS and v.type.kind == "ts" and rt.kind == "ts":
-        step = _TIME_UNITS.get(unit)
+    elif unit in ("decade", "century", "millennium"):  # the year rounded towards zero (DuckDB)
+        per = {"decade": 10, "century": 100, "millennium": 1000}.get(unit)
+        res = dates.days_from_civil(dates.c_div(y, per) * per, one, one)
+    elif unit in _SUB_DAY and rt.kind == "ts" and v.type.kind == "date":  # a DATE is its midnight
+        us, bad = dates.to_us(v.data, "date")
+        err = np.maximum(v.err, ev.fail(bad & dates.finite(v.data, "date") & v.valid,
+                                        "Conversion Error: Date and time not in timestamp range"))
+        return Val(rt, _infinite_kept(v, us, rt), v.valid, err)
+    elif unit in _SUB_DAY and rt.kind == "ts":
+        step = _SUB_DAY.get(unit)
         return Val(rt, _infinite_kept(v, days * dates.US_PER_DAY + tod // step * step, rt), v.valid, v.err)
     else:
         raise Unsupported(f"DATE_TRUNC unit {unit}")

@@ -1,0 +1,88 @@
+"""Parts of a DATE/TIMESTAMP by function name, epoch, and MAKE_DATE (docs/design.md §Expressions).
+
+``hour(ts)``, ``millisecond(ts)``, ``century(dt)`` … are :func:`~.functions.part_of` under
+DuckDB's function names; ``epoch`` is seconds as DOUBLE and ``epoch_us`` microseconds as
+BIGINT; ``make_date(y, m, d)`` builds a DATE.  Each is whole-column integer arithmetic over
+every slot (dummies and NULLs included), with ±infinity NULL as in DuckDB.
+
+>>> sorted(PART_FUNCTIONS)[:4]
+['CENTURY', 'DECADE', 'ERA', 'ISOYEAR']
+"""
+from __future__ import annotations
+
+import numpy as np
+from sqlglot import exp
+
+from . import dates
+from .functions import ANON, epoch_seconds, handles, part_of
+from .numeric import Unsupported
+from .value import Val
+
+__all__ = ["PART_FUNCTIONS"]
+
+# functions sqlglot leaves anonymous, each one date part of its argument
+PART_FUNCTIONS = {"MILLISECOND": "millisecond", "MICROSECOND": "microsecond", "CENTURY": "century",
+                  "DECADE": "decade", "MILLENNIUM": "millennium", "ERA": "era", "ISOYEAR": "isoyear",
+                  "YEARWEEK": "yearweek", "WEEKDAY": "dow"}
+
+
+def _one_argument(node: exp.Expression, name: str) -> exp.Expression:
+    args = node.expressions
+    if len(args) != 1:
+        raise Unsupported(f"{name} with {len(args)} arguments")
+    return args[0]
+
+
+for _name, _part in PART_FUNCTIONS.items():
+    ANON[_name] = (lambda part, name: lambda ev, node: part_of(ev, node, part, _one_argument(node, name)))(_part, _name)
+
+
+@handles(exp.Hour, exp.Minute, exp.Second)
+def _ev_time_part(ev, node):
+    return part_of(ev, node, type(node).__name__.lower(), node.this)
+
+
+@handles(exp.TimeToUnix)
+def _ev_epoch(ev, node):
+    """``epoch(x)``: seconds since 1970-01-01 as DOUBLE."""
+    return epoch_seconds(ev.ev(node.this), ev.type_of(node))
+
+
+def _epoch_us(ev, node):
+    """``epoch_us(x)``: microseconds since 1970-01-01 as BIGINT (a DATE is its midnight)."""
+    v = ev.ev(_one_argument(node, "EPOCH_US"))
+    rt = ev.type_of(node)
+    if rt.kind != "int" or v.type.kind not in ("date", "ts"):
+        raise Unsupported(f"EPOCH_US of {v.type}")
+    finite = v.valid & dates.finite(v.data, v.type.kind)
+    us, bad = dates.to_us(v.data, v.type.kind)
+    err = np.maximum(v.err, ev.fail(bad & finite, "Conversion Error: Date and time not in timestamp range"))
+    return Val(rt, np.where(finite, us, 0), finite, err)
+
+
+ANON["EPOCH_US"] = _epoch_us
+
+
+@handles(exp.DateFromParts)
+def _ev_make_date(ev, node):
+    """``make_date(year, month, day)``: the DATE, an error where it does not exist (DuckDB:
+    'Date out of range'); year 0 is 1 BC, as DuckDB counts."""
+    parts = [node.args.get(k) for k in ("year", "month", "day")]
+    if None in parts or node.args.get("allow_overflow"):  # lint: public the query's shape
+        raise Unsupported("MAKE_DATE with these arguments")
+    y, m, d = (ev.ev(p) for p in parts)
+    rt = ev.type_of(node)
+    kinds = {y.type.kind, m.type.kind, d.type.kind}
+    if rt.kind != "date" or kinds != {"int"}:  # lint: public types only
+        raise Unsupported(f"MAKE_DATE of {y.type}, {m.type}, {d.type}")
+    valid = y.valid & m.valid & d.valid
+    err = np.maximum(np.maximum(y.err, m.err), d.err)
+    # every row through the same arithmetic; rows that name no date are cut to a safe one first
+    yv = np.clip(y.data, -dates.DATE_MAX // 365, dates.DATE_MAX // 365)
+    mv = np.clip(m.data, 1, 12)
+    dv = np.clip(d.data, 1, dates.month_days(yv, mv))
+    exists = (yv == y.data) & (mv == m.data) & (dv == d.data)
+    days = dates.days_from_civil(yv, mv, dv)
+    exists &= dates.finite_date(days)
+    err = np.maximum(err, ev.fail(~exists & valid, "Conversion Error: Date out of range"))
+    return Val(rt, np.where(exists, days, 0), valid, err)
