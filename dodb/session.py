@@ -347,11 +347,17 @@ class Database:
                 raise DodbError("this dodb Database is closed")
             p = self.plan(query, epsilon=epsilon, delta=delta, mode=mode, allocation=allocation, params=params,
                           account=account, public_fast=True)
-            if p.memory_bytes > self.memory_limit:
+            # the expected case must fit; a worst case above the limit is re-checked as the plan
+            # releases its sizes (a cluster runs no such check: there the worst case must fit)
+            expected = p.memory_bytes if self.executor is not None else (p.memory_expected or p.memory_bytes)
+            if expected > self.memory_limit:
+                how = "estimated from public sizes" if expected == p.memory_bytes else \
+                    "even in the expected case, each released size at most its largest input plus its noise's mean"
                 raise MemoryLimitError(
-                    f"the plan may need {format_bytes(p.memory_bytes)} (estimated from public sizes), above the "
+                    f"the plan may need {format_bytes(expected)} ({how}), above the "
                     f"limit of {format_bytes(self.memory_limit)}: nothing was charged (declare tighter bounds, "
                     "filter earlier, or raise db.memory_limit / DODB_MEMORY_LIMIT)")
+            adaptive = self.memory_limit if p.memory_bytes > self.memory_limit else None
             private = any(self.catalog.table(t).private for t in _tables_of(p))
             if mode == "plain" and private and not self.allow_insecure:
                 raise DodbError("mode='plain' runs private data without protection; it is only available with "
@@ -366,7 +372,7 @@ class Database:
                                            delta=p.delta, neighbour=p.neighbour, session=session,
                                            partitions=p.partitions, account=account, standing=True)
             try:
-                padded = p.execute(rng=self._rng, executor=self.executor)
+                padded = p.execute(rng=self._rng, executor=self.executor, memory_limit=adaptive)
             except BaseException as e:
                 if charge is not None:
                     charge.fail(e)

@@ -512,6 +512,15 @@ class PlanBuilder(ThetaJoins):
         dl, dr = self.degree(ln, lk), self.degree(rn, rk)
         sources = {side: why for side, n, keys, d in (("left", ln, lk, dl), ("right", rn, rk, dr))
                    if d == 1 and (why := unique_reason(n.unique, keys))}
+        unit_path = same_unit(self.owners, ln, rn, lk, rk)
+        if unit_path:
+            # the key determines the unit on both sides: a key value's rows are one unit's, and
+            # a unit owns at most a side's stability of its rows (what adding it changes), so
+            # the stability bounds the degree (enforced like any bound; no real row exceeds it)
+            if dl is None or dl > sl:
+                dl, sources["left"] = sl, f"privacy unit's own rows (stability {sl})"
+            if how not in ("semi", "anti") and (dr is None or dr > sr):
+                dr, sources["right"] = sr, f"privacy unit's own rows (stability {sr})"
         if dl is None and sr > 0:
             dl, sources["left"] = self.bounded_degree(ln, lk)
         if dr is None and sl > 0 and how not in ("semi", "anti"):
@@ -552,7 +561,6 @@ class PlanBuilder(ThetaJoins):
         # dependencies hold; a LEFT join's NULL-filled right columns need not (a real right row
         # may hold a NULL key with other values), so only the kept sides' count
         fds = list(ln.fds) + (list(rn.fds) if how == "inner" else [])
-        unit_path = same_unit(self.owners, ln, rn, lk, rk)
         if unit_path:  # rows of different units never match: the unit's own rows only
             s, _ = same_unit_stability(how, sl, sr, dl, dr)
         node = Join(ln, rn, how, lk, rk, left_degree=dl, right_degree=dr, columns=cols, stability=s,

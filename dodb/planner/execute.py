@@ -35,7 +35,9 @@ from .guard import pushable
 from .logical import (AddRowId, Aggregate, CrossJoin, CrossOne, Distinct, Exchange, Filter, Join, Node, OneRow, Project, ScalarRow, Scan, SetOp,
                       Sort, consumer_counts, leaks)
 from .windows import Window
+from ..errors import MemoryLimitError
 from ..storage.canonical import read_slots
+from .memory import bytes_at, format_bytes
 from .widths import string_width
 from ..operators.expressions.types import parse_type
 
@@ -96,12 +98,19 @@ class Executor:
 
     def __init__(self, catalog: Catalog, ctx: ExecContext, allocation: dict[int, tuple[float, float]],
                  bin_size: int | None = None, dry_run: bool = False, given: dict[int, PaddedTable] | None = None,
-                 slot_reader=None):
+                 slot_reader=None, memory_limit: int | None = None, expected_rows: dict[int, int] | None = None):
         """``given``: outputs of plan nodes computed elsewhere (a cluster's gathered shards, a
         broadcast public input), used instead of running those nodes.  ``slot_reader(info,
         columns) -> (is_real, {name: Column})`` reads a private table's slots instead of the
-        canonical storage (a worker's shard, docs/distributed.md §Sharded storage)."""
+        canonical storage (a worker's shard, docs/distributed.md §Sharded storage).
+        ``memory_limit``: re-check, before each node, the memory it needs with the padded sizes
+        of the nodes that ran in place of their bounds (and its own, if it releases one, at
+        ``expected_rows``), and stop with :class:`~dodb.errors.MemoryLimitError` above it (the
+        adaptive guard, docs/design.md §Memory guard; a decision on released values only)."""
         self.dry_run = dry_run
+        self.memory_limit = memory_limit
+        self.expected_rows = dict(expected_rows or {})
+        self._roots: list[Node] = []
         self.given = dict(given or {})
         self.slot_reader = slot_reader
         self.catalog = catalog
@@ -128,6 +137,7 @@ class Executor:
         for r in roots:  # kept until the end: a root's output is handed out
             self._consumers[r.node_id] = self._consumers.get(r.node_id, 0) + 1
         self.results = dict(self.given)
+        self._roots = list(roots)
         # Floating-point events on private values (an overflow in a variance, 0/0 in an
         # average of dummies) stay silent: a numpy warning would put a bit that depends on the
         # data on stderr, outside the view (docs/threat-model.md §Messages).  Errors the
@@ -139,6 +149,8 @@ class Executor:
         if node.node_id in self.results:
             return self.results[node.node_id]
         inputs = [self._run(c) for c in node.children]
+        if self.memory_limit is not None and len(self._roots) == 1:
+            self._check_memory(node)
         public = node.stability == 0 and all(c.stability == 0 for c in node.children)
         ctx = self.public_ctx if public else self.ctx
         eps, delta = self.allocation.get(node.node_id, (1.0, 0.5))
@@ -169,6 +181,17 @@ class Executor:
             if self._consumers[c.node_id] == 0:
                 self.results.pop(c.node_id, None)
         return out
+
+    def _check_memory(self, node: Node) -> None:
+        """The adaptive memory guard: the peak of ``node`` and what follows it, from the padded
+        sizes of the nodes that ran (public: released or fixed by the plan)."""
+        known = {**self.expected_rows, **{i: st.padded_out for i, st in self.stats.items()}}
+        need = bytes_at(self._roots[0], node, known)
+        if need > self.memory_limit:
+            raise MemoryLimitError(
+                f"{node.describe()}: with the sizes released so far it needs "
+                f"{format_bytes(need)}, above the limit of {format_bytes(self.memory_limit)} (declare tighter "
+                "bounds, filter earlier, or raise db.memory_limit / DODB_MEMORY_LIMIT)")
 
     # -- per node kind ---------------------------------------------------------------------
     def _dispatch(self, node: Node, inputs: list[PaddedTable], ctx, eps, delta) -> PaddedTable:

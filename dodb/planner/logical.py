@@ -258,34 +258,44 @@ class SetOp(Node):
         return f"SetOp {self.op.upper().replace('_', ' ')}"
 
 
-def upper_rows(node: Node) -> int:
-    """A public upper bound on a node's padded output size (worst case, from the plan)."""
+def upper_rows(node: Node, known: dict[int, int] | None = None) -> int:
+    """A public upper bound on a node's padded output size (worst case, from the plan).
+
+    ``known``: padded sizes already fixed for some nodes (run, hence released; or assumed,
+    for the memory guard's expected case): a node in it has that size, and its parents'
+    bounds follow from it (docs/design.md §Memory guard)."""
+    if known is not None and node.node_id in known:
+        return known[node.node_id]
+
+    def up(n: Node) -> int:
+        return upper_rows(n, known)
+
     if isinstance(node, Scan):
         return node.max_rows
     if isinstance(node, Aggregate) and not node.keys or isinstance(node, (ScalarRow, OneRow)):
         return 1
     if isinstance(node, (Filter, Project, Distinct, Aggregate)) or node.kind == "AddRowId":
-        return upper_rows(node.children[0])
+        return up(node.children[0])
     if isinstance(node, Sort):
-        n = upper_rows(node.child)
+        n = up(node.child)
         return n if node.limit is None else min(n, node.limit)
     if isinstance(node, Exchange):  # every destination's block at most the whole input
-        return node.parts * upper_rows(node.child)
+        return node.parts * up(node.child)
     if isinstance(node, CrossOne):
-        return upper_rows(node.left)
+        return up(node.left)
     if isinstance(node, SetOp):
-        return upper_rows(node.left) + upper_rows(node.right)
+        return up(node.left) + up(node.right)
     if isinstance(node, CrossJoin):
-        return upper_rows(node.left) * upper_rows(node.right)
+        return up(node.left) * up(node.right)
     if isinstance(node, Join):
-        nl, nr = upper_rows(node.left), upper_rows(node.right)
+        nl, nr = up(node.left), up(node.right)
         if node.how in ("semi", "anti"):
             return nl
         dl = node.left_degree if node.left_degree is not None else nl
         dr = node.right_degree if node.right_degree is not None else nr
         inner = min(nl * dr, nr * dl)
         return inner + nl if node.how == "left" else inner + nl + nr if node.how == "full" else inner
-    return max((upper_rows(c) for c in node.children), default=0)
+    return max((up(c) for c in node.children), default=0)
 
 
 def walk(node: Node) -> Iterator[Node]:

@@ -25,6 +25,7 @@ Measured against tracemalloc's peak of the 22 TPC-H queries at sf 0.05, the real
 """
 from __future__ import annotations
 
+import math
 import os
 
 from sqlglot import exp
@@ -32,7 +33,8 @@ from sqlglot import exp
 from .logical import Aggregate, Filter, Node, Project, consumer_counts, upper_rows, walk
 from .widths import plan_string_widths
 
-__all__ = ["estimate_peak_bytes", "timeline", "default_memory_limit", "format_bytes", "parse_bytes", "WORK_FACTOR"]
+__all__ = ["estimate_peak_bytes", "timeline", "expected_sizes", "bytes_at", "default_memory_limit", "format_bytes",
+           "parse_bytes", "WORK_FACTOR"]
 
 BYTES_PER_COLUMN = 16
 WORK_FACTOR = 3
@@ -44,13 +46,13 @@ DEFAULT_SHARE = 0.5  # of the machine's physical memory, unless DODB_MEMORY_LIMI
 STRING_AGG_FACTOR = 32  # working bytes per candidate byte of string_agg's compaction (operators/string_agg.py)
 
 
-def _string_agg_bytes(node: Node, widths: dict[str, int]) -> int:
+def _string_agg_bytes(node: Node, widths: dict[str, int], known: dict[int, int] | None = None) -> int:
     """string_agg's candidate buffer: ``n·R·(w + s)`` bytes (one row without GROUP BY), each
     compacted with int64 displacements and masks, plus its results."""
     if not isinstance(node, Aggregate):
         return 0
     from ..operators.string_agg import string_agg_width
-    n = upper_rows(node.child)
+    n = upper_rows(node.child, known)
     out = 0
     for a in node.aggs:
         if a.func != "string_agg":
@@ -71,7 +73,7 @@ def _string_agg_bytes(node: Node, widths: dict[str, int]) -> int:
 _NOT_EVALUATED = (exp.Column, exp.Literal, exp.Identifier, exp.Paren, exp.Boolean, exp.Null, exp.DataType)
 
 
-def _evaluation_bytes(node: Node, widths: dict[str, int]) -> int:
+def _evaluation_bytes(node: Node, widths: dict[str, int], known: dict[int, int] | None = None) -> int:
     """The oblivious evaluator's temporaries for a filter's predicate or a projection's
     computed expressions: every operator in them may hold ``WORK_FACTOR`` 16-byte words per
     row (values, validity, error codes, 128-bit decimals and their temporaries), plus
@@ -82,7 +84,7 @@ def _evaluation_bytes(node: Node, widths: dict[str, int]) -> int:
         exprs = [e for e in node.exprs.values() if not isinstance(e, exp.Column)]
     else:
         return 0
-    rows = max((upper_rows(c) for c in node.children), default=0)
+    rows = max((upper_rows(c, known) for c in node.children), default=0)
     ops = sum(1 for e in exprs for x in e.walk() if not isinstance(x, _NOT_EVALUATED))
     read = {c.name for e in exprs for c in e.find_all(exp.Column)}
     strings = sum(widths.get(col, 0) for c in node.children for col in c.columns if col in read)
@@ -93,21 +95,46 @@ def _row_bytes(node: Node, widths: dict[str, int]) -> int:
     return BYTES_PER_COLUMN * len(node.columns) + sum(widths.get(c, 0) for c in node.columns) + 1
 
 
-def estimate_peak_bytes(root: Node) -> int:
-    """Upper estimate of the bytes a plan holds at its peak (module doc)."""
-    return BASE_BYTES + max((live + out + work for _, live, out, work in timeline(root)), default=0)
+def estimate_peak_bytes(root: Node, known: dict[int, int] | None = None) -> int:
+    """Upper estimate of the bytes a plan holds at its peak (module doc); ``known`` fixes some
+    nodes' padded sizes (:func:`~dodb.planner.logical.upper_rows`)."""
+    return BASE_BYTES + max((live + out + work for _, live, out, work in timeline(root, known)), default=0)
 
 
-def timeline(root: Node) -> list[tuple[Node, int, int, int]]:
+def bytes_at(root: Node, node: Node, known: dict[int, int]) -> int:
+    """What running ``node`` holds — the outputs still live, its own output and its working
+    copies — with ``known`` sizes in place of bounds: the executor's runtime check before each
+    node (docs/design.md §Memory guard, the adaptive guard)."""
+    for n, live, out, work in timeline(root, known):
+        if n.node_id == node.node_id:
+            return BASE_BYTES + live + out + work
+    return BASE_BYTES
+
+
+def expected_sizes(root: Node, shifts: dict[int, float]) -> dict[int, int]:
+    """Padded sizes of the released nodes in the expected case: each at most its largest input
+    plus its noise's mean (``shifts``: node id → the mean of its padding), never above its
+    bound.  The sizes a plan usually pads to when an operator does not multiply rows; the
+    guard admits a plan whose expected case fits, and the executor re-checks memory against
+    the sizes actually released (post-processing of released values)."""
+    known: dict[int, int] = {}
+    for n in walk(root):
+        if n.node_id in shifts:
+            widest = max((upper_rows(c, known) for c in n.children), default=0)
+            known[n.node_id] = min(upper_rows(n, known), widest + int(math.ceil(shifts[n.node_id])))
+    return known
+
+
+def timeline(root: Node, known: dict[int, int] | None = None) -> list[tuple[Node, int, int, int]]:
     """``(node, live, output, work)`` bytes for each node in the executor's order: ``live`` is
     what earlier outputs still hold when it runs (an output is dropped once its last reader
     ran, planner/execute.py), ``output`` its own output, ``work`` its working copies."""
     widths = plan_string_widths(root)
     nodes = list(walk(root))
-    outputs = {n.node_id: upper_rows(n) * _row_bytes(n, widths) for n in nodes}
+    outputs = {n.node_id: upper_rows(n, known) * _row_bytes(n, widths) for n in nodes}
 
     def work(n: Node) -> int:
-        held = _evaluation_bytes(n, widths) + _string_agg_bytes(n, widths)
+        held = _evaluation_bytes(n, widths, known) + _string_agg_bytes(n, widths, known)
         if isinstance(n, Project) or (isinstance(n, Filter) and n.mark_only):
             return held  # no sort, no compaction; passed-through columns are shared, not copied
         return held + (WORK_FACTOR - 1) * (sum(outputs[c.node_id] for c in n.children) + outputs[n.node_id])

@@ -40,7 +40,7 @@ from .rules import reject_unsupported, rewrite_grouping
 from .alignment import mark_alignment
 from .exchanges import insert_exchanges
 from .marking import mark_only_filters
-from .memory import estimate_peak_bytes, format_bytes
+from .memory import BASE_BYTES, estimate_peak_bytes, expected_sizes, format_bytes
 from .prune import prune_columns
 from .public_cache import structural_key
 from .partitions import describe_partitions, query_partitions
@@ -132,6 +132,8 @@ class QueryPlan:
     stats: dict[int, NodeStats] = field(default_factory=dict)
     types: list[str] | None = None  # DuckDB's result types (the answer is cast to them)
     memory_bytes: int = 0  # public estimate of the peak memory (planner/memory.py)
+    memory_expected: int = 0  # the same with each released size at its expected case (memory.expected_sizes)
+    expected_rows: dict[int, int] = field(default_factory=dict)  # those sizes, by node id
     memory_limit: int | None = None  # the session's limit, set by Database.plan
     partitions: frozenset[str] | None = None  # what the releases depend on (planner/partitions.py); None: all
     public_sql: str | None = None  # a query over public tables only: DuckDB runs it (docs/design.md §Public queries)
@@ -167,14 +169,15 @@ class QueryPlan:
 
     # -- execution -------------------------------------------------------------------------
     def execute(self, rng: RandomSource | None = None, bin_size: int | None = None,
-                ctx: ExecContext | None = None, executor=None) -> PaddedAnswer:
+                ctx: ExecContext | None = None, executor=None, memory_limit: int | None = None) -> PaddedAnswer:
         """Run the plan (the caller has admitted ``events``).
 
         Returns the answer padded to its charged size (:mod:`dodb.wire`): the engine never
         strips dummies; :meth:`answer` / the ``Result`` does, on the analyst's side.
         ``executor``: an object whose ``run(plan, ctx, bin_size)`` returns the root's output
         and per-node statistics (a cluster's, :mod:`dodb.executors`); by default the plan runs
-        here, in this process.
+        here, in this process.  ``memory_limit``: the executor re-checks memory against the
+        sizes the plan releases (the adaptive guard, docs/design.md §Memory guard).
         """
         if self.public_sql is not None and ctx is None:
             answer = self._run_public()
@@ -183,7 +186,8 @@ class QueryPlan:
         self.operators()
         ctx = ctx or ExecContext(mode=self.mode, rng=rng or new_rng(), neighbour=self.neighbour)
         if executor is None:
-            ex = Executor(self.catalog, ctx, self.allocation, bin_size=bin_size)
+            ex = Executor(self.catalog, ctx, self.allocation, bin_size=bin_size, memory_limit=memory_limit,
+                          expected_rows=self.expected_rows)
             out = ex.run(self.root)
             self.stats = ex.stats
         else:
@@ -253,7 +257,8 @@ class QueryPlan:
                 "composition": comp.as_dict() if comp else {},
                 "chosen": comp.best.method if comp else None,
                 "partitions": sorted(self.partitions) if self.partitions is not None else None,
-                "memory": {"estimated_peak_bytes": self.memory_bytes, "limit_bytes": self.memory_limit},
+                "memory": {"estimated_peak_bytes": self.memory_bytes, "expected_peak_bytes": self.memory_expected,
+                           "limit_bytes": self.memory_limit},
                 "padding": [vars(o) for o in padding_overhead(self.event_nodes)]}
 
     def _mode_of(self, n: Node) -> str:
@@ -295,11 +300,20 @@ class QueryPlan:
         return "\n".join(lines)
 
     def _memory_line(self) -> str:
-        line = f"memory: estimated peak ≤ {format_bytes(self.memory_bytes)} (from public sizes"
-        if self.memory_limit is None:
+        worst, expected, limit = self.memory_bytes, self.memory_expected or self.memory_bytes, self.memory_limit
+        line = f"memory: estimated peak ≤ {format_bytes(worst)} (from public sizes"
+        if expected < worst:
+            line = (f"memory: estimated peak ≤ {format_bytes(worst)} in the worst case, ≈ {format_bytes(expected)} "
+                    "expected (each released size at most its largest input plus its noise's mean")
+        if limit is None:
             return line + ")"
-        line += f"; limit {format_bytes(self.memory_limit)})"
-        return line + (" — above the limit: running it is refused" if self.memory_bytes > self.memory_limit else "")
+        line += f"; limit {format_bytes(limit)})"
+        if expected > limit:
+            return line + " — above the limit: running it is refused"
+        if worst > limit:
+            return line + (" — the worst case is above the limit: it runs, re-checked against each size it "
+                           "releases, and stops (its charge kept) if they need more")
+        return line
 
     def _no_release_line(self) -> str:
         """What a query without releases reveals: only public sizes (docs/threat-model.md)."""
@@ -476,6 +490,13 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
     if public_sql is not None and plan.types is not None and all(_scalar_type(t) for t in plan.types):
         plan.public_sql = public_sql
     plan.memory_bytes = estimate_peak_bytes(built.root)
+    plan.memory_expected = plan.memory_bytes
+    if event_nodes and plan.memory_bytes > BASE_BYTES:
+        shifts: dict[int, float] = {}
+        for n, _, _, _, _, mech in event_nodes:
+            shifts[n.node_id] = shifts.get(n.node_id, 0.0) + float(mech.shift)
+        plan.expected_rows = expected_sizes(built.root, shifts)
+        plan.memory_expected = estimate_peak_bytes(built.root, plan.expected_rows)
     plan.partitions = query_partitions(built.root, catalog) if events else None
     # every data-independent failure happens here, before admission; the dry run reads no
     # data, so an identical plan over an identical catalog passed it already (§Planning caches)
