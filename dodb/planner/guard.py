@@ -72,7 +72,8 @@ _FUNCTIONS = frozenset({
     "strlen", "octet_length", "length_grapheme", "date_part", "datepart", "suffix", "prefix", "gcd", "lcm",
     "even", "yearweek", "isoyear", "century", "decade", "millennium", "nullif", "ifnull", "lcase", "ucase",
     "ceiling", "trunc", "left_grapheme", "right_grapheme", "strip_accents", "bit_count", "signbit",
-    "isfinite", "era", "millisecond", "microsecond", "weekday", "epoch_us",
+    "isfinite", "era", "millisecond", "microsecond", "weekday", "epoch_us", "add", "subtract", "multiply", "fmod",
+    "nextafter",
 })
 # CAST targets the padded representation holds (docs/design.md §Storage)
 _CAST_TYPES = {t for t in (getattr(exp.DataType.Type, n, None) for n in (

@@ -29,7 +29,7 @@ from .errors import message_for
 from .numeric import Unsupported
 from .types import SqlType, bind_types
 
-__all__ = ["Const", "Prepared", "prepare", "Output"]
+__all__ = ["Const", "Prepared", "prepare", "Output", "operator_functions"]
 
 # nodes that are syntax, not values of their own
 _NOT_VALUES = (exp.DataType, exp.DataTypeParam, exp.Var, exp.Identifier, exp.Star, exp.Interval)
@@ -58,6 +58,31 @@ class Prepared:
 
 _lock = threading.Lock()
 _cache: dict[tuple, Prepared] = {}
+
+
+_OPERATOR_FUNCTIONS = {"ADD": exp.Add, "SUBTRACT": exp.Sub, "MULTIPLY": exp.Mul}
+
+
+def operator_functions(tree: exp.Expression) -> exp.Expression:
+    """DuckDB's function forms of ``+``, ``-`` and ``*`` written as the operators (the same
+    functions in DuckDB: types, overflow errors and all), so one evaluator serves both.
+
+    >>> operator_functions(sqlglot.parse_one("add(a, multiply(b, 2))", read="duckdb")).sql("duckdb")
+    '(a + (b * 2))'
+    """
+    def swap(node: exp.Expression) -> exp.Expression:
+        cls = _OPERATOR_FUNCTIONS.get(str(node.this).upper()) if isinstance(node, exp.Anonymous) else None
+        if cls is None or len(node.expressions) != 2:
+            return node
+        return exp.Paren(this=cls(this=node.expressions[0], expression=node.expressions[1]))
+
+    for node in reversed(list(tree.find_all(exp.Anonymous))):  # innermost first
+        new = swap(node)
+        if new is not node:
+            if node is tree:
+                return new
+            node.replace(new)
+    return tree
 
 
 def _sql(e: exp.Expression | str) -> str:
@@ -159,7 +184,7 @@ def prepare(exprs: Mapping[str, exp.Expression | str], schema: Mapping[str, pa.D
     used = set()
     trees = {}
     for name, s in sqls.items():
-        trees[name] = sqlglot.parse_one(s, read="duckdb")
+        trees[name] = operator_functions(sqlglot.parse_one(s, read="duckdb"))
         used |= {c.name for c in trees[name].find_all(exp.Column)}
     sub_schema = {n: t for n, t in schema.items() if n in used}
     key = (tuple((n, str(t), int(widths.get(n, 0))) for n, t in sub_schema.items()),

@@ -430,6 +430,8 @@ def _round_like(ev, node, mode: str, places: int = 0):
                 return Val(rt, np.floor(x), v.valid, v.err)
             if mode == "ceil":
                 return Val(rt, np.ceil(x), v.valid, v.err)
+            if mode == "trunc":
+                return Val(rt, np.trunc(x), v.valid, v.err)
             if places < 0:
                 raise Unsupported("ROUND of a DOUBLE to negative places")
             if places == 0:
@@ -442,7 +444,7 @@ def _round_like(ev, node, mode: str, places: int = 0):
         drop = v.type.scale - rt.scale
         if drop < 0 or (mode == "round" and rt.scale != max(0, min(places, v.type.scale))):
             raise Unsupported(f"{mode.upper()} of {v.type} giving {rt}")
-        how = {"round": "half_away", "floor": "floor", "ceil": "ceil"}.get(mode)
+        how = {"round": "half_away", "floor": "floor", "ceil": "ceil", "trunc": "trunc"}.get(mode)
         if mode == "round" and places < 0:  # to tens, hundreds …: DuckDB keeps the scale 0 result type
             tens = min(-places, 38)
             res = i128.div_pow10(v.data, drop + tens, how)
@@ -466,6 +468,14 @@ def _ev_ceil(ev, node):
     if node.args.get("decimals") is not None:
         raise Unsupported("CEIL with decimals")
     return _round_like(ev, node, "ceil")
+
+
+@handles(exp.Trunc)
+def _ev_trunc_number(ev, node):
+    """TRUNC(x): towards zero, x's type kept (DECIMAL to scale 0)."""
+    if node.args.get("decimals") is not None:
+        raise Unsupported("TRUNC with decimals")
+    return _round_like(ev, node, "trunc")
 
 
 @handles(exp.Round)

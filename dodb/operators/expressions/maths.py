@@ -18,6 +18,7 @@ import math
 import numpy as np
 from sqlglot import exp
 
+from . import int128 as i128
 from .functions import ANON, handles
 from .numeric import Unsupported, as_f64
 from .value import Val
@@ -115,3 +116,69 @@ def _flag(ev, node, arg, fn) -> Val:
 handles(exp.IsNan)(lambda ev, node: _flag(ev, node, node.this, np.isnan))
 handles(exp.IsInf)(lambda ev, node: _flag(ev, node, node.this, np.isinf))
 ANON["ISFINITE"] = lambda ev, node: _flag(ev, node, node.expressions[0], np.isfinite)
+
+
+# DuckDB's fmod is the floored remainder, with 0.0 (never -0.0) for an exact multiple
+ANON["FMOD"] = lambda ev, node: _double(ev, node, list(node.expressions), lambda x, y: np.mod(x, y) + 0.0)
+
+
+def _nextafter(ev, node) -> Val:
+    if ev.type_of(node).bits != 64:
+        raise Unsupported("NEXTAFTER of FLOAT")  # a float32 step is not a float64 one
+    return _double(ev, node, list(node.expressions), np.nextafter)
+
+
+ANON["NEXTAFTER"] = _nextafter
+
+
+def _signbit(ev, node) -> Val:
+    """SIGNBIT: the sign bit of a DOUBLE (−0.0 has it, NaN as stored), of an integer or DECIMAL x < 0."""
+    rt = ev.type_of(node)
+    v = _number(ev, node.expressions[0], "SIGNBIT")
+    if v.type.kind == "null":
+        return ev.null_of(rt, v.err)
+    if v.type.kind == "float":
+        data = np.signbit(v.data)
+    elif v.type.kind == "dec":
+        data = i128.is_negative(v.data)
+    else:
+        data = np.asarray(v.data) < 0
+    return Val(rt, np.asarray(data, dtype=bool), v.valid, v.err)
+
+
+ANON["SIGNBIT"] = _signbit
+
+
+def _gcd_lcm(lcm: bool):
+    """GCD / LCM of integers as BIGINT, on unsigned magnitudes (numpy's element-wise Euclid:
+    one pass over every slot).  DuckDB's errors: a GCD of 2^63 (the least BIGINT's absolute
+    value); an LCM with the least BIGINT and a non-zero other, or beyond BIGINT."""
+    name = "LCM" if lcm else "GCD"
+
+    def handler(ev, node) -> Val:
+        rt = ev.type_of(node)
+        a, b = (_number(ev, x, name) for x in node.expressions[:2])
+        if len(node.expressions) != 2 or rt.kind != "int" or {a.type.kind, b.type.kind} != {"int"}:
+            raise Unsupported(f"{name} of {a.type} and {b.type}")  # lint: public types only
+        valid, err = a.valid & b.valid, np.maximum(a.err, b.err)
+        x, y = np.asarray(a.data, np.int64), np.asarray(b.data, np.int64)
+        ux = np.abs(x).view(np.uint64)  # |least BIGINT| = 2^63 wraps to itself: right as unsigned
+        uy = np.abs(y).view(np.uint64)
+        g = np.gcd(ux, uy)
+        top = np.uint64(1 << 63)
+        if not lcm:
+            bad, message = g == top, "Out of Range Error: Overflow on abs"
+            return Val(rt, np.where(bad, 0, g).astype(np.int64), valid, np.maximum(err, ev.fail(bad & valid, message)))
+        zero = (ux == 0) | (uy == 0)
+        q = ux // np.where(g == 0, np.uint64(1), g)
+        limit = np.uint64((1 << 63) - 1) // np.where(q == 0, np.uint64(1), q)
+        over = ~zero & (uy > limit)
+        least = ~zero & ((ux == top) | (uy == top))
+        res = np.where(zero | over | least, np.uint64(0), q * np.where(over, np.uint64(0), uy))
+        err = np.maximum(err, ev.fail(least & valid, "Out of Range Error: Overflow on abs"))
+        err = np.maximum(err, ev.fail(over & ~least & valid, "Out of Range Error: lcm value is out of range"))
+        return Val(rt, res.astype(np.int64), valid, err)
+    return handler
+
+
+ANON["GCD"], ANON["LCM"] = _gcd_lcm(False), _gcd_lcm(True)

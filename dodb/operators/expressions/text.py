@@ -117,6 +117,19 @@ def _ev_length(ev, node):
     return Val(ev.type_of(node), strings.char_count(v.data, v.lengths), v.valid, v.err)
 
 
+def _byte_length(factor: int):
+    """STRLEN / OCTET_LENGTH (bytes) and BIT_LENGTH (bits) of a string: its public-width row's length."""
+    def handler(ev, node):
+        arg = node.this if node.this is not None and not isinstance(node, exp.Anonymous) else node.expressions[0]
+        v = _str(ev, arg)
+        return Val(ev.type_of(node), v.lengths.astype(np.int64) * factor, v.valid, v.err)
+    return handler
+
+
+ANON["STRLEN"] = _byte_length(1)
+handles(exp.BitLength)(_byte_length(8))
+
+
 @handles(exp.Upper, exp.Lower)
 def _ev_case(ev, node):
     v = _str(ev, node.this)
