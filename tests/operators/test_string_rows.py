@@ -23,3 +23,24 @@ def window_exprs(draw) -> str:
 def test_per_row_windows_match_duckdb(data):
     t = data.draw(tables())
     compare(t, data.draw(padded(t)), data.draw(window_exprs()))
+
+
+@st.composite
+def needle_exprs(draw) -> str:
+    """A needle that differs per row: another column, a piece of the same string, a NULL."""
+    hay = draw(st.sampled_from(["s", "n", "upper(s)", "s || n", "'é%_x'"]))
+    needle = draw(st.sampled_from(["n", "s", "substr(s, 2, 2)", "right(s, 1)", "lower(s)", "left(n, t8 % 3)",
+                                   "NULL::VARCHAR", "''"]))
+    f = draw(st.sampled_from(["strpos({h}, {n})", "instr({h}, {n})", "position({n} IN {h})", "contains({h}, {n})",
+                              "starts_with({h}, {n})", "ends_with({h}, {n})", "prefix({h}, {n})",
+                              "suffix({h}, {n})"]))
+    return f.format(h=hay, n=needle)
+
+
+@settings(max_examples=120, deadline=None)
+@given(data=st.data())
+def test_per_row_needles_match_duckdb(data):
+    """STRPOS and the affix tests with a needle per row: the needle's every byte is compared
+    at every offset of every row (strings.find_each), so the work depends on widths only."""
+    t = data.draw(tables())
+    compare(t, data.draw(padded(t)), data.draw(needle_exprs()))

@@ -18,7 +18,7 @@ from ...oblivious.backend import use_compiled
 
 __all__ = ["inside", "shift_left", "shift_right", "compact", "starts", "char_count", "char_index", "compare",
            "like", "find", "decode", "encode", "concat", "keep_chars", "trim", "pad", "repeat", "replace",
-           "first_match", "compare_const", "digits_u64", "constant_rows", "select_constants"]
+           "first_match", "compare_const", "digits_u64", "constant_rows", "select_constants", "find_each"]
 
 
 def inside(lengths: np.ndarray, w: int) -> np.ndarray:
@@ -212,6 +212,19 @@ def find(mat: np.ndarray, lengths: np.ndarray, needle: bytes) -> np.ndarray:
     ok = np.arange(w)[None, :] + len(needle) <= lengths[:, None]
     for k, ch in enumerate(needle):
         ok = ok & (shift_left(mat, k) == ch)
+    return ok
+
+
+def find_each(mat: np.ndarray, lengths: np.ndarray, needles: np.ndarray, needle_lengths: np.ndarray) -> np.ndarray:
+    """``(n, w)``: row ``i``'s own needle occurs starting at this byte (fully inside the
+    string).  Every byte of every row is compared with every byte of the needle's public
+    width; a needle's bytes past its length match anything (an empty needle matches at
+    every offset up to the string's length)."""
+    n, w = mat.shape
+    ok = np.arange(w)[None, :] + needle_lengths[:, None] <= lengths[:, None]
+    for k in range(needles.shape[1]):  # the needle column's public width
+        beyond = (needle_lengths <= k)[:, None]
+        ok = ok & (beyond | (shift_left(mat, k) == needles[:, k:k + 1]))
     return ok
 
 

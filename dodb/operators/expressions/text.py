@@ -65,19 +65,32 @@ def _ev_like(ev, node):
     return _bool(ev, node, v, res)
 
 
+def _hits(ev, v: Val, needle_node: exp.Expression, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Where the needle occurs in each row (``strings.find``), the needle's length per row, and
+    the validity and error codes with the needle's: a constant needle, or a column or
+    expression — each row's own needle (``strings.find_each``)."""
+    const = ev.p.consts.get(id(needle_node))
+    if const is not None and const.error is None and const.value is not None:  # a NULL one: per row, all NULL
+        needle = _text(ev, needle_node, what)
+        return (strings.find(v.data, v.lengths, needle), np.full(v.n, len(needle), dtype=np.int64), v.valid, v.err)
+    nv = _str(ev, needle_node)
+    hits = strings.find_each(v.data, v.lengths, nv.data, nv.lengths)
+    return hits, nv.lengths.astype(np.int64), v.valid & nv.valid, np.maximum(v.err, nv.err)
+
+
 def _affix(ev, node, where: str, this: exp.Expression, needle_node: exp.Expression) -> Val:
     """STARTS_WITH/PREFIX (``where='start'``), ENDS_WITH/SUFFIX ('end'), CONTAINS ('any')."""
     v = _str(ev, this)
-    needle = _text(ev, needle_node, where.upper())
-    hits = strings.find(v.data, v.lengths, needle)
+    hits, nlen, valid, err = _hits(ev, v, needle_node, where.upper())
+    empty = nlen == 0
     if where == "start":
-        res = hits[:, :1].reshape(v.n) | (len(needle) == 0)
+        res = hits[:, :1].reshape(v.n) | empty
     elif where == "end":
-        pos = v.lengths - len(needle)
-        res = (hits & (np.arange(v.width)[None, :] == pos[:, None])).any(axis=1) | ((len(needle) == 0) & (pos >= 0))
+        pos = v.lengths - nlen
+        res = (hits & (np.arange(v.width)[None, :] == pos[:, None])).any(axis=1) | (empty & (pos >= 0))
     else:
-        res = hits.any(axis=1) | (len(needle) == 0)
-    return _bool(ev, node, v, res)
+        res = hits.any(axis=1) | empty
+    return Val(ev.type_of(node), res, valid, err)
 
 
 @handles(exp.StartsWith, exp.EndsWith, exp.Contains)
@@ -102,13 +115,12 @@ def _ev_strpos(ev, node):
     if node.args.get("position") is not None or node.args.get("occurrence") is not None:
         raise Unsupported("STRPOS with a position")
     v = _str(ev, node.this)
-    needle = _text(ev, node.args.get("substr"), "STRPOS")
-    if not needle:
-        return Val(ev.type_of(node), np.ones(v.n, dtype=np.int64), v.valid, v.err)
-    first = strings.first_match(strings.find(v.data, v.lengths, needle))
+    hits, nlen, valid, err = _hits(ev, v, node.args.get("substr"), "STRPOS")
+    first = strings.first_match(hits)
     idx = strings.char_index(v.data, v.lengths)
     pos = np.where(first, idx + 1, 0).sum(axis=1)
-    return Val(ev.type_of(node), pos.astype(np.int64), v.valid, v.err)
+    pos = np.where(nlen == 0, 1, pos)  # an empty needle is found at the first character
+    return Val(ev.type_of(node), pos.astype(np.int64), valid, err)
 
 
 @handles(exp.Length)
