@@ -14,7 +14,7 @@ import statistics
 import time
 from pathlib import Path
 
-from .common import DEFAULT_OUT, NOISE_CAVEAT, machine_info, machine_lines
+from .common import DEFAULT_OUT, NOISE_CAVEAT, machine_info, machine_lines, measure
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -22,16 +22,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--epsilon", type=float, default=1.0)
     p.add_argument("--months", default="", help="comma-separated months (default: the whole year)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
-
-
-def _median_seconds(fn, repeats: int) -> float:
-    fn()
-    runs = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        runs.append(time.perf_counter() - t0)
-    return statistics.median(runs)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,9 +50,9 @@ def run(args: argparse.Namespace) -> int:
         want = ref.execute(sql).fetchall()
         if db.sql(sql, epsilon=args.epsilon).fetchall() != want:
             wrong.append(name)
-        d = _median_seconds(lambda: db.sql(sql, epsilon=args.epsilon).fetchall(), args.repeats)
-        k = _median_seconds(lambda: ref.execute(sql).fetchall(), args.repeats)
-        k1 = _median_seconds(lambda: ref1.execute(sql).fetchall(), args.repeats)
+        d = measure(lambda: db.sql(sql, epsilon=args.epsilon).fetchall(), repeats=args.repeats).median
+        k = measure(lambda: ref.execute(sql).fetchall(), repeats=args.repeats).median
+        k1 = measure(lambda: ref1.execute(sql).fetchall(), repeats=args.repeats).median
         rows.append((name, d, k, k1))
         print(f"{name:<26} dodb {d * 1000:9.1f} ms  duckdb {k * 1000:7.1f} ms  ratio {d / k:7.1f}x", flush=True)
     ratios = [d / k for _, d, k, _ in rows]
@@ -70,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
              f"Command: `python -m benchmarks realdata --repeats {args.repeats} --epsilon {args.epsilon:g}"
              + (f" --months {args.months}" if args.months else "") + "`", "",
              f"Aircraft as the privacy unit (orphan and NULL tail numbers kept as units); protect took "
-             f"{protect_s:.1f} s. Each time is the median of {args.repeats} warm runs; DuckDB at its default "
+             f"{protect_s:.1f} s. Each time is the median of {args.repeats} warm runs (one, after a warm-up, where a "
+             f"run takes over 30 s); DuckDB at its default "
              f"threads and at dodb's ({threads()}). Answers equal DuckDB's: "
              f"{len(rows) - len(wrong)} of {len(rows)}" + (f" (different: {', '.join(wrong)})" if wrong else "") + ".",
              "", "| query | dodb do ms | DuckDB ms | ratio | DuckDB ms, same threads | ratio |",

@@ -14,7 +14,6 @@ import pytest
 import dodb
 from dodb.audit import audit
 from dodb.datasets.flights import generate_flights, protect_flights
-from dodb.planner import memory as memory_mod
 from dodb.planner.logical import Join, walk
 
 from tests.audit.test_audit import _database
