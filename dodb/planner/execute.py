@@ -183,8 +183,8 @@ class Executor:
         return out
 
     def _check_memory(self, node: Node) -> None:
-        """The adaptive memory guard: the peak of ``node`` and what follows it, from the padded
-        sizes of the nodes that ran (public: released or fixed by the plan)."""
+        """The adaptive memory guard: what running ``node`` holds, from the padded sizes of the
+        nodes that ran (public: released or fixed by the plan) and its own expected size."""
         known = {**self.expected_rows, **{i: st.padded_out for i, st in self.stats.items()}}
         need = bytes_at(self._roots[0], node, known)
         if need > self.memory_limit:
