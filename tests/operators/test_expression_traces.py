@@ -84,7 +84,8 @@ class PythonView:
 
 # numpy buffers are counted when a node handler returns (the kernels' helpers, called in
 # public loops, are covered by the shapes they return and by their callers' counts)
-_NODE_MODULES = {"evaluator.py", "functions.py", "text.py", "casts.py", "__init__.py", "test_expression_traces.py"}
+_NODE_MODULES = {"evaluator.py", "functions.py", "text.py", "casts.py", "__init__.py", "test_expression_traces.py",
+                 "times.py", "maths.py"}
 
 
 def _numpy_live() -> tuple[int, int]:
@@ -121,6 +122,16 @@ EXPRS = {
     "maths": "sqrt(f) + ln(abs(b) + 1) + power(d, 2) + atan2(i, f) + log(3, f) + tanh(f) + even(d) + cot(t8)",
     "maths_flags": "isnan(f) OR isinf(f) OR isfinite(d)",
     "windows_per_row": "substring(s, t8 % 4, i % 3) || left(n, t8) || right(s, b)",
+    "time_units": "date_diff('hour', ts, dt) + date_diff('week', dt, ts) + hour(ts) + millisecond(ts) + century(dt)",
+    "time_trunc": "date_trunc('decade', ts) < date_trunc('ms', ts) OR date_trunc('hour', dt) > ts",
+    "epoch": "epoch(ts) + epoch(dt) + epoch_us(ts) + date_part('epoch', dt)",
+    "make_date": "make_date(i % 3000 + 1, t8 % 12 + 1, t16 % 28 + 1)",
+    "ts_casts": "CAST(dt AS TIMESTAMP) + INTERVAL 90 MINUTE > ts - INTERVAL 1 MONTH",
+    "numbers": "trunc(f) + fmod(f, 3) + nextafter(f, 0::DOUBLE) + trunc(d)",
+    "gcd": "gcd(b, i) + lcm(t8, t16) + add(i, b) - multiply(t8, 3)",
+    "signbit": "signbit(f) OR signbit(d) OR signbit(i)",
+    "needles": "strpos(s, n) + instr(n, s) + strlen(s) + bit_length(n)",
+    "affix_rows": "contains(s, n) OR starts_with(n, s) OR suffix(s, n)",
 }
 
 
