@@ -124,7 +124,7 @@ EXPRS = {
     "windows_per_row": "substring(s, t8 % 4, i % 3) || left(n, t8) || right(s, b)",
     "time_units": "date_diff('hour', ts, dt) + date_diff('week', dt, ts) + hour(ts) + millisecond(ts) + century(dt)",
     "time_trunc": "date_trunc('decade', ts) < date_trunc('ms', ts) OR date_trunc('hour', dt) > ts",
-    "epoch": "epoch(ts) + epoch(dt) + epoch_us(ts) + date_part('epoch', dt)",
+    "epoch": "epoch(ts) + epoch(dt) + epoch_us(ts) + date_part('epoch', dt) + epoch_ms(ts) + epoch_ms(dt)",
     "make_date": "make_date(i % 3000 + 1, t8 % 12 + 1, t16 % 28 + 1)",
     "ts_casts": "CAST(dt AS TIMESTAMP) + INTERVAL 90 MINUTE > ts - INTERVAL 1 MONTH",
     "numbers": "trunc(f) + fmod(f, 3) + nextafter(f, 0::DOUBLE) + trunc(d)",

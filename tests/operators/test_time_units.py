@@ -96,7 +96,7 @@ def test_date_trunc_units(wide, unit):
     "hour(a)", "minute(a)", "second(a)", "millisecond(a)", "microsecond(a)", "hour(db)", "second(da)",
     "century(a)", "decade(da)", "millennium(a)", "era(a)", "era(db)", "isoyear(db)", "yearweek(a)", "weekday(da)",
     "extract(epoch FROM a)", "date_part('epoch', db)", "epoch(a)", "epoch(da)", "epoch_us(a)", "epoch_us(db)",
-    "date_part('ms', a)", "date_part('us', a)", "extract(millennium FROM db)",
+    "date_part('ms', a)", "date_part('us', a)", "extract(millennium FROM db)", "epoch_ms(a)", "epoch_ms(db)",
 ])
 def test_parts_by_name(wide, sql):
     t, pt = wide
@@ -164,3 +164,18 @@ def test_the_table_reaches_bc_years_and_both_infinities(wide):
     assert (micros < -62135596800 * 10 ** 6).any() and INF_US in micros and -INF_US in micros
     days = t["db"].cast(pa.int32()).to_numpy()
     assert (days < (dt.date(1, 1, 1) - dt.date(1970, 1, 1)).days).any()  # BC dates too
+
+
+@pytest.mark.parametrize("values", [
+    [dates.TS_MAX_US - 500, dates.TS_MAX_US - 501, dates.TS_MIN_US, dates.TS_MIN_US + 499, dates.TS_MIN_US + 500,
+     -1500, -500, 500, 1500, -2500, 2500, -499, -501, 0],
+    [dates.TS_MAX_US, 5],      # rounds to a millisecond beyond the range: DuckDB raises
+    [dates.TS_MAX_US - 1, 5],
+])
+def test_epoch_ms_rounds_half_away_and_raises_at_the_edge(values):
+    """epoch_ms(ts) rounds half away from zero (ties at ±500 µs) and raises where the rounded
+    milliseconds leave the TIMESTAMP range; the other rows hidden among dummies."""
+    t = pa.table({"a": pa.array(values, pa.int64()).cast(pa.timestamp("us"))})
+    n = len(values)
+    full = pa.concat_tables([t, pa.table({"a": pa.array([dates.TS_MAX_US] * n, pa.int64()).cast(pa.timestamp("us"))})])
+    compare(t, from_arrow(full, stability=1, is_real=np.r_[np.ones(n, bool), np.zeros(n, bool)]), "epoch_ms(a)")
