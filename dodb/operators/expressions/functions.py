@@ -12,7 +12,7 @@ import re
 import numpy as np
 from sqlglot import exp
 
-from . import casemap, dates, int128 as i128, numeric, strings
+from . import dates, int128 as i128, numeric, strings
 from .numeric import Unsupported
 from .types import parse_type
 from .value import Val
