@@ -64,7 +64,7 @@ _SCALAR = _classes(
     "Monthname", "Dayname", "TimeToStr", "StrToTime", "StrToDate", "DateFromParts", "TsOrDsToDate",
     "IsNan", "IsInf", "RegexpLike", "Anonymous", "Cbrt", "Sin", "Cos", "Tan", "Cot", "Asin", "Acos", "Atan",
     "Atan2", "Sinh", "Cosh", "Tanh", "Asinh", "Acosh", "Atanh", "Degrees", "Radians", "Pi", "Hour", "Minute",
-    "Second", "TimeToUnix", "UnixToTime")
+    "Second", "TimeToUnix", "UnixToTime", "MD5")
 _AGGREGATES = _classes("Count", "Sum", "Avg", "Min", "Max")
 _QUERIES = _classes("Select", "Union", "Intersect", "Except", "Subquery", "Exists", "Any", "All")
 # DuckDB scalar functions sqlglot does not model: pure functions of their arguments only

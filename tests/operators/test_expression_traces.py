@@ -85,7 +85,7 @@ class PythonView:
 # numpy buffers are counted when a node handler returns (the kernels' helpers, called in
 # public loops, are covered by the shapes they return and by their callers' counts)
 _NODE_MODULES = {"evaluator.py", "functions.py", "text.py", "casts.py", "__init__.py", "test_expression_traces.py",
-                 "times.py", "maths.py"}
+                 "times.py", "maths.py", "digests.py"}
 
 
 def _numpy_live() -> tuple[int, int]:
@@ -132,6 +132,7 @@ EXPRS = {
     "signbit": "signbit(f) OR signbit(d) OR signbit(i)",
     "needles": "strpos(s, n) + instr(n, s) + strlen(s) + bit_length(n)",
     "affix_rows": "contains(s, n) OR starts_with(n, s) OR suffix(s, n)",
+    "md5": "md5(s) || md5(n)",
 }
 
 
