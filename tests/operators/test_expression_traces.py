@@ -85,7 +85,7 @@ class PythonView:
 # numpy buffers are counted when a node handler returns (the kernels' helpers, called in
 # public loops, are covered by the shapes they return and by their callers' counts)
 _NODE_MODULES = {"evaluator.py", "functions.py", "text.py", "casts.py", "__init__.py", "test_expression_traces.py",
-                 "times.py", "maths.py", "digests.py"}
+                 "times.py", "maths.py", "digests.py", "bits.py"}
 
 
 def _numpy_live() -> tuple[int, int]:
@@ -133,6 +133,8 @@ EXPRS = {
     "needles": "strpos(s, n) + instr(n, s) + strlen(s) + bit_length(n)",
     "affix_rows": "contains(s, n) OR starts_with(n, s) OR suffix(s, n)",
     "md5": "md5(s) || md5(n)",
+    "bits": "(b & i) + (t8 | t16) + xor(b, 7) + ~i + bit_count(b) + (b >> t8) + (t16 << 2)",
+    "chars": "ascii(s) + unicode(n) + ord(s) + length(chr(t8 + 200))",
 }
 
 

@@ -138,6 +138,38 @@ def _byte_length(factor: int):
     return handler
 
 
+def _first_code_point(empty: int):
+    """ASCII (``empty`` 0) / UNICODE and ORD (``empty`` −1): the first character's code point."""
+    def handler(ev, node):
+        arg = node.expressions[0] if isinstance(node, exp.Anonymous) else node.this
+        v = _str(ev, arg)
+        cp, _ = strings.decode(v.data, v.lengths)
+        first = cp[:, :1].reshape(v.n)
+        return Val(ev.type_of(node), np.where(v.lengths > 0, first, empty).astype(np.int64), v.valid, v.err)
+    return handler
+
+
+handles(exp.Ascii)(_first_code_point(0))
+handles(exp.Unicode)(_first_code_point(-1))
+ANON["ORD"] = _first_code_point(-1)
+
+
+@handles(exp.Chr)
+def _ev_chr(ev, node):
+    """CHR(code): the one-character string; an error for a code that is no code point."""
+    if len(node.expressions) != 1 or node.args.get("charset"):
+        raise Unsupported("CHR with these arguments")
+    v = ev.ev(node.expressions[0])
+    if v.type.kind != "int":
+        raise Unsupported(f"CHR of {v.type}")
+    code = np.asarray(v.data, dtype=np.int64)
+    bad = ((code < 0) | (code > 0x10FFFF) | ((code >= 0xD800) & (code <= 0xDFFF))) & v.valid
+    cp = np.where(bad, 0, code)
+    mat, lengths = strings.encode(cp[:, None], np.ones((v.n, 1), dtype=bool), 4)
+    err = np.maximum(v.err, ev.fail(bad, "Invalid Input Error: Invalid UTF8 Codepoint"))
+    return Val(ev.type_of(node), mat, v.valid, err, lengths.astype(np.int64))
+
+
 ANON["STRLEN"] = _byte_length(1)
 handles(exp.BitLength)(_byte_length(8))
 
