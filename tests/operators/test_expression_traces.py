@@ -85,7 +85,7 @@ class PythonView:
 # numpy buffers are counted when a node handler returns (the kernels' helpers, called in
 # public loops, are covered by the shapes they return and by their callers' counts)
 _NODE_MODULES = {"evaluator.py", "functions.py", "text.py", "casts.py", "__init__.py", "test_expression_traces.py",
-                 "times.py", "maths.py", "digests.py", "bits.py"}
+                 "times.py", "maths.py", "digests.py", "bits.py", "more_functions.py"}
 
 
 def _numpy_live() -> tuple[int, int]:
@@ -135,6 +135,8 @@ EXPRS = {
     "md5": "md5(s) || md5(n)",
     "bits": "(b & i) + (t8 | t16) + xor(b, 7) + ~i + bit_count(b) + (b >> t8) + (t16 << 2)",
     "chars": "ascii(s) + unicode(n) + ord(s) + length(chr(t8 + 200))",
+    "more": "concat_ws(',', s, n, i) || translate(s, 'aé', 'x') || reverse(n) || to_hex(b) || hex(s)",
+    "more_numbers": "round_even(d, 1) + factorial(t8 % 30) + year(date_add(dt, INTERVAL 3 DAY))",
 }
 
 

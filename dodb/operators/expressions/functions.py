@@ -17,7 +17,8 @@ from .numeric import Unsupported
 from .types import parse_type
 from .value import Val
 
-__all__ = ["HANDLERS", "date_arith", "ANON", "handles", "unit_name", "epoch_seconds", "part_of"]
+__all__ = ["HANDLERS", "date_arith", "ANON", "handles", "unit_name", "epoch_seconds", "part_of", "interval_arith",
+           "shift_by_interval", "is_interval"]
 
 HANDLERS: dict = {}
 BIGINT = parse_type("BIGINT")
@@ -73,11 +74,15 @@ def interval_arith(ev, node, op: str, rt) -> Val:
         left, right = right, left
     if is_interval(left) or op not in ("+", "-"):
         raise Unsupported(f"{op} with an INTERVAL on this side")
-    base = ev.ev(left)
+    return shift_by_interval(ev, left, right, 1 if op == "+" else -1, rt)
+
+
+def shift_by_interval(ev, base_node: exp.Expression, interval: exp.Expression, sign: int, rt) -> Val:
+    """``base ± interval`` (``sign``), ±infinity kept; an error where the result leaves the range."""
+    base = ev.ev(base_node)
     if base.type.kind not in ("date", "ts") or rt.kind not in ("date", "ts"):
-        raise Unsupported(f"{base.type} {op} INTERVAL giving {rt}")
-    months, days, micros = _interval(right)
-    sign = 1 if op == "+" else -1
+        raise Unsupported(f"{base.type} ± INTERVAL giving {rt}")
+    months, days, micros = _interval(interval)
     us, bad = dates.to_us(base.data, base.type.kind)
     res, over = dates.add_interval(us, sign * months, sign * days, sign * micros)
     if rt.kind == "date":

@@ -317,6 +317,13 @@ def div_pow10(a: I128, k: int, rounding: str = "half_away") -> I128:
     exact = equal(mag, mul_pow10(q, k)[0])
     if rounding == "trunc":
         return where(negative, neg(q), q)
+    if rounding == "half_even":  # to the nearest; a tie to the even neighbour (ROUND_EVEN)
+        rest, _ = sub(mag, mul_pow10(q, k)[0])
+        half = const(5 * 10 ** (k - 1), n)
+        odd = (q.lo & np.uint64(1)).astype(bool)
+        up_ = ~less(rest, half) & (~equal(rest, half) | odd)
+        q2 = where(up_, add(q, const(1, n))[0], q)
+        return where(negative, neg(q2), q2)
     one = const(1, n)
     up = add(q, one)[0]
     if rounding == "floor":  # towards -inf: magnitude up for inexact negatives

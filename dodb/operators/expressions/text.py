@@ -384,3 +384,7 @@ def _ev_replace(ev, node):
     w = v.width
     bound = w if len(new) <= len(old) else (w // len(old)) * len(new) + w % len(old)
     return _out(ev, node, v, mat, lengths, max(1, bound))
+
+
+# shared with the other function modules (more_functions.py)
+string_value, constant_text, concat_parts = _str, _text, _concat_parts
