@@ -137,6 +137,8 @@ EXPRS = {
     "chars": "ascii(s) + unicode(n) + ord(s) + length(chr(t8 + 200))",
     "more": "concat_ws(',', s, n, i) || translate(s, 'aé', 'x') || reverse(n) || to_hex(b) || hex(s)",
     "more_numbers": "round_even(d, 1) + factorial(t8 % 30) + year(date_add(dt, INTERVAL 3 DAY))",
+    "split_format": "split_part(s, 'a', 2) || split_part(n, '', -1) || format('{}-{}', s, i) || printf('%d%%', b)",
+    "edit_glob": "levenshtein(s, n) + divide(b, 7) > 3 OR s GLOB 'a*'",
 }
 
 

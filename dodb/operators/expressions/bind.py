@@ -85,6 +85,27 @@ def operator_functions(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
+def _typed_divide(tree: exp.Expression, types: dict) -> exp.Expression:
+    """DuckDB's ``divide(a, b)`` on two integers as ``//`` (truncating, the same errors); the new
+    node keeps the call's type.  On other types it is ``/`` that raises on a zero divisor,
+    which dodb does not evaluate: left as the call, and refused."""
+    for node in reversed(list(tree.find_all(exp.Anonymous))):
+        if str(node.this).upper() != "DIVIDE" or len(node.expressions) != 2:
+            continue
+        a, b = node.expressions
+        ta, tb = types.get(id(a)), types.get(id(b))
+        if ta is None or tb is None or id(node) not in types:
+            continue
+        if ta.kind != "int" or tb.kind != "int":  # lint: public types only
+            continue
+        new = exp.IntDiv(this=a, expression=b)
+        types[id(new)] = types[id(node)]  # lint: public the query's parse tree
+        if node is tree:
+            return new
+        node.replace(new)
+    return tree
+
+
 def _sql(e: exp.Expression | str) -> str:
     return e if isinstance(e, str) else e.sql(dialect="duckdb")
 
@@ -202,6 +223,8 @@ def prepare(exprs: Mapping[str, exp.Expression | str], schema: Mapping[str, pa.D
         if by_sql.get(tree.sql(dialect="duckdb")) is None:
             raise UnsupportedQueryError(f"expression DuckDB cannot bind: {sqls.get(name)[:80]}")
     p.types = {id(n): by_sql.get(n.sql(dialect="duckdb")) for n in nodes if by_sql.get(n.sql(dialect="duckdb"))}
+    for name, tree in trees.items():
+        trees[name] = _typed_divide(tree, p.types)
     consts = [c for t in trees.values() for c in _constants(t, p.types)]
     folded = _fold(_unique(c.sql(dialect="duckdb") for c in consts))
     p.consts = {id(c): folded.get(c.sql(dialect="duckdb")) for c in consts}

@@ -18,7 +18,9 @@ from sqlglot import exp
 from . import functions, int128 as i128, strings
 from .functions import ANON, handles
 from .numeric import Unsupported
-from .text import concat_parts, constant_text, string_value
+from .text import concat_parts, concat_vals, constant_text, string_value
+from .types import parse_type
+from .value import constant
 from .value import Val
 
 __all__: list[str] = []
@@ -158,3 +160,155 @@ def _ev_date_add(ev, node):
     if not functions.is_interval(node.expression) or node.args.get("unit") is not None:
         raise Unsupported("DATE_ADD with these arguments")
     return functions.shift_by_interval(ev, node.this, node.expression, 1, ev.type_of(node))
+
+
+@handles(exp.SplitPart)
+def _ev_split_part(ev, node):
+    """SPLIT_PART(s, sep, k): the k-th part (from the end for k < 0; '' for 0 or past the
+    parts); an empty separator splits into characters.  Separators are taken left to right
+    without overlap by one pass over the byte positions (the same steps for every row)."""
+    v = string_value(ev, node.this)
+    sep = constant_text(ev, node.args.get("delimiter"), "SPLIT_PART")
+    k = ev.literal(node.args.get("part_index"), "SPLIT_PART")
+    rt = ev.type_of(node)
+    if k is None:
+        return ev.null_of(rt, v.err)
+    k, w = int(k), v.width
+    pos = np.arange(w)[None, :]
+    inside = pos < v.lengths[:, None]
+    if not sep:  # characters
+        idx = strings.char_index(v.data, v.lengths)
+        count = strings.char_count(v.data, v.lengths)
+        want = (k - 1) if k > 0 else (count + k)[:, None]
+        keep = inside & (idx == want) & (k != 0)
+    else:
+        hits = strings.find(v.data, v.lengths, sep)
+        taken = np.zeros_like(hits)
+        free = np.zeros(v.n, dtype=np.int64)
+        for j in range(w):  # greedy, non-overlapping: every position of every row
+            take = hits[:, j] & (j >= free)
+            taken[:, j] = take
+            free = np.where(take, j + len(sep), free)
+        ends = np.cumsum(taken, axis=1)                    # separators starting at or before j
+        in_sep = np.zeros_like(hits)
+        for t in range(len(sep)):
+            in_sep |= strings.shift_right(taken, t)
+        part = ends - in_sep.astype(np.int64)              # separators wholly before byte j
+        total = ends[:, -1:] + 1
+        want = (k - 1) if k > 0 else total + k
+        keep = inside & ~in_sep & (part == want) & (k != 0)
+    mat, lengths = strings.compact(v.data, keep)
+    return Val(rt, mat, v.valid, v.err, lengths)
+
+
+@handles(exp.Glob)
+def _ev_glob(ev, node):
+    """GLOB with a constant pattern of ``*`` and ``?``: LIKE with ``%`` and ``_`` (a pattern
+    with a class ``[…]`` or a literal ``%``/``_`` is refused)."""
+    from .text import like_rows
+    v = string_value(ev, node.this)
+    pattern = ev.literal(node.expression, "GLOB")
+    if pattern is None:
+        return Val(ev.type_of(node), np.zeros(v.n, bool), np.zeros(v.n, bool), v.err)
+    pat = str(pattern)
+    if any(c in pat for c in "[%_\\"):  # lint: public pattern
+        raise Unsupported("GLOB with a character class or a literal % or _")
+    return Val(ev.type_of(node), like_rows(v, pat.replace("*", "%").replace("?", "_")), v.valid, v.err)
+
+
+def _format_pieces(fmt: str, printf: bool) -> list[tuple[str, str]]:
+    """The public format as ``("text", literal)`` and ``("arg", kind)`` pieces (``kind``: ``"{}"``,
+    ``"s"`` or ``"d"``); any other specifier is refused."""
+    pieces, i, lit = [], 0, ""
+    while i < len(fmt):  # the format is a constant of the query
+        two = fmt[i:i + 2]
+        if (not printf and two in ("{{", "}}")) or (printf and two == "%%"):
+            lit, i = lit + two[0], i + 2
+        elif (not printf and two == "{}") or (printf and two in ("%s", "%d")):
+            pieces += [("text", lit), ("arg", two[1] if printf else two)]
+            lit, i = "", i + 2
+        elif fmt[i] in ("{}" if not printf else "%"):  # lint: public the query's format
+            raise Unsupported(f"{'PRINTF' if printf else 'FORMAT'} specifier at {fmt[i:i + 4]!r}")
+        else:
+            lit, i = lit + fmt[i], i + 1  # lint: public the query's format
+    return pieces + [("text", lit)]
+
+
+def _format(printf: bool):
+    """FORMAT('{}…', …) / PRINTF('%s %d …', …) with a constant format: the literal pieces and
+    the arguments as text, concatenated; NULL if an argument is (DuckDB)."""
+    what = "PRINTF" if printf else "FORMAT"
+
+    def handler(ev, node):
+        args = list(node.expressions) if isinstance(node, exp.Anonymous) else [node.this] + list(node.expressions)
+        fmt = ev.literal(args[0], what)
+        rt = ev.type_of(node)
+        if fmt is None:
+            return ev.null_of(rt, ev.ev(args[0]).err)
+        pieces = _format_pieces(str(fmt), printf)
+        slots = [kind for tag, kind in pieces if tag == "arg"]
+        if len(slots) != len(args) - 1:
+            raise Unsupported(f"{what} with {len(args) - 1} arguments for {len(slots)} specifiers")
+        values, parts = iter(args[1:]), []
+        n = ev.ev(args[0]).n
+        for tag, text in pieces:
+            if tag == "text":
+                if text:
+                    parts.append(constant(parse_type("VARCHAR"), text, n))
+                continue
+            arg = ev.ev(next(values))
+            if text == "d" and arg.type.kind != "int":
+                raise Unsupported("PRINTF %d of a non-integer")
+            if arg.type.kind in ("dec", "float"):  # DuckDB formats these as doubles (fmt's shortest form)
+                raise Unsupported(f"{what} of {arg.type}")
+            parts.append(arg)
+        mat, lengths, valid, err = concat_vals(ev, parts or [constant(parse_type("VARCHAR"), "", n)], skip_nulls=False)
+        return Val(rt, mat, valid, err, lengths.astype(np.int64))
+    return handler
+
+
+handles(exp.Format)(_format(False))
+ANON["PRINTF"] = _format(True)
+
+
+@handles(exp.Levenshtein)
+def _ev_levenshtein(ev, node):
+    """LEVENSHTEIN(a, b) in characters: the full edit-distance table over both public widths
+    for every row, each row's answer picked by masks at its own lengths."""
+    a, b = string_value(ev, node.this), string_value(ev, node.expression)
+    costs = [node.args.get(k) for k in ("ins_cost", "del_cost", "sub_cost", "max_dist")]
+    if costs.count(None) != len(costs):  # lint: public the query's shape
+        raise Unsupported("LEVENSHTEIN with costs")
+    ca, la = _code_points(a)
+    cb, lb = _code_points(b)
+    n, wa, wb = a.n, ca.shape[1], cb.shape[1]
+    prev = np.tile(np.arange(wb + 1, dtype=np.int64), (n, 1))
+    pick = np.arange(wb + 1)[None, :] == lb[:, None]
+    res = (prev * pick).sum(axis=1) * (la == 0)
+    for i in range(1, wa + 1):
+        cur = np.empty_like(prev)
+        cur[:, 0] = i
+        for j in range(1, wb + 1):
+            same = ca[:, i - 1:i].reshape(n) == cb[:, j - 1:j].reshape(n)
+            cur[:, j] = np.minimum(np.minimum(prev[:, j] + 1, cur[:, j - 1] + 1), prev[:, j - 1] + ~same)
+        res = res + (cur * pick).sum(axis=1) * (la == i)
+        prev = cur
+    return Val(ev.type_of(node), res, a.valid & b.valid, np.maximum(a.err, b.err))
+
+
+def _code_points(v: Val) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's code points moved to the front (compacted over the start bytes) and its count."""
+    cp, st = strings.decode(v.data, v.lengths)
+    n, w = cp.shape
+    words = np.where(st, cp, 0).astype(np.int64)
+    drop = ~st
+    disp = np.cumsum(drop, axis=1) - drop
+    x, d, keep, k = words, np.where(st, disp, 0), st, 1
+    while k < w:  # the same shifts as strings.compact, on 64-bit code points
+        move = keep & ((d & k) != 0)
+        stay = keep & ~move
+        x = np.where(stay, x, 0) | strings.shift_left(np.where(move, x, 0), k)
+        d = np.where(stay, d, 0) + strings.shift_left(np.where(move, d, 0), k)
+        keep = stay | strings.shift_left(move, k)
+        k <<= 1
+    return x, st.sum(axis=1).astype(np.int64)

@@ -65,6 +65,11 @@ def _ev_like(ev, node):
     return _bool(ev, node, v, res)
 
 
+def like_rows(v: Val, pattern: str) -> np.ndarray:
+    """Each row of a string value LIKE the constant ``pattern`` (GLOB's translation)."""
+    return strings.like(v.data, v.lengths, pattern.encode())
+
+
 def _hits(ev, v: Val, needle_node: exp.Expression, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Where the needle occurs in each row (``strings.find``), the needle's length per row, and
     the validity and error codes with the needle's: a constant needle, or a column or
@@ -320,16 +325,21 @@ def _ev_left_right(ev, node):
 
 
 def _concat_parts(ev, args, skip_nulls: bool):
+    return _concat_vals(ev, [ev.ev(a) for a in args], skip_nulls)
+
+
+def _concat_vals(ev, vals: list, skip_nulls: bool):
+    """The values as text (cast to VARCHAR), concatenated; NULL if any is unless ``skip_nulls``."""
     from .casts import cast
     from .types import parse_type
-    vals = []
-    for a in args:
-        v = ev.ev(a)
+    texts = []
+    for v in vals:
         if v.type.kind == "null":
             v = Val(parse_type("VARCHAR"), np.zeros((v.n, 1), np.uint8), v.valid, v.err, np.zeros(v.n, np.int64))
         elif v.type.kind != "str":
             v = cast(ev, v, parse_type("VARCHAR"), try_=False)
-        vals.append(v)
+        texts.append(v)
+    vals = texts
     parts = [(v.data, np.where(v.valid, v.lengths, 0)) for v in vals]
     mat, lengths = strings.concat(parts)
     valid = np.ones(vals[0].n, dtype=bool)
@@ -387,4 +397,4 @@ def _ev_replace(ev, node):
 
 
 # shared with the other function modules (more_functions.py)
-string_value, constant_text, concat_parts = _str, _text, _concat_parts
+string_value, constant_text, concat_parts, concat_vals = _str, _text, _concat_parts, _concat_vals
