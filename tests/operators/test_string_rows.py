@@ -44,3 +44,23 @@ def test_per_row_needles_match_duckdb(data):
     at every offset of every row (strings.find_each), so the work depends on widths only."""
     t = data.draw(tables())
     compare(t, data.draw(padded(t)), data.draw(needle_exprs()))
+
+
+@st.composite
+def like_exprs(draw) -> str:
+    """LIKE with a pattern per row (another column, a piece of the string, a pattern built
+    around it) and LIKE … ESCAPE with escaped wildcards."""
+    hay = draw(st.sampled_from(["s", "n", "upper(s)", "s || n"]))
+    pat = draw(st.sampled_from(["n", "s", "'%' || s", "left(s, 2) || '%'", "'_' || right(n, 1)", "replace(s, 'a', '_')",
+                                "NULL::VARCHAR", "''", "'%'"]))
+    esc = draw(st.sampled_from(["'a!%' ESCAPE '!'", "'%!_%' ESCAPE '!'", "'%\\%%' ESCAPE '\\'", "'!!%' ESCAPE '!'",
+                                "'%é%' ESCAPE '#'"]))
+    return draw(st.sampled_from([f"{hay} LIKE {pat}", f"{hay} NOT LIKE {pat}", f"{hay} LIKE {esc}",
+                                 f"{hay} NOT LIKE {esc}"]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_per_row_like_and_escape_match_duckdb(data):
+    t = data.draw(tables())
+    compare(t, data.draw(padded(t)), data.draw(like_exprs()))

@@ -279,8 +279,8 @@ def _ev_levenshtein(ev, node):
     costs = [node.args.get(k) for k in ("ins_cost", "del_cost", "sub_cost", "max_dist")]
     if costs.count(None) != len(costs):  # lint: public the query's shape
         raise Unsupported("LEVENSHTEIN with costs")
-    ca, la = _code_points(a)
-    cb, lb = _code_points(b)
+    ca, la = strings.code_point_rows(a.data, a.lengths)
+    cb, lb = strings.code_point_rows(b.data, b.lengths)
     n, wa, wb = a.n, ca.shape[1], cb.shape[1]
     prev = np.tile(np.arange(wb + 1, dtype=np.int64), (n, 1))
     pick = np.arange(wb + 1)[None, :] == lb[:, None]
@@ -294,21 +294,3 @@ def _ev_levenshtein(ev, node):
         res = res + (cur * pick).sum(axis=1) * (la == i)
         prev = cur
     return Val(ev.type_of(node), res, a.valid & b.valid, np.maximum(a.err, b.err))
-
-
-def _code_points(v: Val) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's code points moved to the front (compacted over the start bytes) and its count."""
-    cp, st = strings.decode(v.data, v.lengths)
-    n, w = cp.shape
-    words = np.where(st, cp, 0).astype(np.int64)
-    drop = ~st
-    disp = np.cumsum(drop, axis=1) - drop
-    x, d, keep, k = words, np.where(st, disp, 0), st, 1
-    while k < w:  # the same shifts as strings.compact, on 64-bit code points
-        move = keep & ((d & k) != 0)
-        stay = keep & ~move
-        x = np.where(stay, x, 0) | strings.shift_left(np.where(move, x, 0), k)
-        d = np.where(stay, d, 0) + strings.shift_left(np.where(move, d, 0), k)
-        keep = stay | strings.shift_left(move, k)
-        k <<= 1
-    return x, st.sum(axis=1).astype(np.int64)

@@ -18,7 +18,8 @@ from ...oblivious.backend import use_compiled
 
 __all__ = ["inside", "shift_left", "shift_right", "compact", "starts", "char_count", "char_index", "compare",
            "like", "find", "decode", "encode", "concat", "keep_chars", "trim", "pad", "repeat", "replace",
-           "first_match", "compare_const", "digits_u64", "constant_rows", "select_constants", "find_each"]
+           "first_match", "compare_const", "digits_u64", "constant_rows", "select_constants", "find_each",
+           "like_steps", "like_each", "code_point_rows"]
 
 
 def inside(lengths: np.ndarray, w: int) -> np.ndarray:
@@ -141,15 +142,44 @@ def _char_bytes(lead: np.ndarray) -> np.ndarray:
     return np.where(lead < 0x80, 1, np.where(lead < 0xE0, 2, np.where(lead < 0xF0, 3, 4)))
 
 
-def like(mat: np.ndarray, lengths: np.ndarray, pattern: bytes) -> np.ndarray:
-    """SQL LIKE with ``%`` and ``_`` (no escape) as a DP over (pattern step, byte position).
+_LIT, _ANY, _PCT = 0, 1, 2  # LIKE steps: a literal byte, one code point, any run of code points
+
+
+def like_steps(pattern: bytes, escape: bytes | None = None) -> list[tuple[int, int]]:
+    """The public pattern as steps ``(kind, byte)``; a run of ``%`` is one step; with ``escape``
+    (one byte) the byte after it is a literal.  A pattern ending in the escape is refused.
+
+    >>> like_steps(b"a!%%", b"!")
+    [(0, 97), (0, 37), (2, 37)]
+    """
+    steps: list[tuple[int, int]] = []
+    i = 0
+    while i < len(pattern):  # the query's constant pattern
+        ch = pattern[i]  # lint: public the query's pattern
+        if escape is not None and ch == escape[0]:  # lint: public the query's pattern
+            if i + 1 >= len(pattern):
+                raise ValueError("LIKE pattern ends with its escape character")
+            steps.append((_LIT, pattern[i + 1]))  # lint: public the query's pattern
+            i += 2
+            continue
+        kind = _PCT if ch == ord("%") else _ANY if ch == ord("_") else _LIT
+        if not (kind == _PCT and steps and steps[-1][0] == _PCT):  # lint: public the query's pattern
+            steps.append((kind, ch))
+        i += 1
+    return steps
+
+
+def like(mat: np.ndarray, lengths: np.ndarray, pattern: bytes, escape: bytes | None = None) -> np.ndarray:
+    """SQL LIKE with ``%`` and ``_`` (and an optional one-byte ``escape``) as a DP over
+    (pattern step, byte position).
 
     ``D[:, j]``: the pattern prefix matches the first ``j`` bytes.  ``_`` consumes one
     code point (1–4 bytes), ``%`` any run of whole code points.
     """
+    steps = like_steps(pattern, escape)
     n, w = mat.shape
     if use_compiled():
-        return _like_compiled(mat, lengths, pattern)
+        return _like_compiled(mat, lengths, steps)
     full = np.zeros((n, w + 1), dtype=np.uint8)
     full[:, :w] = mat
     st = np.zeros((n, w + 1), dtype=bool)
@@ -158,15 +188,10 @@ def like(mat: np.ndarray, lengths: np.ndarray, pattern: bytes) -> np.ndarray:
     clen = _char_bytes(full)
     state = np.zeros((n, w + 1), dtype=bool)
     state[:, 0] = True
-    prev_pct = False
-    for ch in pattern:
-        if ch == ord("%"):
-            if not prev_pct:
-                state = np.logical_or.accumulate(state, axis=1) & boundary
-            prev_pct = True
-            continue
-        prev_pct = False
-        if ch == ord("_"):
+    for kind, ch in steps:
+        if kind == _PCT:
+            state = np.logical_or.accumulate(state, axis=1) & boundary
+        elif kind == _ANY:
             nxt = np.zeros_like(state)
             for k in range(1, 5):
                 nxt |= shift_right(state & st & (clen == k), k)
@@ -176,16 +201,11 @@ def like(mat: np.ndarray, lengths: np.ndarray, pattern: bytes) -> np.ndarray:
     return (state & (np.arange(w + 1)[None, :] == lengths[:, None])).any(axis=1)
 
 
-def _like_compiled(mat: np.ndarray, lengths: np.ndarray, pattern: bytes) -> np.ndarray:
+def _like_compiled(mat: np.ndarray, lengths: np.ndarray, steps: list[tuple[int, int]]) -> np.ndarray:
     from ...oblivious.compiled_strings import LIKE_ANY, LIKE_LIT, LIKE_PCT, like_rows
-    kinds, chars = [], []
-    prev_pct = False
-    for ch in pattern:  # the public pattern as steps; a run of % is one step, as above
-        kind = LIKE_PCT if ch == ord("%") else LIKE_ANY if ch == ord("_") else LIKE_LIT
-        if not (prev_pct and kind == LIKE_PCT):
-            kinds.append(kind)
-            chars.append(ch)
-        prev_pct = kind == LIKE_PCT
+    code = {_LIT: LIKE_LIT, _ANY: LIKE_ANY, _PCT: LIKE_PCT}
+    kinds = [code.get(k) for k, _ in steps]
+    chars = [c for _, c in steps]
     n, w = mat.shape
     nw = (w + 64) // 64  # bitset words over positions 0..w
     out = np.empty(n, dtype=np.uint8)
@@ -226,6 +246,42 @@ def find_each(mat: np.ndarray, lengths: np.ndarray, needles: np.ndarray, needle_
         beyond = (needle_lengths <= k)[:, None]
         ok = ok & (beyond | (shift_left(mat, k) == needles[:, k:k + 1]))
     return ok
+
+
+def code_point_rows(mat: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's code points moved to the front (``(n, w)`` int64, compacted over the start
+    bytes with the shifts of :func:`compact`) and its character count."""
+    cp, st = decode(mat, lengths)
+    w = cp.shape[1]
+    drop = ~st
+    disp = np.cumsum(drop, axis=1) - drop
+    x, d, keep, k = np.where(st, cp, 0).astype(np.int64), np.where(st, disp, 0), st, 1
+    while k < w:
+        move = keep & ((d & k) != 0)
+        stay = keep & ~move
+        x = np.where(stay, x, 0) | shift_left(np.where(move, x, 0), k)
+        d = np.where(stay, d, 0) + shift_left(np.where(move, d, 0), k)
+        keep = stay | shift_left(move, k)
+        k <<= 1
+    return x, st.sum(axis=1).astype(np.int64)
+
+
+def like_each(mat: np.ndarray, lengths: np.ndarray, pmat: np.ndarray, plengths: np.ndarray) -> np.ndarray:
+    """Each row LIKE its own pattern (``%``, ``_``; no escape), in characters: a DP over every
+    pattern position of the pattern's public width and every character position."""
+    s, ls = code_point_rows(mat, lengths)
+    p, lp = code_point_rows(pmat, plengths)
+    n, ws = s.shape
+    state = np.zeros((n, ws + 1), dtype=bool)
+    state[:, 0] = True
+    for j in range(p.shape[1]):  # every pattern position, for every row
+        pc = p[:, j:j + 1]
+        pct = np.logical_or.accumulate(state, axis=1)
+        step = np.zeros_like(state)
+        step[:, 1:] = state[:, :-1] & ((pc == ord("_")) | (s == pc))
+        nxt = np.where(pc == ord("%"), pct, step)
+        state = np.where((j < lp)[:, None], nxt, state)
+    return (state & (np.arange(ws + 1)[None, :] == ls[:, None])).any(axis=1)
 
 
 def decode(mat: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -49,6 +49,12 @@ def _ev_like(ev, node):
     if node.args.get("escape") is not None:
         raise Unsupported("LIKE … ESCAPE")
     v = _str(ev, node.this)
+    const = ev.p.consts.get(id(node.expression))
+    if const is None and isinstance(node, exp.Like):  # a pattern per row: LIKE in characters
+        pv = _str(ev, node.expression)
+        res = strings.like_each(v.data, v.lengths, pv.data, pv.lengths)
+        res = ~res if node.args.get("negate") else res
+        return Val(ev.type_of(node), res, v.valid & pv.valid, np.maximum(v.err, pv.err))
     pattern = ev.literal(node.expression, "LIKE")
     if pattern is None:
         return Val(ev.type_of(node), np.zeros(v.n, bool), np.zeros(v.n, bool), v.err)
@@ -63,6 +69,27 @@ def _ev_like(ev, node):
     if node.args.get("negate"):
         res = ~res
     return _bool(ev, node, v, res)
+
+
+@handles(exp.Escape)
+def _ev_like_escape(ev, node):
+    """``s [NOT] LIKE pattern ESCAPE 'c'``: the byte after ``c`` is a literal (a one-byte escape)."""
+    like = node.this
+    if not isinstance(like, exp.Like):
+        raise Unsupported("ESCAPE outside LIKE")
+    v = _str(ev, like.this)
+    pattern = ev.literal(like.expression, "LIKE")
+    escape = ev.literal(node.expression, "ESCAPE")
+    if pattern is None or escape is None:
+        return Val(ev.type_of(node), np.zeros(v.n, bool), np.zeros(v.n, bool), v.err)
+    esc = str(escape).encode()
+    if len(esc) != 1:
+        raise Unsupported("LIKE … ESCAPE with an escape that is not one byte")
+    try:
+        res = strings.like(v.data, v.lengths, str(pattern).encode(), esc)
+    except ValueError as e:
+        raise Unsupported(str(e)) from None
+    return _bool(ev, node, v, ~res if like.args.get("negate") else res)
 
 
 def like_rows(v: Val, pattern: str) -> np.ndarray:
