@@ -1,4 +1,4 @@
-"""MD5 of strings (dodb/operators/expressions/digests.py) against Python's hashlib and DuckDB:
+"""MD5 and SHA-256 of strings (dodb/operators/expressions/digests.py) against Python's hashlib and DuckDB:
 every length around the 64-byte block boundaries (55, 56, 63, 64, 119, 120 …), multibyte
 UTF-8, the empty string and NULLs, among dummy slots — and a data-independent view."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from dodb.operators import expressions as E
-from dodb.operators.expressions.digests import md5_hex
+from dodb.operators.expressions.digests import md5_hex, sha256_hex
 from dodb.operators.table import from_arrow
 
 from tests.operators.expr_cases import compare, padded, tables
@@ -34,8 +34,9 @@ def test_md5_equals_hashlib_at_every_block_boundary():
     mat = np.zeros((len(raw), WIDTH), dtype=np.uint8)
     for i, b in enumerate(raw):
         mat[i, :len(b)] = np.frombuffer(b, dtype=np.uint8)
-    got = [r.tobytes().decode() for r in md5_hex(mat, np.array([len(b) for b in raw]))]
-    assert got == [hashlib.md5(b).hexdigest() for b in raw]
+    lengths = np.array([len(b) for b in raw])
+    assert [r.tobytes().decode() for r in md5_hex(mat, lengths)] == [hashlib.md5(b).hexdigest() for b in raw]
+    assert [r.tobytes().decode() for r in sha256_hex(mat, lengths)] == [hashlib.sha256(b).hexdigest() for b in raw]
 
 
 def test_md5_over_padded_rows_equals_duckdb():
@@ -47,6 +48,7 @@ def test_md5_over_padded_rows_equals_duckdb():
                                                                          np.zeros(len(values), bool)])
     compare(t, pt, "md5(s)")
     compare(t, pt, "md5(s || 'x') = md5(s) OR md5(upper(s)) IS NULL")
+    compare(t, pt, "sha256(s)")
 
 
 def test_the_work_does_not_depend_on_the_lengths():
@@ -56,9 +58,9 @@ def test_the_work_does_not_depend_on_the_lengths():
     def run(values):
         t = pa.table({"s": pa.array(values, pa.string())})
         pt = from_arrow(t, stability=1, widths={"s": WIDTH}, is_real=np.ones(len(values), bool))
-        E.evaluate(pt, {"r": "md5(s)"})  # bind caches warm
+        E.evaluate(pt, {"r": "md5(s) || sha256(s)"})  # bind caches warm
         with recording() as log:
-            E.evaluate(pt, {"r": "md5(s)"})
+            E.evaluate(pt, {"r": "md5(s) || sha256(s)"})
         return log.take()
 
     assert run(["", "a" * 120, "é", None]) == run(["x" * 64, "", "abc", "y" * 55])
@@ -69,4 +71,4 @@ def test_the_work_does_not_depend_on_the_lengths():
 def test_random_md5_expressions_match_duckdb(data):
     t = data.draw(tables())
     compare(t, data.draw(padded(t)), data.draw(st.sampled_from(["md5(s)", "md5(n || s)", "md5(lower(s)) < md5(n)",
-                                                                "length(md5(s))"])))
+                                                                "length(md5(s))", "sha256(s)", "sha256(n) = sha256(s)"])))

@@ -132,7 +132,7 @@ EXPRS = {
     "signbit": "signbit(f) OR signbit(d) OR signbit(i)",
     "needles": "strpos(s, n) + instr(n, s) + strlen(s) + bit_length(n)",
     "affix_rows": "contains(s, n) OR starts_with(n, s) OR suffix(s, n)",
-    "md5": "md5(s) || md5(n)",
+    "md5": "md5(s) || md5(n) || sha256(s)",
     "bits": "(b & i) + (t8 | t16) + xor(b, 7) + ~i + bit_count(b) + (b >> t8) + (t16 << 2)",
     "chars": "ascii(s) + unicode(n) + ord(s) + length(chr(t8 + 200))",
     "more": "concat_ws(',', s, n, i) || translate(s, 'aé', 'x') || reverse(n) || to_hex(b) || hex(s)",
