@@ -7,7 +7,6 @@ import hashlib
 
 import numpy as np
 import pyarrow as pa
-import pytest
 from hypothesis import given, settings, strategies as st
 
 from dodb.operators import expressions as E

@@ -139,6 +139,8 @@ EXPRS = {
     "more_numbers": "round_even(d, 1) + factorial(t8 % 30) + year(date_add(dt, INTERVAL 3 DAY))",
     "split_format": "split_part(s, 'a', 2) || split_part(n, '', -1) || format('{}-{}', s, i) || printf('%d%%', b)",
     "edit_glob": "levenshtein(s, n) + divide(b, 7) > 3 OR s GLOB 'a*'",
+    "per_row_text": "replace(s, n, 'xy') || CAST(s LIKE n AS VARCHAR) || CAST(s LIKE 'a!%' ESCAPE '!' AS VARCHAR)",
+    "date_sub": "date_sub('month', dt, ts) + date_sub('hour', ts, dt) + datesub('year', dt, dt)",
 }
 
 

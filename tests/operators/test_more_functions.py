@@ -22,7 +22,7 @@ def more_exprs(draw) -> str:
     return draw(st.sampled_from([
         f"concat_ws(',', {s}, {n})", f"concat_ws('--', {s}, NULL, {i}, {n})", f"concat_ws('', {s})",
         f"translate({s}, 'aé%', 'Xe')", f"translate({s}, 'ab', 'bazz')", f"reverse({s})", f"reverse({s} || {n})",
-        f"to_hex({i})", f"hex({s})", f"factorial(({i}) % 40)", f"round_even({d}, 1)", f"roundbankers(d, 0)",
+        f"to_hex({i})", f"hex({s})", f"factorial(({i}) % 40)", f"round_even({d}, 1)", "roundbankers(d, 0)",
         f"round_even(CAST({d} AS DECIMAL(18,4)), 2)", "date_add(dt, INTERVAL 3 DAY)",
         "date_add(ts, INTERVAL '1 month 2 hours')",
     ]))

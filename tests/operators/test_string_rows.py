@@ -64,3 +64,15 @@ def like_exprs(draw) -> str:
 def test_per_row_like_and_escape_match_duckdb(data):
     t = data.draw(tables())
     compare(t, data.draw(padded(t)), data.draw(like_exprs()))
+
+
+@settings(max_examples=120, deadline=None)
+@given(data=st.data())
+def test_per_row_replace_matches_duckdb(data):
+    """REPLACE whose ``old`` differs per row (overlapping candidates taken left to right), with
+    replacements shorter, longer and multibyte."""
+    t = data.draw(tables())
+    hay = data.draw(st.sampled_from(["s", "n", "s || s", "s || 'aa' || n"]))
+    old = data.draw(st.sampled_from(["n", "s", "left(s, 1)", "right(n, 2)", "'a' || left(n, 1)", "NULL::VARCHAR", "''"]))
+    new = data.draw(st.sampled_from(["''", "'x'", "'yz!'", "'é'"]))
+    compare(t, data.draw(padded(t)), f"replace({hay}, {old}, {new})")

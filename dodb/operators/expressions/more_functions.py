@@ -15,7 +15,7 @@ import math
 import numpy as np
 from sqlglot import exp
 
-from . import functions, int128 as i128, strings
+from . import dates, functions, int128 as i128, strings
 from .functions import ANON, handles
 from .numeric import Unsupported
 from .text import concat_parts, concat_vals, constant_text, string_value
@@ -294,3 +294,56 @@ def _ev_levenshtein(ev, node):
         res = res + (cur * pick).sum(axis=1) * (la == i)
         prev = cur
     return Val(ev.type_of(node), res, a.valid & b.valid, np.maximum(a.err, b.err))
+
+
+_SUB_UNITS = {"microsecond": 1, "millisecond": 1000, "second": 10 ** 6, "minute": 60 * 10 ** 6,
+              "hour": 3600 * 10 ** 6, "day": 86_400 * 10 ** 6, "week": 7 * 86_400 * 10 ** 6}
+_MONTH_UNITS = {"month": 1, "quarter": 3, "year": 12, "decade": 120, "century": 1200, "millennium": 12000}
+
+
+def _complete_months(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Whole months from ``start`` to ``end`` (µs, ``start <= end``), as DuckDB's DATE_SUB counts
+    them: a start day past the end month's last day counts as that last day when the end is
+    on it, then the age in months (a day or a time of day short of a month is no month)."""
+    sd, st = dates.split_ts(start)
+    ed, et = dates.split_ts(end)
+    y1, m1, d1 = dates.civil(ed)
+    y2, m2, d2 = dates.civil(sd)
+    end_days = dates.month_days(y1, m1)
+    d2 = np.where((d1 == end_days) & (d2 > end_days), end_days, d2)
+    dd = d1 - d2 - (et < st)                                # a time of day short borrows a day
+    first = dd < 0                                          # borrow the days of start's month
+    dd = dd + np.where(first, dates.month_days(y2, m2), 0)
+    second = first & (dd < 0)                               # and, rarely, of the next one
+    return (y1 - y2) * 12 + (m1 - m2) - first - second
+
+
+def _date_sub(ev, node):
+    """DATE_SUB('unit', start, end): the number of complete units from start to end (negative
+    when end is earlier); NULL on ±infinity."""
+    args = node.expressions
+    if len(args) != 3:
+        raise Unsupported("DATE_SUB with these arguments")
+    unit = ev.literal(args[0], "DATE_SUB")
+    a, b = ev.ev(args[1]), ev.ev(args[2])
+    rt = ev.type_of(node)
+    if unit is None or {a.type.kind, b.type.kind} - {"date", "ts"} or rt.kind != "int":  # lint: public types
+        raise Unsupported(f"DATE_SUB of {a.type} and {b.type}")
+    unit = functions.unit_name(str(unit))
+    valid = a.valid & b.valid & dates.finite(a.data, a.type.kind) & dates.finite(b.data, b.type.kind)
+    (sa, bad_a), (sb, bad_b) = dates.to_us(a.data, a.type.kind), dates.to_us(b.data, b.type.kind)
+    sa, sb = np.where(valid, sa, 0), np.where(valid, sb, 0)
+    lo, hi = np.minimum(sa, sb), np.maximum(sa, sb)
+    sign = np.where(sb < sa, -1, 1)
+    if unit in _SUB_UNITS:
+        res = (hi - lo) // _SUB_UNITS.get(unit)              # lint: public unit
+    elif unit in _MONTH_UNITS:
+        res = _complete_months(lo, hi) // _MONTH_UNITS.get(unit)
+    else:
+        raise Unsupported(f"DATE_SUB unit {unit}")
+    err = np.maximum(np.maximum(a.err, b.err), ev.fail((bad_a | bad_b) & valid, "Conversion Error: Date and time "
+                                                                                    "not in timestamp range"))
+    return Val(rt, sign * res, valid, err)
+
+
+ANON["DATE_SUB"] = ANON["DATESUB"] = _date_sub

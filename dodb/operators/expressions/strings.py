@@ -19,7 +19,7 @@ from ...oblivious.backend import use_compiled
 __all__ = ["inside", "shift_left", "shift_right", "compact", "starts", "char_count", "char_index", "compare",
            "like", "find", "decode", "encode", "concat", "keep_chars", "trim", "pad", "repeat", "replace",
            "first_match", "compare_const", "digits_u64", "constant_rows", "select_constants", "find_each",
-           "like_steps", "like_each", "code_point_rows"]
+           "like_steps", "like_each", "code_point_rows", "replace_each"]
 
 
 def inside(lengths: np.ndarray, w: int) -> np.ndarray:
@@ -248,6 +248,35 @@ def find_each(mat: np.ndarray, lengths: np.ndarray, needles: np.ndarray, needle_
     return ok
 
 
+def replace_each(mat: np.ndarray, lengths: np.ndarray, olds: np.ndarray, old_lengths: np.ndarray,
+                 new: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """REPLACE with each row's own ``old`` and a constant ``new``: occurrences taken left to right
+    without overlap (one pass over every byte position), each start byte's slot holding ``new``
+    and the other bytes of an occurrence dropped; every slot ``max(1, len(new))`` wide, then
+    compacted.  An empty ``old`` leaves its row as it is."""
+    n, w = mat.shape
+    hits = find_each(mat, lengths, olds, old_lengths) & (old_lengths > 0)[:, None]
+    taken = np.zeros_like(hits)
+    free = np.zeros(n, dtype=np.int64)
+    for j in range(w):  # greedy, non-overlapping: every position of every row
+        take = hits[:, j] & (j >= free)
+        taken[:, j] = take
+        free = np.where(take, j + old_lengths, free)
+    covered = np.zeros_like(hits)
+    for t in range(olds.shape[1]):  # the old column's public width
+        covered |= shift_right(taken, t) & (t < old_lengths)[:, None]
+    width = max(1, len(new))
+    slots = np.zeros((n, w, width), dtype=np.uint8)
+    keep = np.zeros((n, w, width), dtype=bool)
+    plain = ~covered & (np.arange(w)[None, :] < lengths[:, None])
+    slots[:, :, 0] = np.where(plain, mat, 0)
+    keep[:, :, 0] = plain
+    for k, ch in enumerate(new):  # the constant replacement, in every start slot
+        slots[:, :, k] = np.where(taken, np.uint8(ch), slots[:, :, k])
+        keep[:, :, k] |= taken
+    return compact(slots.reshape(n, w * width), keep.reshape(n, w * width))
+
+
 def code_point_rows(mat: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each row's code points moved to the front (``(n, w)`` int64, compacted over the start
     bytes with the shifts of :func:`compact`) and its character count."""
@@ -361,7 +390,6 @@ def pad(mat: np.ndarray, lengths: np.ndarray, count: int, fill: bytes, left: boo
     fill_row = np.frombuffer(fill * reps, dtype=np.uint8) if reps else np.zeros(0, np.uint8)
     fmat = np.broadcast_to(fill_row, (n, fill_row.shape[0])).copy() if fill_row.size else np.zeros((n, 1), np.uint8)
     need = np.maximum(0, count - chars)
-    flen = np.zeros(n, dtype=np.int64)
     if fill_row.size:
         fcp, fst = decode(fmat, np.full(n, fill_row.shape[0]))
         fidx = np.cumsum(fst, axis=1) - 1

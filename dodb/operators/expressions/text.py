@@ -413,6 +413,12 @@ def _ev_repeat(ev, node):
 @handles(exp.Replace)
 def _ev_replace(ev, node):
     v = _str(ev, node.this)
+    const = ev.p.consts.get(id(node.expression))
+    if const is None or (const.error is None and const.value is None):  # an ``old`` per row (or NULL)
+        ov = _str(ev, node.expression)
+        new = _text(ev, node.args.get("replacement"), "REPLACE")
+        mat, lengths = strings.replace_each(v.data, v.lengths, ov.data, ov.lengths, new)
+        return Val(ev.type_of(node), mat, v.valid & ov.valid, np.maximum(v.err, ov.err), lengths)
     old = _text(ev, node.expression, "REPLACE")
     new = _text(ev, node.args.get("replacement"), "REPLACE")
     if not old:
