@@ -76,19 +76,27 @@ def _padded_blocks(mat: np.ndarray, lengths: np.ndarray, big_endian: bool) -> tu
     return words, last, blocks
 
 
+def _digest_words(mat: np.ndarray, lengths: np.ndarray, init: tuple, block, big_endian: bool) -> np.ndarray:
+    """Every block of every row through ``block(state, words) -> state``; each row's state after
+    its own last block (``(n, len(init))`` uint32)."""
+    n = mat.shape[0]
+    words, last, blocks = _padded_blocks(mat, lengths, big_endian)
+    with np.errstate(over="ignore"):
+        state = tuple(np.full(n, v, dtype=np.uint32) for v in init)
+        out = np.zeros((n, len(init)), dtype=np.uint32)
+        for k in range(blocks):                                  # every block of every row
+            state = block(state, words[:, 16 * k:16 * k + 16])
+            out = np.where((last == k)[:, None], np.stack(state, axis=1), out)
+    return out
+
+
+def _md5_block(state: tuple, block: np.ndarray) -> tuple:
+    return tuple(x + y for x, y in zip(state, _compress(state, block)))
+
+
 def md5_words(mat: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """``(n, 4)`` uint32: each row's MD5 state words (the digest, little-endian)."""
-    n = mat.shape[0]
-    words, last, blocks = _padded_blocks(mat, lengths, big_endian=False)
-    with np.errstate(over="ignore"):
-        state = tuple(np.full(n, v, dtype=np.uint32) for v in _INIT)
-        out = np.zeros((n, 4), dtype=np.uint32)
-        for k in range(blocks):                                  # every block of every row
-            a, b, c, d = _compress(state, words[:, 16 * k:16 * k + 16])
-            state = (state[0] + a, state[1] + b, state[2] + c, state[3] + d)
-            mine = (last == k)[:, None]
-            out = np.where(mine, np.stack(state, axis=1), out)
-    return out
+    return _digest_words(mat, lengths, _INIT, _md5_block, big_endian=False)
 
 
 _SHA_K = [0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -123,15 +131,7 @@ def _sha256_block(state: tuple, block: np.ndarray) -> tuple:
 
 def sha256_words(mat: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """``(n, 8)`` uint32: each row's SHA-256 (FIPS 180-4), the digest's big-endian words."""
-    n = mat.shape[0]
-    words, last, blocks = _padded_blocks(mat, lengths, big_endian=True)
-    with np.errstate(over="ignore"):
-        state = tuple(np.full(n, v, dtype=np.uint32) for v in _SHA_INIT)
-        out = np.zeros((n, 8), dtype=np.uint32)
-        for k in range(blocks):                                  # every block of every row
-            state = _sha256_block(state, words[:, 16 * k:16 * k + 16])
-            out = np.where((last == k)[:, None], np.stack(state, axis=1), out)
-    return out
+    return _digest_words(mat, lengths, _SHA_INIT, _sha256_block, big_endian=True)
 
 
 def _hex_text(digest: np.ndarray) -> np.ndarray:
