@@ -127,7 +127,7 @@ BY_DESIGN = {
     "SELECT a.k FROM t1 a RIGHT JOIN t2 b ON a.k = b.k": "RIGHT OUTER JOIN",
     "SELECT a.k, min(a.k) OVER (ORDER BY a.k RANGE BETWEEN 2 FOLLOWING AND 1 FOLLOWING) FROM t1 a": "RANGE frame",
     "SELECT CAST((a.f * 2) AS VARCHAR) FROM t1 a": "CAST of DOUBLE to VARCHAR",
-    "SELECT reverse(a.s) FROM t1 a": "REVERSE",
+    "SELECT strip_accents(a.s) FROM t1 a": "STRIP_ACCENTS",
 }
 
 
