@@ -44,7 +44,8 @@ def shift_right(a: np.ndarray, k: int) -> np.ndarray:
 
 
 def compact(mat: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Kept bytes moved to the front of each row, in order; returns (bytes, lengths)."""
+    """Kept slots (bytes, or code points) moved to the front of each row, in order; returns
+    (slots, lengths)."""
     w = mat.shape[1]
     dropped = ~keep
     disp = np.cumsum(dropped, axis=1) - dropped  # dropped bytes before each slot
@@ -278,21 +279,10 @@ def replace_each(mat: np.ndarray, lengths: np.ndarray, olds: np.ndarray, old_len
 
 
 def code_point_rows(mat: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's code points moved to the front (``(n, w)`` int64, compacted over the start
-    bytes with the shifts of :func:`compact`) and its character count."""
+    """Each row's code points moved to the front (``(n, w)`` int64, :func:`compact` over the
+    start bytes) and its character count."""
     cp, st = decode(mat, lengths)
-    w = cp.shape[1]
-    drop = ~st
-    disp = np.cumsum(drop, axis=1) - drop
-    x, d, keep, k = np.where(st, cp, 0).astype(np.int64), np.where(st, disp, 0), st, 1
-    while k < w:
-        move = keep & ((d & k) != 0)
-        stay = keep & ~move
-        x = np.where(stay, x, 0) | shift_left(np.where(move, x, 0), k)
-        d = np.where(stay, d, 0) + shift_left(np.where(move, d, 0), k)
-        keep = stay | shift_left(move, k)
-        k <<= 1
-    return x, st.sum(axis=1).astype(np.int64)
+    return compact(np.where(st, cp, 0).astype(np.int64), st)
 
 
 def like_each(mat: np.ndarray, lengths: np.ndarray, pmat: np.ndarray, plengths: np.ndarray) -> np.ndarray:
