@@ -5,9 +5,10 @@ numba compiles every ``@njit`` kernel of :mod:`.compiled` and its siblings on fi
 cache directory.  dodb puts that cache in a per-user folder, never in the package's own
 folder (an installed package may be read-only and is shared between users)::
 
-    <user cache dir>/dodb/kernels-numba<version>-<cpu>
+    <user cache dir>/dodb/kernels-numba<version>-<cpu>-<codegen tag>
 
-keyed by the numba version and the host CPU that the code was compiled for (numba also
+keyed by the numba version, the CPU that the code was compiled for (``$NUMBA_CPU_NAME``
+when set, else the host's) and the LLVM options that keep selects branch-free (numba also
 checks both, and a stamp of each source file (its hash in numba 0.68), before it loads an entry).
 ``$NUMBA_CACHE_DIR``, when set, wins.  If no folder is writable the kernels are compiled
 again in every process, with a warning.
@@ -23,12 +24,27 @@ import sys
 import threading
 from pathlib import Path
 
-__all__ = ["cache_dir", "configure", "announce", "quiet", "CACHE_ENV"]
+__all__ = ["cache_dir", "configure", "announce", "quiet", "CACHE_ENV", "LLVM_OPTIONS"]
 
 CACHE_ENV = "NUMBA_CACHE_DIR"
 
+# LLVM options every kernel is compiled with (docs/design.md §Compiled kernels).  The x86
+# backend turns a group of branch-free selects in an inner loop back into a conditional
+# jump when it predicts the jump is faster (the cmov converter), and CodeGenPrepare does
+# the same to a select with an expensive operand: a branch on private data made after the
+# IR lint has read the IR.  The address audit measured such jumps in seg_sum128_limbs and
+# the sorting network (issue 28).  The tag names the code these options make, so that
+# kernels compiled without them are never loaded from an older cache.
+LLVM_OPTIONS = ("-x86-cmov-converter=false", "-disable-cgp-select2branch")
+CODEGEN_TAG = "nobranch1"
+
 
 def _cpu() -> str:
+    # numba compiles for $NUMBA_CPU_NAME when it is set (the address audit sets "generic",
+    # so that the CPU valgrind emulates reads what the real one compiled)
+    named = os.environ.get("NUMBA_CPU_NAME", "").strip()
+    if named:
+        return named
     try:
         from llvmlite import binding
         return binding.get_host_cpu_name() or "cpu"
@@ -44,7 +60,15 @@ def cache_dir() -> Path:
     import numba
     import platformdirs
 
-    return Path(platformdirs.user_cache_dir("dodb")) / f"kernels-numba{numba.__version__}-{_cpu()}"
+    return Path(platformdirs.user_cache_dir("dodb")) / f"kernels-numba{numba.__version__}-{_cpu()}-{CODEGEN_TAG}"
+
+
+def set_llvm_options() -> None:
+    """Apply :data:`LLVM_OPTIONS` (process-wide: they hold for every later numba compile)."""
+    from llvmlite import binding
+
+    for option in LLVM_OPTIONS:
+        binding.set_option("dodb", option)
 
 
 def configure() -> bool:
@@ -55,6 +79,7 @@ def configure() -> bool:
     """
     from numba.core import config
 
+    set_llvm_options()
     path = cache_dir()
     try:
         path.mkdir(parents=True, exist_ok=True)
