@@ -24,6 +24,7 @@ from .backend import use_compiled
 from .rows import from_word_block, word_block
 from .threads import pool, threads
 from .trace import Trace
+from .select import select
 
 __all__ = ["compact", "distribute", "exclusive_count"]
 
@@ -51,7 +52,7 @@ def _shift_right(a: np.ndarray, s: int) -> np.ndarray:
 
 def _select(mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     m = mask.reshape(mask.shape + (1,) * (a.ndim - 1))
-    return np.where(m, a, b)
+    return select(m, a, b)
 
 
 def _run_compiled(kernel: str, flags: np.ndarray, dist: np.ndarray, payload: Sequence[np.ndarray], n: int,
@@ -121,9 +122,9 @@ def compact(
     buf = trace.alloc(n, width + 1, "compact")
     trace.record("compact:prefix", buf, n, span)
     if span < n:
-        dist = np.where(marked, exclusive_count(~marked.reshape(-1, span)).reshape(-1), 0)
+        dist = select(marked, exclusive_count(~marked.reshape(-1, span)).reshape(-1), 0)
     else:
-        dist = np.where(marked, exclusive_count(~marked), 0)
+        dist = select(marked, exclusive_count(~marked), 0)
     if use_compiled():
         rounds = (span - 1).bit_length() if span > 0 else 0
         for r in range(rounds):
@@ -144,7 +145,7 @@ def compact(
         head = incoming[: n - s]
         for c in cols:
             c[: n - s] = _select(head, c[s:], c[: n - s])
-        dist[: n - s] = np.where(head, dist[s:], dist[: n - s])
+        dist[: n - s] = select(head, dist[s:], dist[: n - s])
         live = incoming | stays
         r += 1
     return live, cols
@@ -167,7 +168,7 @@ def distribute(
     trace = trace if trace is not None else Trace()
     width = 1 + sum(int(np.prod(p.shape[1:], dtype=np.int64)) for p in payload)
     buf = trace.alloc(n, width + 1, "distribute")
-    dist = np.where(live, np.asarray(target, dtype=np.int64) - np.arange(n, dtype=np.int64), 0)
+    dist = select(live, np.asarray(target, dtype=np.int64) - np.arange(n, dtype=np.int64), 0)
     rounds = max(0, (n - 1).bit_length())
     if use_compiled():
         for r in reversed(range(rounds)):
@@ -184,6 +185,6 @@ def distribute(
         tail = incoming[s:]
         for c in cols:
             c[s:] = _select(tail, c[: n - s], c[s:])
-        dist[s:] = np.where(tail, dist[: n - s], dist[s:])
+        dist[s:] = select(tail, dist[: n - s], dist[s:])
         occ = incoming | stays
     return occ, cols

@@ -24,6 +24,7 @@ import numpy as np
 from .compact import compact, distribute
 from .scan import forward_fill
 from .trace import Trace
+from .select import select
 
 __all__ = ["expand"]
 
@@ -78,8 +79,8 @@ def expand(
     live, cols = compact(nz, [counts, first_slot] + list(payload), trace=trace)
     live = _fit(live, m)
     cols = [_fit(c, m) for c in cols]
-    target = np.where(live, cols[1], 0)
+    target = select(live, cols[1], 0)
     occ, cols = distribute(live, target, cols, trace=trace)
     _, cols = forward_fill(occ, cols, trace=trace)
-    copy_index = np.where(real, slot - cols[1], 0)
+    copy_index = select(real, slot - cols[1], 0)
     return real, copy_index, cols[2:]

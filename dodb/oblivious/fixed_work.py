@@ -44,6 +44,7 @@ from functools import lru_cache
 import numpy as np
 
 from .rng import RandomSource
+from .select import select
 
 __all__ = ["FixedWorkPadding", "fixed_work_sampler", "LOSS_PER_SAMPLE", "MAX_SAMPLES_PER_RELEASE",
            "LOSS_PER_RELEASE"]
@@ -140,13 +141,13 @@ class FixedWorkPadding:
         is_zero = self.zero.lookup(raw[:, 0:w]) == 0
         g = self.table_a.lookup(raw[:, w:2 * w]) * self.m + self.table_b.lookup(raw[:, 2 * w:3 * w])
         sign = (raw[:, 3 * w] & np.uint64(1)).astype(np.int64) * 2 - 1
-        mag = np.where(is_zero, 0, 1 + g)
+        mag = select(is_zero, 0, 1 + g)
         ok = (mag <= s).reshape(count, t)
         z = (sign * mag).reshape(count, t)
         # first accepted candidate, by element-wise selects from the last one back
         out = np.full(count, s, dtype=np.int64)       # no candidate accepted: 2S (probability p^T)
         for j in range(t - 1, -1, -1):  # public bound
-            out = np.where(ok[:, j], z[:, j], out)
+            out = select(ok[:, j], z[:, j], out)
         return out + s
 
 

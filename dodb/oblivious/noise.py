@@ -28,6 +28,7 @@ from typing import Union
 import numpy as np
 
 from .rng import RandomSource
+from .select import select
 
 __all__ = [
     "bernoulli",
@@ -305,7 +306,7 @@ class _ShiftedTruncated:
         mx = base_lp.max()
         log_z = mx + math.log(float(np.sum(np.exp(base_lp - mx))))
         out = self.base.log_pmf(k - self.shift) - log_z
-        return np.where(inside, out, -np.inf)
+        return select(inside, out, -np.inf)
 
     def pmf(self, k) -> np.ndarray:
         return np.exp(self.log_pmf(k))

@@ -22,6 +22,7 @@ import numpy as np
 from .backend import use_compiled
 from .rows import from_word_block, word_block
 from .trace import Trace
+from .select import select
 
 __all__ = ["segment_ids", "segment_ends", "scan_events", "segmented_scan", "segmented_lex_scan", "forward_fill"]
 
@@ -40,7 +41,7 @@ def segment_ends(starts: np.ndarray) -> np.ndarray:
 
 
 def _sel(mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.where(mask.reshape(mask.shape + (1,) * (a.ndim - 1)), a, b)
+    return select(mask.reshape(mask.shape + (1,) * (a.ndim - 1)), a, b)
 
 
 def _scan_code(dtype: np.dtype, op: str) -> tuple[str, np.dtype] | None:
@@ -126,7 +127,7 @@ def segmented_scan(
             comb = np.maximum(cur, prev)
         else:  # first: keep the earlier row's value
             comb = prev
-        a[i:i + 1] = np.where(same, comb, cur)
+        a[i:i + 1] = select(same, comb, cur)
     return acc
 
 
@@ -174,7 +175,7 @@ def segmented_lex_scan(
             lt = (w[i - 1:i] < w[i:i + 1]) | ((w[i - 1:i] == w[i:i + 1]) & lt)
         take_prev = (sg[i - 1:i] == sg[i:i + 1]) & (lt if op == "min" else ~lt)
         for w in ws:
-            w[i:i + 1] = np.where(take_prev, w[i - 1:i], w[i:i + 1])
+            w[i:i + 1] = select(take_prev, w[i - 1:i], w[i:i + 1])
         for p in ps:
             p[i:i + 1] = _sel(take_prev, p[i - 1:i], p[i:i + 1])
     return words, pay

@@ -32,6 +32,7 @@ import pyarrow as pa
 
 from .keys import KeyField, column_fields, pack_fields
 from .table import Column
+from ..oblivious.select import select
 
 __all__ = ["STATS_FUNCS", "SORTED_FUNCS", "PAIR_FUNCS", "stats_aggregate", "check_quantile_input"]
 
@@ -52,9 +53,9 @@ def _as_float(c: Column) -> np.ndarray:
     if pa.types.is_decimal(t):
         lo, hi = c.values[:, 0], c.values[:, 1].view(np.int64)
         small = lo.view(np.int64)
-        fits = hi == np.where(small < 0, -1, 0)
+        fits = hi == select(small < 0, -1, 0)
         big = hi.astype(np.float64) * 18446744073709551616.0 + lo.astype(np.float64)
-        return np.where(fits, small.astype(np.float64), big) / (10.0 ** t.scale)
+        return select(fits, small.astype(np.float64), big) / (10.0 ** t.scale)
     if pa.types.is_integer(t) or pa.types.is_boolean(t):
         return c.values.astype(np.float64)
     raise TypeError(f"statistical aggregate over {t}")
@@ -68,14 +69,14 @@ def _broadcast_last(kern, values: np.ndarray, starts: np.ndarray) -> np.ndarray:
 def _moments(kern, x: np.ndarray, inc: np.ndarray, starts: np.ndarray):
     """Per run (on every row): count, mean; and per row the deviation from the mean (0 off ``inc``)."""
     cnt = _broadcast_last(kern, kern.seg_reduce(inc, starts, "count"), starts)
-    total = _broadcast_last(kern, kern.seg_reduce(np.where(inc, x, 0.0), starts, "sum"), starts)
+    total = _broadcast_last(kern, kern.seg_reduce(select(inc, x, 0.0), starts, "sum"), starts)
     mean = total / np.maximum(cnt, 1)
-    return cnt, np.where(inc, x - mean, 0.0)
+    return cnt, select(inc, x - mean, 0.0)
 
 
 def _variance(kern, func: str, col: Column, real: np.ndarray, starts: np.ndarray) -> Column:
     inc = real & col.valid
-    x = np.where(inc, _as_float(col), 0.0)
+    x = select(inc, _as_float(col), 0.0)
     cnt, dev = _moments(kern, x, inc, starts)
     m2 = kern.seg_reduce(dev * dev, starts, "sum")
     samp = func.endswith("samp")
@@ -87,8 +88,8 @@ def _variance(kern, func: str, col: Column, real: np.ndarray, starts: np.ndarray
 
 def _covariance(kern, func: str, xc: Column, yc: Column, real: np.ndarray, starts: np.ndarray) -> Column:
     inc = real & xc.valid & yc.valid
-    x = np.where(inc, _as_float(xc), 0.0)
-    y = np.where(inc, _as_float(yc), 0.0)
+    x = select(inc, _as_float(xc), 0.0)
+    y = select(inc, _as_float(yc), 0.0)
     cnt, dx = _moments(kern, x, inc, starts)
     _, dy = _moments(kern, y, inc, starts)
     cxy = kern.seg_reduce(dx * dy, starts, "sum")
@@ -141,8 +142,8 @@ def _quantile(kern, func: str, q: Fraction, col: Column, real: np.ndarray, start
         lv = lo.values[:, 0].view(np.int64).astype(np.float64)
         hv = hi.values[:, 0].view(np.int64).astype(np.float64)
         res = np.trunc(lv + (hv - lv) * d)
-        res = np.where(nonnull, res, 0.0).astype(np.int64)
-        words = np.stack([res.view(np.uint64), np.where(res < 0, -1, 0).astype(np.int64).view(np.uint64)], axis=1)
+        res = select(nonnull, res, 0.0).astype(np.int64)
+        words = np.stack([res.view(np.uint64), select(res < 0, -1, 0).astype(np.int64).view(np.uint64)], axis=1)
         return Column(col.type, words, nonnull)
     lv, hv = _as_float(lo), _as_float(hi)
     return Column(pa.float64(), lv + d * (hv - lv), nonnull)

@@ -42,6 +42,7 @@ from .context import ExecContext
 from .filter import release_sensitivity
 from .keys import EncodedKey, KeyField, column_fields, normalise_key, pack_fields
 from .table import Column, PaddedTable
+from ..oblivious.select import select
 
 __all__ = ["Exchange", "exchange", "exchange_by_keys", "partition_of", "exchange_sensitivity"]
 
@@ -66,9 +67,9 @@ def _hash_words(c: Column, n: int) -> list[np.ndarray]:
         return pack_fields(column_fields(normalise_key(c)), n)[0]
     w = c.values.shape[1]
     mat = np.zeros((n, (w + 7) // 8 * 8), dtype=np.uint8)
-    mat[:, :w] = np.where(c.valid[:, None], c.values, np.uint8(0))
+    mat[:, :w] = select(c.valid[:, None], c.values, np.uint8(0))
     words = mat.view("<u8")
-    lengths = np.where(c.valid, c.lengths.astype(np.uint64) + np.uint64(1), np.uint64(0))
+    lengths = select(c.valid, c.lengths.astype(np.uint64) + np.uint64(1), np.uint64(0))
     return [lengths] + [words[:, j].copy() for j in range(words.shape[1])]
 
 
@@ -96,7 +97,7 @@ def partition_of(columns: Sequence[Column], parts: int, salt: int = 0) -> np.nda
         for j, c in enumerate(columns):
             for k, w in enumerate(_hash_words(c, n)):
                 tag = np.uint64(((((j + 1) << 32) + k + 1) * _GOLDEN) & _WORD)
-                h = h + np.where(w != 0, _mix64(w ^ tag), np.uint64(0))
+                h = h + select(w != 0, _mix64(w ^ tag), np.uint64(0))
         h = _mix64(h)
     return (h % np.uint64(parts)).astype(np.int64)
 
@@ -152,7 +153,7 @@ def exchange(table: PaddedTable, dest: np.ndarray, parts: int, *, epsilon: float
     if parts < 1:
         raise ValueError("an exchange needs at least one destination")
     real = table.is_real
-    dest = np.where(real, dest, parts)  # dummies sort after every destination
+    dest = select(real, dest, parts)  # dummies sort after every destination
     name = ctx.op_name("exchange")
     cols = table.arrays()[:-1]
     if ctx.mode == "oblivious":  # every block all n slots: P·n rows leave the worker
@@ -176,7 +177,7 @@ def exchange(table: PaddedTable, dest: np.ndarray, parts: int, *, epsilon: float
     target = np.arange(n, dtype=np.int64) + _per_row(np.minimum(dest_sorted, parts - 1), shift)
     total = int(sizes.sum())
     m = max(n, total)
-    target = np.where(real_sorted, target, 0)
+    target = select(real_sorted, target, 0)
     ctx.trace.record("exchange:route", -1, n, m, total)
     occupied, routed = ctx.kernels.distribute(_fit(real_sorted, m), _fit(target, m),
                                               [_fit(a, m) for a in moved[:-2]])

@@ -23,6 +23,7 @@ from ..oblivious import oblivious_merge, oblivious_sort, segmented_lex_scan, seg
 from ..oblivious.scan import scan_events
 from ..oblivious.trace import Trace
 from .keys import EncodedKey
+from ..oblivious.select import select
 
 __all__ = ["Kernels", "ObliviousKernels", "PlainKernels", "kernels_for"]
 
@@ -198,7 +199,7 @@ class PlainKernels(Kernels):
             return values.copy()
         s = np.asarray(starts, dtype=bool).copy()
         s[0] = True
-        idx = np.maximum.accumulate(np.where(s, np.arange(n), 0))
+        idx = np.maximum.accumulate(select(s, np.arange(n), 0))
         return values[idx]
 
     def seg_last(self, values: np.ndarray, starts: np.ndarray) -> np.ndarray:

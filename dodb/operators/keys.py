@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from .table import Column
+from ..oblivious.select import select
 
 __all__ = ["KeyField", "column_fields", "pack_fields", "encode_keys", "EncodedKey", "normalise_key"]
 
@@ -52,10 +53,10 @@ def _int_field(v: np.ndarray) -> KeyField:
 
 def _float_field(v: np.ndarray) -> KeyField:
     f = v.astype(np.float64)
-    f = np.where(f == 0, 0.0, f)  # -0.0 and 0.0 are equal in SQL
+    f = select(f == 0, 0.0, f)  # -0.0 and 0.0 are equal in SQL
     u = f.view(np.uint64)
     neg = (u >> np.uint64(63)) == 1
-    return KeyField(np.where(neg, ~u, u | _SIGN64), 64)
+    return KeyField(select(neg, ~u, u | _SIGN64), 64)
 
 
 def _string_fields(c: Column) -> list[KeyField]:
@@ -92,7 +93,7 @@ def column_fields(c: Column, descending: bool = False, nullable: bool = True,
     else:
         fields = [_int_field(c.values)]
     valid = c.valid
-    fields = [KeyField(np.where(valid, f.values, np.uint64(0)), f.bits) for f in fields]
+    fields = [KeyField(select(valid, f.values, np.uint64(0)), f.bits) for f in fields]
     if descending:
         fields = [KeyField(~f.values & _mask(f.bits), f.bits) for f in fields]
     if nullable:

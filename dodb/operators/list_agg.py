@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from ..errors import UnsupportedQueryError
 from .table import Column
+from ..oblivious.select import select
 
 __all__ = ["ListColumn", "MAX_LIST_BYTES", "MAX_LIST_CELLS", "check_list_agg", "list_agg", "compact_slots",
            "slot_bytes"]
@@ -69,7 +70,7 @@ class ListColumn(Column):
         """Arrow ``list`` of the rows where ``keep`` (trusted side: the dummies are dropped)."""
         c = self if keep is None else self.with_arrays([a[keep] for a in self.arrays()])  # lint: public trusted side
         n, r = c.elem_valid.shape
-        count = np.where(c.valid, c.count, 0).astype(np.int64)
+        count = select(c.valid, c.count, 0).astype(np.int64)
         offsets = np.zeros(n + 1, dtype=np.int32)
         np.cumsum(count, out=offsets[1:])
         used = (np.arange(r)[None, :] < count[:, None]).reshape(n * r)
@@ -119,15 +120,15 @@ def compact_slots(keep: np.ndarray, payload: list[np.ndarray]) -> list[np.ndarra
     shift rounds (as ``strings.compact``, one slot a unit); dropped slots become zeros."""
     r = keep.shape[1]
     dropped = ~keep
-    d = np.where(keep, np.cumsum(dropped, axis=1) - dropped, 0)
-    xs = [np.where(_bcast(keep, p), p, np.zeros(1, dtype=p.dtype)) for p in payload]
+    d = select(keep, np.cumsum(dropped, axis=1) - dropped, 0)
+    xs = [select(_bcast(keep, p), p, np.zeros(1, dtype=p.dtype)) for p in payload]
     k = 1
     while k < r:
         move = keep & ((d & k) != 0)
         stay = keep & ~move
-        xs = [np.where(_bcast(stay, x), x, _shift_slots(np.where(_bcast(move, x), x, np.zeros(1, dtype=x.dtype)), k))
+        xs = [select(_bcast(stay, x), x, _shift_slots(select(_bcast(move, x), x, np.zeros(1, dtype=x.dtype)), k))
               for x in xs]
-        d = np.where(stay, d, 0) + _shift_slots(np.where(move, d, 0), k)
+        d = select(stay, d, 0) + _shift_slots(select(move, d, 0), k)
         keep = stay | _shift_slots(move, k)
         k <<= 1
     return xs

@@ -22,6 +22,7 @@ from .context import ExecContext, OpResult
 from .filter import filter_table
 from .keys import column_fields, normalise_key, pack_fields
 from .table import Column, PaddedTable, unify_columns
+from ..oblivious.select import select
 
 __all__ = ["lookup_join", "lookup_pays", "pass_cost"]
 
@@ -79,7 +80,7 @@ def _passes_numpy(lw: list[np.ndarray], rw: list[np.ndarray], ok: np.ndarray, r_
             eq &= lwd == rwd[j]
         matched |= eq
         for pw, ow in zip(pub_words, out_words):
-            np.copyto(ow, np.where(eq, pw[:, j:j + 1], ow))
+            np.copyto(ow, select(eq, pw[:, j:j + 1], ow))
     return matched, out_words
 
 

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import DodbError
+from ..oblivious.select import select
 
 __all__ = ["Column", "PaddedTable", "from_arrow", "column_from_arrow", "concat_tables", "UnsupportedTypeError"]
 
@@ -157,7 +158,7 @@ def column_from_arrow(arr: pa.Array | pa.ChunkedArray, width: int | None = None)
     dt = _physical_dtype(t)
     if dt is not None:
         vals = _fixed_width_numpy(arr, dt)
-        return Column(t, np.where(valid, vals, np.zeros(1, dtype=dt)), valid)
+        return Column(t, select(valid, vals, np.zeros(1, dtype=dt)), valid)
     if pa.types.is_decimal128(t):
         buf = arr.buffers()[1]
         words = np.frombuffer(buf, dtype=np.uint64, count=2 * (n + arr.offset))[2 * arr.offset:].reshape(n, 2).copy()
@@ -168,7 +169,7 @@ def column_from_arrow(arr: pa.Array | pa.ChunkedArray, width: int | None = None)
         offsets = np.frombuffer(arr.buffers()[1], dtype=off_dtype, count=n + 1 + arr.offset)[arr.offset:].astype(np.int64)
         data_buf = arr.buffers()[2]
         data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
-        lengths = np.where(valid, np.diff(offsets), 0)
+        lengths = select(valid, np.diff(offsets), 0)
         w = int(lengths.max()) if n else 0
         if width is not None:
             if w > width:
@@ -179,7 +180,7 @@ def column_from_arrow(arr: pa.Array | pa.ChunkedArray, width: int | None = None)
         inside = np.arange(w)[None, :] < lengths[:, None]
         mat = np.zeros((n, w), dtype=np.uint8)
         if data.size:
-            mat = np.where(inside, data[np.minimum(pos, data.size - 1)], 0).astype(np.uint8)
+            mat = select(inside, data[np.minimum(pos, data.size - 1)], 0).astype(np.uint8)
         return Column(pa.string() if "string" in str(t) else pa.binary(), mat, valid, lengths.astype(np.int32))
     raise UnsupportedTypeError(f"column type {t} is not supported by dodb operators")
 
@@ -197,7 +198,7 @@ def _column_to_arrow(c: Column) -> pa.Array:
         validity = pa.array(c.valid).buffers()[1] if mask.any() else None
         return pa.Array.from_buffers(t, n, [validity, pa.py_buffer(words.tobytes())], null_count=int(mask.sum()))
     if c.lengths is not None:
-        lengths = np.where(c.valid, c.lengths, 0).astype(np.int64)
+        lengths = select(c.valid, c.lengths, 0).astype(np.int64)
         offsets = np.zeros(n + 1, dtype=np.int32)
         np.cumsum(lengths, out=offsets[1:])
         inside = np.arange(c.values.shape[1])[None, :] < lengths[:, None]

@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from .table import Column
+from ..oblivious.select import select
 
 __all__ = ["int128_parts", "int128_to_float", "carry_limbs", "exceeds_38_digits", "sum_column", "avg_column", "TEN38"]
 
@@ -22,7 +23,7 @@ def int128_parts(c: Column) -> tuple[np.ndarray, np.ndarray]:
     if c.values.dtype == np.uint64:  # UBIGINT: above 2^63 the int64 view would wrap negative
         return c.values.copy(), np.zeros(c.values.shape[0], dtype=np.int64)
     v = c.values.astype(np.int64)
-    return v.view(np.uint64), np.where(v < 0, -1, 0).astype(np.int64)
+    return v.view(np.uint64), select(v < 0, -1, 0).astype(np.int64)
 
 
 def carry_limbs(limbs: list) -> list:
@@ -41,9 +42,9 @@ def carry_limbs(limbs: list) -> list:
 def int128_to_float(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Nearest double of ``hi * 2^64 + lo`` (exact int64 path when the value fits)."""
     small = lo.view(np.int64)
-    fits = hi == np.where(small < 0, -1, 0)
+    fits = hi == select(small < 0, -1, 0)
     big = hi.astype(np.float64) * 18446744073709551616.0 + lo.astype(np.float64)
-    return np.where(fits, small.astype(np.float64), big)
+    return select(fits, small.astype(np.float64), big)
 
 
 def exceeds_38_digits(limbs: list) -> np.ndarray:
@@ -65,7 +66,7 @@ def sum_column(col: Column, lo: np.ndarray, hi: np.ndarray, nonnull: np.ndarray)
     SUM of integers (or booleans) is DuckDB's HUGEINT."""
     words = np.stack([lo, hi.view(np.uint64)], axis=1)
     huge = col.huge or not pa.types.is_decimal(col.type)
-    return Column(pa.decimal128(38, _scale(col)), np.where(nonnull[:, None], words, np.uint64(0)), nonnull, huge=huge)
+    return Column(pa.decimal128(38, _scale(col)), select(nonnull[:, None], words, np.uint64(0)), nonnull, huge=huge)
 
 
 def avg_column(col: Column, lo: np.ndarray, hi: np.ndarray, count: np.ndarray, nonnull: np.ndarray) -> Column:

@@ -17,6 +17,7 @@ from .aggregate import _words_differ
 from .expressions.dates import add_interval, to_us
 from .keys import EncodedKey, KeyField, column_fields, pack_fields
 from .table import Column
+from ..oblivious.select import select
 
 __all__ = ["probe_prefixes", "frame_rows", "gather", "range_extreme", "value_at"]
 
@@ -39,20 +40,20 @@ def _probe_key(c, frame):
         if t == pa.date32() or (pa.types.is_timestamp(t) and t.unit == "us" and t.tz is None):
             raw = col.values.astype(np.int64)
             inf = np.abs(raw) == (_DATE_INF if t == pa.date32() else _I64_MAX)  # ±infinity: never moved
-            us, bad = to_us(np.where(inf, 0, raw), "date" if t == pa.date32() else "ts")
+            us, bad = to_us(select(inf, 0, raw), "date" if t == pa.date32() else "ts")
             c.range_overflow |= col.valid & bad  # a DATE outside TIMESTAMP's range: DuckDB raises
-            us = np.where(inf, np.sign(raw) * _I64_MAX, us)
-            return np.where(col.valid, us, 0), col.valid, False, desc, nf, col.valid & inf
+            us = select(inf, np.sign(raw) * _I64_MAX, us)
+            return select(col.valid, us, 0), col.valid, False, desc, nf, col.valid & inf
         raise UnsupportedQueryError(f"RANGE frame with an INTERVAL offset over an ORDER BY key of type {t}")
     if t == pa.date32():  # a number of days (DuckDB's DATE ± INTEGER)
         raw = col.values.astype(np.int64)
-        return np.where(col.valid, raw, 0), col.valid, False, desc, nf, col.valid & (np.abs(raw) == _DATE_INF)
+        return select(col.valid, raw, 0), col.valid, False, desc, nf, col.valid & (np.abs(raw) == _DATE_INF)
     if pa.types.is_floating(t):
         vals = col.values.astype(np.float64)
-        return np.where(col.valid, vals, 0.0), col.valid, True, desc, nf, None
+        return select(col.valid, vals, 0.0), col.valid, True, desc, nf, None
     if pa.types.is_integer(t) and t != pa.uint64():
         vals = col.values.astype(np.int64)
-        return np.where(col.valid, vals, 0), col.valid, False, desc, nf, None
+        return select(col.valid, vals, 0), col.valid, False, desc, nf, None
     raise UnsupportedQueryError(f"RANGE frame with an offset over an ORDER BY key of type {t}")
 
 
@@ -61,15 +62,15 @@ def _moved(v: np.ndarray, d, is_float: bool, sign: int) -> tuple[np.ndarray, np.
     ``d`` is a number, or ``(months, µs)`` of an INTERVAL (DuckDB's ``Interval::Add``)."""
     if isinstance(d, tuple):
         moved, bad = add_interval(v, sign * d[0], 0, sign * d[1])
-        return moved, np.where(bad, 0, 1).astype(np.uint64)
+        return moved, select(bad, 0, 1).astype(np.uint64)
     d = sign * d
     if is_float:
         return v + float(d), np.ones(v.shape[0], dtype=np.uint64)
     if d >= 0:
         over = v > _I64_MAX - d
-        return np.where(over, 0, np.minimum(v, _I64_MAX - d) + d), np.where(over, 2, 1).astype(np.uint64)
+        return select(over, 0, np.minimum(v, _I64_MAX - d) + d), select(over, 2, 1).astype(np.uint64)
     under = v < _I64_MIN - d
-    return np.where(under, 0, np.maximum(v, _I64_MIN - d) + d), np.where(under, 0, 1).astype(np.uint64)
+    return select(under, 0, np.maximum(v, _I64_MIN - d) + d), select(under, 0, 1).astype(np.uint64)
 
 
 def probe_prefixes(c, words: list[np.ndarray], frame):
@@ -100,17 +101,17 @@ def probe_prefixes(c, words: list[np.ndarray], frame):
         mv, side = _moved(v, zero if off is None else off, is_float, sign)
         if inf is not None:  # public: a DATE/TIMESTAMP key; ±infinity plus an offset stays ±infinity
             if not frame.interval:  # public: days; a finite DATE leaving DATE's range raises in DuckDB
-                side = np.where(~inf & (np.abs(mv) > _DATE_INF - 1), np.uint64(0), side)
-            mv, side = np.where(inf, v, mv), np.where(inf, np.uint64(1), side)
+                side = select(~inf & (np.abs(mv) > _DATE_INF - 1), np.uint64(0), side)
+            mv, side = select(inf, v, mv), select(inf, np.uint64(1), side)
         c.range_overflow |= valid & (side != 1)
         if narrow is not None and off:  # public: the key's type; an offset of 0 moves nothing
             c.range_overflow |= valid & ((mv < narrow[0]) | (mv > narrow[1]))
         if desc:
             side = np.uint64(2) - side
-        vals.append(mv), sides.append(np.where(valid, side, np.uint64(1))), ties.append(np.full(n, tie, np.uint64))
+        vals.append(mv), sides.append(select(valid, side, np.uint64(1))), ties.append(np.full(n, tie, np.uint64))
     allv = np.concatenate(vals)
     allvalid = np.concatenate([valid] * 3)
-    vcol = Column(pa.float64() if is_float else pa.int64(), np.where(allvalid, allv, 0), np.ones(3 * n, dtype=bool))
+    vcol = Column(pa.float64() if is_float else pa.int64(), select(allvalid, allv, 0), np.ones(3 * n, dtype=bool))
     fields = [KeyField(np.concatenate([pid] * 3), 64),
               KeyField(np.concatenate([valid if nf else ~valid] * 3).astype(np.uint64), 1),
               KeyField(np.concatenate(sides), 2)] + column_fields(vcol, desc, nullable=False) + \
@@ -178,7 +179,7 @@ def range_extreme(c, st, frame):
         levels.append(prev.combine(prev.shift(1 << (len(levels) - 1))))
     s, e = frame_rows(c, frame)
     empty = e < s
-    length = np.where(empty, 1, e - s + 1)
+    length = select(empty, 1, e - s + 1)
     k = np.zeros(n, dtype=np.int64)
     for j in range(1, len(levels)):  # public: one comparison per level
         k += (length >= (1 << j)).astype(np.int64)

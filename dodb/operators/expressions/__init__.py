@@ -28,6 +28,7 @@ from .bind import Output, prepare
 from .errors import ExpressionError, code_for, message_for, raise_for_code
 from .types import HUGEINT
 from .value import to_column
+from ...oblivious.select import select
 
 __all__ = ["check", "evaluate", "Output", "ExpressionError", "message_for", "raise_for_code", "code_for"]
 
@@ -72,4 +73,4 @@ def evaluate(table: PaddedTable, exprs: Mapping[str, exp.Expression | str],
         v = ev.ev(tree)
         out[name] = to_column(v, (widths or {}).get(name))
         codes = np.maximum(codes, v.err)
-    return out, np.where(table.is_real, codes, np.int32(0)).astype(np.int32)
+    return out, select(table.is_real, codes, np.int32(0)).astype(np.int32)

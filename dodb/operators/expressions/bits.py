@@ -17,6 +17,7 @@ from sqlglot import exp
 from .functions import ANON, handles
 from .numeric import Unsupported
 from .value import Val
+from ...oblivious.select import select
 
 __all__: list[str] = []
 
@@ -64,7 +65,7 @@ def _ev_left_shift(ev, node):
     kk = np.clip(k, 0, bits - 1)
     limit = np.left_shift(np.int64(1), np.maximum(bits - kk - 1, 0))  # the first input that overflows
     over = (kk > 0) & ~negative & ~by_negative & ~wide & (x >= limit)
-    res = np.where(negative | by_negative | wide | over, 0, np.left_shift(x, kk))
+    res = select(negative | by_negative | wide | over, 0, np.left_shift(x, kk))
     err = np.maximum(err, ev.fail(negative & valid, "Out of Range Error: Cannot left-shift negative number"))
     err = np.maximum(err, ev.fail(by_negative & valid, "Out of Range Error: Cannot left-shift by negative number"))
     err = np.maximum(err, ev.fail(wide & (x != 0) & valid, "Out of Range Error: Left-shift value is out of range"))
@@ -76,7 +77,7 @@ def _ev_left_shift(ev, node):
 def _ev_right_shift(ev, node):
     rt, (x, k), valid, err = _ints(ev, node, [node.this, node.expression])
     out = (k < 0) | (k >= rt.bits)
-    return Val(rt, np.where(out, 0, np.right_shift(x, np.clip(k, 0, 63))), valid, err)
+    return Val(rt, select(out, 0, np.right_shift(x, np.clip(k, 0, 63))), valid, err)
 
 
 def _popcount(x: np.ndarray, bits: int) -> np.ndarray:

@@ -13,6 +13,7 @@ import math
 
 import duckdb
 import numpy as np
+from ...oblivious.select import select
 
 from . import strings
 
@@ -62,5 +63,5 @@ def case_map(mat: np.ndarray, lengths: np.ndarray, upper: bool) -> tuple[np.ndar
         hit = (cp >= first) & (cp <= last)
         if stride > 1:
             hit &= (cp - first) % stride == 0
-        out = np.where(hit, cp + delta, out)
+        out = select(hit, cp + delta, out)
     return strings.encode(out, st, case_width(mat.shape[1], upper))

@@ -9,6 +9,7 @@ day clamped to the month's length), then days, then microseconds.
 from __future__ import annotations
 
 import numpy as np
+from ...oblivious.select import select
 
 __all__ = ["civil", "days_from_civil", "month_days", "add_interval", "date_part", "US_PER_DAY", "split_ts",
            "iso_week", "in_date_range", "finite_date", "finite_ts", "finite", "keep_infinities", "to_us", "PARTS"]
@@ -34,7 +35,7 @@ def civil(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
     mp = (5 * doy + 2) // 153
     d = doy - (153 * mp + 2) // 5 + 1
-    m = mp + np.where(mp < 10, 3, -9)
+    m = mp + select(mp < 10, 3, -9)
     return y + (m <= 2), m, d
 
 
@@ -42,7 +43,7 @@ def days_from_civil(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
     y = y - (m <= 2)
     era = np.floor_divide(y, 400)
     yoe = y - era * 400
-    mp = m + np.where(m > 2, -3, 9)
+    mp = m + select(m > 2, -3, 9)
     doy = (153 * mp + 2) // 5 + d - 1
     doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
     return era * 146097 + doe - 719468
@@ -53,8 +54,8 @@ def is_leap(y: np.ndarray) -> np.ndarray:
 
 
 def month_days(y: np.ndarray, m: np.ndarray) -> np.ndarray:
-    base = np.where((m == 4) | (m == 6) | (m == 9) | (m == 11), 30, 31)
-    return np.where(m == 2, 28 + is_leap(y), base)
+    base = select((m == 4) | (m == 6) | (m == 9) | (m == 11), 30, 31)
+    return select(m == 2, 28 + is_leap(y), base)
 
 
 def in_date_range(days: np.ndarray) -> np.ndarray:
@@ -81,7 +82,7 @@ def keep_infinities(src: np.ndarray, src_kind: str, res: np.ndarray, to_kind: st
     """``res``, but ±infinity (of ``to_kind``) wherever ``src`` holds ±infinity: DuckDB keeps an
     infinity through casts between DATE and TIMESTAMP, interval arithmetic and DATE_TRUNC."""
     big = DATE_MAX + 1 if to_kind == "date" else TS_MAX_US + 1
-    return np.where(finite(src, src_kind), res, np.where(src > 0, big, -big))
+    return select(finite(src, src_kind), res, select(src > 0, big, -big))
 
 
 def to_us(data: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -90,7 +91,7 @@ def to_us(data: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
     if kind != "date":
         return data, np.zeros(data.shape, dtype=bool)
     bad = (data < _TS_MIN_DAY) | (data > _TS_MAX_DAY)
-    return np.where(bad, 0, data) * US_PER_DAY, bad
+    return select(bad, 0, data) * US_PER_DAY, bad
 
 
 def split_ts(us: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -111,9 +112,9 @@ def add_interval(us: np.ndarray, months: int, days: int, micros: int) -> tuple[n
         d = days_from_civil(ny, nm, np.minimum(dd, month_days(ny, nm)))
     d = d + days
     bad = (d < _TS_MIN_DAY - 1) | (d > _TS_MAX_DAY + 1)
-    res = np.where(bad, 0, d) * US_PER_DAY + tod + micros
+    res = select(bad, 0, d) * US_PER_DAY + tod + micros
     bad |= (res < TS_MIN_US) | (res > TS_MAX_US)
-    return np.where(bad, 0, res), bad
+    return select(bad, 0, res), bad
 
 
 def iso_week(days: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -134,7 +135,7 @@ def c_div(x: np.ndarray, k: int) -> np.ndarray:
     """``x / k`` rounded towards zero, as C divides (``k > 0``): DuckDB's decade, century and
     millennium of a BC year."""
     q = np.abs(x) // k
-    return np.where(x < 0, -q, q)
+    return select(x < 0, -q, q)
 
 
 def date_part(part: str, days: np.ndarray, tod: np.ndarray | None = None) -> np.ndarray:
@@ -160,13 +161,13 @@ def date_part(part: str, days: np.ndarray, tod: np.ndarray | None = None) -> np.
         return iso_week(days)[0]
     if part == "yearweek":  # a BC year's week is subtracted (DuckDB: -27067 week 30 is -2706730)
         iy, w = iso_week(days)
-        return np.where(iy < 0, iy * 100 - w, iy * 100 + w)
+        return select(iy < 0, iy * 100 - w, iy * 100 + w)
     if part == "decade":  # C division: towards zero
         return np.sign(y) * (np.abs(y) // 10)
     if part == "century":
-        return np.where(y > 0, (y - 1) // 100 + 1, -((-y) // 100 + 1))
+        return select(y > 0, (y - 1) // 100 + 1, -((-y) // 100 + 1))
     if part == "millennium":
-        return np.where(y > 0, (y - 1) // 1000 + 1, -((-y) // 1000 + 1))
+        return select(y > 0, (y - 1) // 1000 + 1, -((-y) // 1000 + 1))
     if part == "era":
         return (y > 0).astype(np.int64)
     t = np.zeros_like(days) if tod is None else tod

@@ -22,6 +22,7 @@ from sqlglot import exp
 from .functions import handles
 from .numeric import Unsupported
 from .value import Val
+from ...oblivious.select import select
 
 __all__ = ["md5_hex", "md5_words", "sha256_hex", "sha256_words"]
 
@@ -63,15 +64,15 @@ def _padded_blocks(mat: np.ndarray, lengths: np.ndarray, big_endian: bool) -> tu
     pos = np.arange(size, dtype=np.int64)[None, :]
     msg = np.zeros((n, size), dtype=np.uint8)
     msg[:, :w] = mat
-    msg = np.where(pos < lengths[:, None], msg, np.uint8(0))
-    msg = np.where(pos == lengths[:, None], np.uint8(0x80), msg)
+    msg = select(pos < lengths[:, None], msg, np.uint8(0))
+    msg = select(pos == lengths[:, None], np.uint8(0x80), msg)
     last = (lengths + 8) // 64                                   # each row's final block
     bits = (lengths * 8).astype(np.uint64)
     field = pos - (last[:, None] * 64 + 56)                      # 0..7 inside the length field
     inside = (field >= 0) & (field < 8)
     place = 7 - np.clip(field, 0, 7) if big_endian else np.clip(field, 0, 7)
     byte = ((bits[:, None] >> (place * 8).astype(np.uint64)) & np.uint64(0xFF)).astype(np.uint8)
-    msg = np.where(inside, byte, msg)
+    msg = select(inside, byte, msg)
     words = np.ascontiguousarray(msg).view(">u4" if big_endian else "<u4").astype(np.uint32)
     return words, last, blocks
 
@@ -86,7 +87,7 @@ def _digest_words(mat: np.ndarray, lengths: np.ndarray, init: tuple, block, big_
         out = np.zeros((n, len(init)), dtype=np.uint32)
         for k in range(blocks):                                  # every block of every row
             state = block(state, words[:, 16 * k:16 * k + 16])
-            out = np.where((last == k)[:, None], np.stack(state, axis=1), out)
+            out = select((last == k)[:, None], np.stack(state, axis=1), out)
     return out
 
 

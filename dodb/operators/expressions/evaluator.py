@@ -20,6 +20,7 @@ from .fused import fused_compare, fused_logic
 from .numeric import Unsupported
 from .types import SqlType, parse_type
 from .value import Val, constant, from_column
+from ...oblivious.select import select
 
 __all__ = ["Evaluator", "logic_reference"]
 
@@ -53,7 +54,7 @@ class Evaluator:
         """Error codes where ``mask`` (call only with masks already limited to valid inputs)."""
         code = code_for(message)
         self.codes.add(code)
-        return np.where(mask, np.int32(code), np.int32(0)).astype(np.int32)
+        return select(mask, np.int32(code), np.int32(0)).astype(np.int32)
 
     def ev(self, node: exp.Expression) -> Val:
         if id(node) in self.p.consts:
@@ -267,16 +268,16 @@ class Evaluator:
                 if cv.type.kind not in ("bool", "null"):
                     raise Unsupported(f"CASE condition of type {cv.type}")
                 truth = cv.valid & cv.data.astype(bool)
-            err = np.maximum(err, np.where(taken, 0, cv.err))
+            err = np.maximum(err, select(taken, 0, cv.err))
             pick = truth & ~taken
             taken |= truth
             picks.append(pick)
             vals.append(self.coerce(self.ev(v), rt))
         out = self.coerce(self.ev(default), rt) if default is not None else self.coerce(constant(parse_type("NULL"), None, self.n), rt)
-        err = np.maximum(err, np.where(taken, 0, out.err))
+        err = np.maximum(err, select(taken, 0, out.err))
         for pick, v in zip(reversed(picks), reversed(vals)):
             out = _choose(pick, v, out)
-            err = np.maximum(err, np.where(pick, v.err, 0))
+            err = np.maximum(err, select(pick, v.err, 0))
         out.err = err.astype(np.int32)
         return out
 
@@ -295,7 +296,7 @@ class Evaluator:
         reached = np.ones(self.n, dtype=bool)
         err = np.zeros(self.n, dtype=np.int32)
         for v in vals:  # argument k is evaluated where the arguments before it were NULL
-            err = np.maximum(err, np.where(reached, v.err, 0))
+            err = np.maximum(err, select(reached, v.err, 0))
             reached = reached & ~v.valid
         out = vals[-1]
         for v in reversed(vals[:-1]):
@@ -355,25 +356,25 @@ def logic_reference(is_and: bool, a: Val, b: Val) -> tuple[np.ndarray, np.ndarra
         value, valid = ta & tb, fa | fb | (a.valid & b.valid)
         # a side whose result the other side decides may be skipped by DuckDB: its errors
         # count only where the other side does not decide the row
-        err = np.maximum(np.where(fb, 0, a.err), np.where(fa, 0, b.err))
+        err = np.maximum(select(fb, 0, a.err), select(fa, 0, b.err))
     else:
         value, valid = ta | tb, ta | tb | (a.valid & b.valid)
-        err = np.maximum(np.where(tb, 0, a.err), np.where(ta, 0, b.err))
+        err = np.maximum(select(tb, 0, a.err), select(ta, 0, b.err))
     return value, valid, err.astype(np.int32)
 
 
 def _choose(mask: np.ndarray, a: Val, b: Val) -> Val:
     """Row-wise ``a if mask else b`` for two values of one type (strings padded to one width)."""
-    valid = np.where(mask, a.valid, b.valid)
+    valid = select(mask, a.valid, b.valid)
     if a.type.kind == "str":
         w = max(a.width, b.width)
         da, db = np.zeros((a.n, w), np.uint8), np.zeros((b.n, w), np.uint8)
         da[:, : a.width] = a.data
         db[:, : b.width] = b.data
-        return Val(a.type, np.where(mask[:, None], da, db), valid, b.err, np.where(mask, a.lengths, b.lengths))
+        return Val(a.type, select(mask[:, None], da, db), valid, b.err, select(mask, a.lengths, b.lengths))
     if a.type.kind == "dec":
         return Val(a.type, i128.where(mask, a.data, b.data), valid, b.err)
-    return Val(a.type, np.where(mask, a.data, b.data), valid, b.err)
+    return Val(a.type, select(mask, a.data, b.data), valid, b.err)
 
 
 def _name(node: exp.Expression) -> str:

@@ -7,6 +7,7 @@ then the kept ones (sign, significant digits, point) are compacted to the front.
 from __future__ import annotations
 
 import numpy as np
+from ...oblivious.select import select
 
 from . import dates, int128 as i128, strings
 
@@ -35,7 +36,7 @@ def _significant(digits: list[np.ndarray], keep_last: int) -> np.ndarray:
 def int_text(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n = x.shape[0]
     negative = x < 0
-    mag = np.where(negative, (-(x + 1)).astype(np.uint64) + np.uint64(1), x.astype(np.uint64))
+    mag = select(negative, (-(x + 1)).astype(np.uint64) + np.uint64(1), x.astype(np.uint64))
     digits = strings.digits_u64(mag, INT_TEXT_WIDTH)
     keep = np.concatenate([negative[:, None], _significant(digits, 1)], axis=1)
     mat = np.concatenate([np.full((n, 1), ord("-"), np.uint8), np.stack(digits, axis=1) + np.uint8(_ZERO)], axis=1)
@@ -74,7 +75,7 @@ def _date_cols(days: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
     n = days.shape[0]
     y, m, d = dates.civil(days)
     bc = y <= 0
-    mag = np.where(bc, 1 - y, y)
+    mag = select(bc, 1 - y, y)
     yc = [((mag // 10 ** p) % 10).astype(np.uint8) for p in range(6, -1, -1)]
     dash = np.full(n, ord("-"), np.uint8)
     cols = [c + np.uint8(_ZERO) for c in yc] + [dash] + _two(m) + [dash] + _two(d)
@@ -96,7 +97,7 @@ def _with_infinities(mat: np.ndarray, lengths: np.ndarray, x: np.ndarray, top: i
     either = pos | neg
     wide = np.zeros_like(mat)
     wide[:, :cmat.shape[1]] = cmat
-    return np.where(either[:, None], wide, mat), np.where(either, clen, lengths)
+    return select(either[:, None], wide, mat), select(either, clen, lengths)
 
 
 def date_text(days: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -187,19 +188,19 @@ def parse_int(mat: np.ndarray, lengths: np.ndarray, bits: int) -> tuple[np.ndarr
             (_is_digit(nx) | (_one_of(nx, "+-") & _is_digit(nx2)))
         other |= live & (state != 6) & (prefix | expo)
         group = (c == ord("_")) & _is_digit(prev) & _is_digit(nx) & (in_int | in_frac)  # 1_000: skipped
-        nxt = np.where(space, np.where(state == 0, 0, np.where((state >= 2) & (state != 6), 5, 6)),
-                       np.where(digit, np.where(in_int, 2, np.where(in_frac, 4, 6)),
-                                np.where(sign & (state == 0), 1, np.where(point & in_int, 3, 6))))
-        nxt = np.where(state == 6, 6, np.where(group, state, nxt))
-        neg = np.where(live & sign & (state == 0), c == ord("-"), neg)
+        nxt = select(space, select(state == 0, 0, select((state >= 2) & (state != 6), 5, 6)),
+                       select(digit, select(in_int, 2, select(in_frac, 4, 6)),
+                                select(sign & (state == 0), 1, select(point & in_int, 3, 6))))
+        nxt = select(state == 6, 6, select(group, state, nxt))
+        neg = select(live & sign & (state == 0), c == ord("-"), neg)
         signed_ |= live & sign & (state == 0)
-        d = np.where(digit, c - _ZERO, 0).astype(np.uint64)
+        d = select(digit, c - _ZERO, 0).astype(np.uint64)
         take = live & digit & in_int & (state != 6)
         over |= take & (mag > (limit - d) // np.uint64(10))
-        mag = np.where(take, mag * np.uint64(10) + d, mag)
+        mag = select(take, mag * np.uint64(10) + d, mag)
         ndigits = ndigits + take
-        first = np.where(live & digit & in_frac & (first == 0), d.astype(np.int64) + 1, first)
-        state = np.where(live, nxt, state)
+        first = select(live & digit & in_frac & (first == 0), d.astype(np.int64) + 1, first)
+        state = select(live, nxt, state)
         prev = c
     seen = (ndigits > 0) | (first > 0)
     up = first >= 6
@@ -207,8 +208,8 @@ def parse_int(mat: np.ndarray, lengths: np.ndarray, bits: int) -> tuple[np.ndarr
     over |= up & (mag == 0)  # wrapped around on rounding up
     over &= seen
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-    over |= np.where(neg, mag > np.uint64(-lo), mag > np.uint64(hi))
-    signed = np.where(over, 0, mag).astype(np.uint64).view(np.int64)
-    val = np.where(neg, -signed, signed)
+    over |= select(neg, mag > np.uint64(-lo), mag > np.uint64(hi))
+    signed = select(over, 0, mag).astype(np.uint64).view(np.int64)
+    val = select(neg, -signed, signed)
     bad = (state == 6) | (state == 0) | (state == 1) | ~seen
     return val, (bad | over) & ~other, other

@@ -16,6 +16,7 @@ from . import dates, int128 as i128, numeric, strings
 from .numeric import Unsupported
 from .types import parse_type
 from .value import Val
+from ...oblivious.select import select
 
 __all__ = ["HANDLERS", "date_arith", "ANON", "handles", "unit_name", "epoch_seconds", "part_of", "interval_arith",
            "shift_by_interval", "is_interval"]
@@ -106,7 +107,7 @@ def date_arith(ev, node, op: str, a: Val, b: Val, rt) -> Val:
         if op == "-" and ka != "date":
             raise Unsupported("integer - DATE")
         infinite = ~dates.finite_date(days)  # ±infinity ± k stays ±infinity in DuckDB
-        res = np.where(infinite, days, days + k if op == "+" else days - k)
+        res = select(infinite, days, days + k if op == "+" else days - k)
         bad = ~dates.finite_date(res) & valid & ~infinite
         return Val(rt, res, valid, np.maximum(err, ev.fail(bad, "Out of Range Error: Date out of range")))
     raise Unsupported(f"{op} of {a.type} and {b.type}")
@@ -182,7 +183,7 @@ def epoch_seconds(v: Val, rt) -> Val:
     us = v.data * dates.US_PER_DAY if v.type.kind == "date" else v.data
     finite = _finite(v)
     with np.errstate(all="ignore"):  # an infinite DATE's product wraps: that row is NULL
-        return Val(rt, np.where(finite, us, 0) / 1e6, finite, v.err)
+        return Val(rt, select(finite, us, 0) / 1e6, finite, v.err)
 
 
 @handles(exp.Extract)
@@ -372,9 +373,9 @@ def _ev_strftime(ev, node):
     infinite = v.valid & ~_finite_values(v)
     word, wl = strings.constant_rows([b"infinity", b"-infinity"], (v.data < 0).astype(np.int64))
     width = max(mat.shape[1], word.shape[1])
-    mat = np.where(infinite[:, None], np.pad(word, ((0, 0), (0, width - word.shape[1]))),
+    mat = select(infinite[:, None], np.pad(word, ((0, 0), (0, width - word.shape[1]))),
                    np.pad(mat, ((0, 0), (0, width - mat.shape[1]))))
-    lengths = np.where(infinite, wl, lengths)
+    lengths = select(infinite, wl, lengths)
     out = Val(ev.type_of(node), mat, v.valid, v.err, lengths)
     bad = ~dates.in_date_range(days) & v.valid & ~infinite
     out.err = np.maximum(out.err, ev.fail(bad, "Not implemented Error: dodb formats dates only for years 1 to 9999"))
@@ -411,11 +412,11 @@ def _ev_sign(ev, node):
     if v.type.kind == "null":
         return ev.null_of(rt, v.err)
     if v.type.kind == "dec":
-        res = np.where(i128.is_negative(v.data), -1, np.where(i128.equal(v.data, i128.const(0, v.n)), 0, 1))
+        res = select(i128.is_negative(v.data), -1, select(i128.equal(v.data, i128.const(0, v.n)), 0, 1))
     elif v.type.kind in ("int", "float"):
         x = v.data
         with np.errstate(invalid="ignore"):
-            res = np.where(x < 0, -1, np.where(x > 0, 1, 0))  # sign(NaN) = 0 in DuckDB
+            res = select(x < 0, -1, select(x > 0, 1, 0))  # sign(NaN) = 0 in DuckDB
     else:
         raise Unsupported(f"SIGN of {v.type}")
     return Val(rt, res.astype(np.int64), v.valid, v.err)
@@ -444,7 +445,7 @@ def _round_like(ev, node, mode: str, places: int = 0):
             if places > 22:  # 10^places is no longer an exact double; every double is its own rounding here
                 return Val(rt, x, v.valid, v.err)
             r = numeric.round_places_exact(x, places)
-            return Val(rt, np.where(np.isfinite(r), r, x), v.valid, v.err)
+            return Val(rt, select(np.isfinite(r), r, x), v.valid, v.err)
     if v.type.kind == "dec" and rt.kind == "dec":
         drop = v.type.scale - rt.scale
         if drop < 0 or (mode == "round" and rt.scale != max(0, min(places, v.type.scale))):

@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...oblivious.backend import use_compiled
+from ...oblivious.select import select
 
 __all__ = ["I128", "const", "from_i64", "add", "sub", "neg", "mul", "absolute", "is_negative", "less", "equal",
            "compare", "where", "div_pow10", "divmod_small", "divmod_trunc", "to_f64", "to_i64", "in_bounds",
@@ -94,7 +95,7 @@ def where(mask: np.ndarray, a: I128, b: I128) -> I128:
         hi, lo = _out(n)
         k.where_rows(np.ascontiguousarray(mask, dtype=np.bool_), *_w(a), *_w(b), hi, lo, n)
         return I128(hi.view(np.int64), lo)
-    return I128(np.where(mask, a.hi, b.hi), np.where(mask, a.lo, b.lo))
+    return I128(select(mask, a.hi, b.hi), select(mask, a.lo, b.lo))
 
 
 def is_negative(a: I128) -> np.ndarray:
@@ -278,8 +279,8 @@ def divmod_trunc(a: I128, b: I128) -> tuple[I128, I128, np.ndarray]:
         r_lo = (r_lo << one) | ((src >> np.uint64(k)) & one)
         ge = (r_hi > b_hi) | ((r_hi == b_hi) & (r_lo >= b_lo))
         borrow = (r_lo < b_lo).astype(np.uint64)
-        r_hi = np.where(ge, r_hi - b_hi - borrow, r_hi)
-        r_lo = np.where(ge, r_lo - b_lo, r_lo)
+        r_hi = select(ge, r_hi - b_hi - borrow, r_hi)
+        r_lo = select(ge, r_lo - b_lo, r_lo)
         if bit >= 64:
             q_hi = q_hi | (ge.astype(np.uint64) << np.uint64(bit - 64))
         else:
@@ -341,7 +342,7 @@ def to_f64(a: I128) -> np.ndarray:
     with np.errstate(all="ignore"):
         general = a.lo.astype(np.float64) + a.hi.astype(np.float64) * float(2 ** 64 - 1)
         minus_one = -(np.uint64(0xFFFFFFFFFFFFFFFF) - a.lo).astype(np.float64) - 1.0
-    return np.where(a.hi == -1, minus_one, general)
+    return select(a.hi == -1, minus_one, general)
 
 
 def to_i64(a: I128) -> tuple[np.ndarray, np.ndarray]:

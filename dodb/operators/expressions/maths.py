@@ -22,6 +22,7 @@ from . import int128 as i128
 from .functions import ANON, handles
 from .numeric import Unsupported, as_f64
 from .value import Val
+from ...oblivious.select import select
 
 __all__: list[str] = []
 
@@ -95,8 +96,8 @@ def _ev_log(ev, node):
 
 def _even(x: np.ndarray) -> np.ndarray:
     """Away from zero to the next even integer (DuckDB: round away, then one more if odd)."""
-    r = np.where(x >= 0, np.ceil(x), np.floor(x))
-    return np.where(np.fmod(r, 2) != 0, r + np.sign(x), r)  # r itself where even: even(-0.0) is -0.0
+    r = select(x >= 0, np.ceil(x), np.floor(x))
+    return select(np.fmod(r, 2) != 0, r + np.sign(x), r)  # r itself where even: even(-0.0) is -0.0
 
 
 ANON["EVEN"] = lambda ev, node: _double(ev, node, list(node.expressions), _even)
@@ -168,13 +169,13 @@ def _gcd_lcm(lcm: bool):
         top = np.uint64(1 << 63)
         if not lcm:
             bad, message = g == top, "Out of Range Error: Overflow on abs"
-            return Val(rt, np.where(bad, 0, g).astype(np.int64), valid, np.maximum(err, ev.fail(bad & valid, message)))
+            return Val(rt, select(bad, 0, g).astype(np.int64), valid, np.maximum(err, ev.fail(bad & valid, message)))
         zero = (ux == 0) | (uy == 0)
-        q = ux // np.where(g == 0, np.uint64(1), g)
-        limit = np.uint64((1 << 63) - 1) // np.where(q == 0, np.uint64(1), q)
+        q = ux // select(g == 0, np.uint64(1), g)
+        limit = np.uint64((1 << 63) - 1) // select(q == 0, np.uint64(1), q)
         over = ~zero & (uy > limit)
         least = ~zero & ((ux == top) | (uy == top))
-        res = np.where(zero | over | least, np.uint64(0), q * np.where(over, np.uint64(0), uy))
+        res = select(zero | over | least, np.uint64(0), q * select(over, np.uint64(0), uy))
         err = np.maximum(err, ev.fail(least & valid, "Out of Range Error: Overflow on abs"))
         err = np.maximum(err, ev.fail(over & ~least & valid, "Out of Range Error: lcm value is out of range"))
         return Val(rt, res.astype(np.int64), valid, err)

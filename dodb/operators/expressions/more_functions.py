@@ -22,6 +22,7 @@ from .text import concat_parts, concat_vals, constant_text, string_value
 from .types import parse_type
 from .value import constant
 from .value import Val
+from ...oblivious.select import select
 
 __all__: list[str] = []
 
@@ -45,11 +46,11 @@ def _ev_concat_ws(ev, node):
         if seen is not None:  # a separator before this part where it and an earlier one are there
             use = real & seen
             smat = np.broadcast_to(np.frombuffer(sep_b or b"\0", dtype=np.uint8), (real.shape[0], max(1, len(sep_b))))
-            parts.append((np.ascontiguousarray(smat), np.where(use, len(sep_b), 0)))
+            parts.append((np.ascontiguousarray(smat), select(use, len(sep_b), 0)))
             seen = seen | real
         else:
             seen = real.copy()
-        parts.append((mat, np.where(real, lengths, 0)))
+        parts.append((mat, select(real, lengths, 0)))
     mat, lengths = strings.concat(parts)
     return Val(rt, mat, np.ones(mat.shape[0], dtype=bool), err, lengths.astype(np.int64))
 
@@ -66,7 +67,7 @@ def _ev_translate(ev, node):
     for k, ch in enumerate(src):  # the public mapping, one character at a time
         hit = starts & (cp == ord(ch)) & ~done
         if k < len(dst):  # lint: public mapping
-            out = np.where(hit, ord(dst[k]), out)
+            out = select(hit, ord(dst[k]), out)
         else:
             keep = keep & ~hit
         done |= hit
@@ -188,7 +189,7 @@ def _ev_split_part(ev, node):
         for j in range(w):  # greedy, non-overlapping: every position of every row
             take = hits[:, j] & (j >= free)
             taken[:, j] = take
-            free = np.where(take, j + len(sep), free)
+            free = select(take, j + len(sep), free)
         ends = np.cumsum(taken, axis=1)                    # separators starting at or before j
         in_sep = np.zeros_like(hits)
         for t in range(len(sep)):
@@ -310,10 +311,10 @@ def _complete_months(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     y1, m1, d1 = dates.civil(ed)
     y2, m2, d2 = dates.civil(sd)
     end_days = dates.month_days(y1, m1)
-    d2 = np.where((d1 == end_days) & (d2 > end_days), end_days, d2)
+    d2 = select((d1 == end_days) & (d2 > end_days), end_days, d2)
     dd = d1 - d2 - (et < st)                                # a time of day short borrows a day
     first = dd < 0                                          # borrow the days of start's month
-    dd = dd + np.where(first, dates.month_days(y2, m2), 0)
+    dd = dd + select(first, dates.month_days(y2, m2), 0)
     second = first & (dd < 0)                               # and, rarely, of the next one
     return (y1 - y2) * 12 + (m1 - m2) - first - second
 
@@ -332,9 +333,9 @@ def _date_sub(ev, node):
     unit = functions.unit_name(str(unit))
     valid = a.valid & b.valid & dates.finite(a.data, a.type.kind) & dates.finite(b.data, b.type.kind)
     (sa, bad_a), (sb, bad_b) = dates.to_us(a.data, a.type.kind), dates.to_us(b.data, b.type.kind)
-    sa, sb = np.where(valid, sa, 0), np.where(valid, sb, 0)
+    sa, sb = select(valid, sa, 0), select(valid, sb, 0)
     lo, hi = np.minimum(sa, sb), np.maximum(sa, sb)
-    sign = np.where(sb < sa, -1, 1)
+    sign = select(sb < sa, -1, 1)
     if unit in _SUB_UNITS:
         res = (hi - lo) // _SUB_UNITS.get(unit)              # lint: public unit
     elif unit in _MONTH_UNITS:

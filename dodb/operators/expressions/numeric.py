@@ -13,6 +13,7 @@ import numpy as np
 from . import int128 as i128
 from .types import INT_NAME, SqlType
 from .value import Val
+from ...oblivious.select import select
 
 __all__ = ["Unsupported", "int_range", "dec_bound", "as_i128", "as_f64", "arith", "cast_number", "compare_numbers",
            "round_half_away", "float_compare"]
@@ -78,12 +79,12 @@ def _int_arith(op: str, a: np.ndarray, b: np.ndarray, bits: int) -> tuple[np.nda
     with np.errstate(all="ignore"):
         if op in ("//", "%"):
             zero = b == 0
-            bb = np.where(zero, 1, b)
+            bb = select(zero, 1, b)
             q = a // bb
             q = q + ((a % bb != 0) & ((a < 0) != (bb < 0)))  # C truncation, as DuckDB
             r = a - q * bb
             min_by_minus_one = (a == lo) & (bb == -1)
-            res = q if op == "//" else np.where(bb == -1, 0, r)
+            res = q if op == "//" else select(bb == -1, 0, r)
             over = (min_by_minus_one & (op == "//")) | (res < lo) | (res > hi)
             return res, over
         if bits < 64:  # exact in int64: operands fit in 32 bits
@@ -155,7 +156,7 @@ def round_half_away(x: np.ndarray) -> np.ndarray:
     t = np.trunc(x)
     frac = np.abs(x - t)
     with np.errstate(invalid="ignore"):
-        return np.where(frac >= 0.5, t + np.copysign(1.0, x), t)
+        return select(frac >= 0.5, t + np.copysign(1.0, x), t)
 
 
 def _two_product(a: np.ndarray, b: float) -> tuple[np.ndarray, np.ndarray]:
@@ -195,13 +196,13 @@ def round_places_exact(x: np.ndarray, places: int) -> np.ndarray:
         away = np.copysign(1.0, p)
         # on a half-way point the error decides: toward zero if it points toward zero
         tie_down = (frac == 0.5) & (e * away < 0)
-        r = np.where((frac >= 0.5) & ~tie_down, t + away, t)
+        r = select((frac >= 0.5) & ~tie_down, t + away, t)
         return r / k
 
 
 def _f64_to_i128(r: np.ndarray) -> i128.I128:
     """An integer-valued double (|r| < 2^127) as 128 bits, exactly."""
-    r = np.where(np.isfinite(r), r, 0.0)
+    r = select(np.isfinite(r), r, 0.0)
     neg = r < 0
     m = np.abs(r)
     hi = np.floor(m / 2.0 ** 64)
@@ -240,7 +241,7 @@ def cast_number(v: Val, to: SqlType) -> tuple[object, np.ndarray, str]:
             with np.errstate(all="ignore"):
                 r = np.rint(v.data)  # nearbyint: half to even
                 ok = np.isfinite(r) & (r >= float(lo)) & (r < -float(lo))
-                val = np.where(ok, r, 0.0).astype(np.int64)
+                val = select(ok, r, 0.0).astype(np.int64)
             return val, ~ok | (val > hi), msg
     if to.kind == "dec" and to.huge:
         msg = f"Conversion Error: Type {_src_name(src)} can't be cast because the value is out of range for the " \
@@ -253,7 +254,7 @@ def cast_number(v: Val, to: SqlType) -> tuple[object, np.ndarray, str]:
             with np.errstate(all="ignore"):
                 r = np.rint(v.data)  # nearbyint: half to even
                 ok = np.isfinite(r) & (np.abs(r) < 2.0 ** 127)
-            return _f64_to_i128(np.where(ok, r, 0.0)), ~ok, msg
+            return _f64_to_i128(select(ok, r, 0.0)), ~ok, msg
     if to.kind == "dec":
         msg = f"Conversion Error: Could not cast value to {to.name}"
         bound = 10 ** to.precision
@@ -270,7 +271,7 @@ def cast_number(v: Val, to: SqlType) -> tuple[object, np.ndarray, str]:
             with np.errstate(all="ignore"):
                 r = round_half_away(v.data * float(10 ** to.scale))
                 ok = np.isfinite(r) & (np.abs(r) < float(bound))
-            return _f64_to_i128(np.where(ok, r, 0.0)), ~ok, msg
+            return _f64_to_i128(select(ok, r, 0.0)), ~ok, msg
     raise Unsupported(f"CAST from {src} to {to}")
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...oblivious.backend import use_compiled
+from ...oblivious.select import select
 
 __all__ = ["inside", "shift_left", "shift_right", "compact", "starts", "char_count", "char_index", "compare",
            "like", "find", "decode", "encode", "concat", "keep_chars", "trim", "pad", "repeat", "replace",
@@ -49,14 +50,14 @@ def compact(mat: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     w = mat.shape[1]
     dropped = ~keep
     disp = np.cumsum(dropped, axis=1) - dropped  # dropped bytes before each slot
-    x = np.where(keep, mat, np.uint8(0))
-    d = np.where(keep, disp, 0)
+    x = select(keep, mat, np.uint8(0))
+    d = select(keep, disp, 0)
     k = 1
     while k < w:
         move = keep & ((d & k) != 0)
         stay = keep & ~move
-        x = np.where(stay, x, np.uint8(0)) | shift_left(np.where(move, x, np.uint8(0)), k)
-        d = np.where(stay, d, 0) + shift_left(np.where(move, d, 0), k)
+        x = select(stay, x, np.uint8(0)) | shift_left(select(move, x, np.uint8(0)), k)
+        d = select(stay, d, 0) + shift_left(select(move, d, 0), k)
         keep = stay | shift_left(move, k)
         k <<= 1
     return x, keep.sum(axis=1).astype(np.int64)
@@ -117,9 +118,9 @@ def compare(a: np.ndarray, la: np.ndarray, b: np.ndarray, lb: np.ndarray) -> tup
     common = inside(np.minimum(la, lb), w)
     first = first_match((a != b) & common)
     differs = first.any(axis=1)
-    av = np.where(first, a, 0).sum(axis=1)
-    bv = np.where(first, b, 0).sum(axis=1)
-    lt = np.where(differs, av < bv, la < lb)
+    av = select(first, a, 0).sum(axis=1)
+    bv = select(first, b, 0).sum(axis=1)
+    lt = select(differs, av < bv, la < lb)
     eq = ~differs & (la == lb)
     return lt, eq
 
@@ -140,7 +141,7 @@ def compare_const(a: np.ndarray, la: np.ndarray, const: bytes) -> tuple[np.ndarr
 
 
 def _char_bytes(lead: np.ndarray) -> np.ndarray:
-    return np.where(lead < 0x80, 1, np.where(lead < 0xE0, 2, np.where(lead < 0xF0, 3, 4)))
+    return select(lead < 0x80, 1, select(lead < 0xE0, 2, select(lead < 0xF0, 3, 4)))
 
 
 _LIT, _ANY, _PCT = 0, 1, 2  # LIKE steps: a literal byte, one code point, any run of code points
@@ -262,7 +263,7 @@ def replace_each(mat: np.ndarray, lengths: np.ndarray, olds: np.ndarray, old_len
     for j in range(w):  # greedy, non-overlapping: every position of every row
         take = hits[:, j] & (j >= free)
         taken[:, j] = take
-        free = np.where(take, j + old_lengths, free)
+        free = select(take, j + old_lengths, free)
     covered = np.zeros_like(hits)
     for t in range(olds.shape[1]):  # the old column's public width
         covered |= shift_right(taken, t) & (t < old_lengths)[:, None]
@@ -270,10 +271,10 @@ def replace_each(mat: np.ndarray, lengths: np.ndarray, olds: np.ndarray, old_len
     slots = np.zeros((n, w, width), dtype=np.uint8)
     keep = np.zeros((n, w, width), dtype=bool)
     plain = ~covered & (np.arange(w)[None, :] < lengths[:, None])
-    slots[:, :, 0] = np.where(plain, mat, 0)
+    slots[:, :, 0] = select(plain, mat, 0)
     keep[:, :, 0] = plain
     for k, ch in enumerate(new):  # the constant replacement, in every start slot
-        slots[:, :, k] = np.where(taken, np.uint8(ch), slots[:, :, k])
+        slots[:, :, k] = select(taken, np.uint8(ch), slots[:, :, k])
         keep[:, :, k] |= taken
     return compact(slots.reshape(n, w * width), keep.reshape(n, w * width))
 
@@ -282,7 +283,7 @@ def code_point_rows(mat: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, n
     """Each row's code points moved to the front (``(n, w)`` int64, :func:`compact` over the
     start bytes) and its character count."""
     cp, st = decode(mat, lengths)
-    return compact(np.where(st, cp, 0).astype(np.int64), st)
+    return compact(select(st, cp, 0).astype(np.int64), st)
 
 
 def like_each(mat: np.ndarray, lengths: np.ndarray, pmat: np.ndarray, plengths: np.ndarray) -> np.ndarray:
@@ -298,8 +299,8 @@ def like_each(mat: np.ndarray, lengths: np.ndarray, pmat: np.ndarray, plengths: 
         pct = np.logical_or.accumulate(state, axis=1)
         step = np.zeros_like(state)
         step[:, 1:] = state[:, :-1] & ((pc == ord("_")) | (s == pc))
-        nxt = np.where(pc == ord("%"), pct, step)
-        state = np.where((j < lp)[:, None], nxt, state)
+        nxt = select(pc == ord("%"), pct, step)
+        state = select((j < lp)[:, None], nxt, state)
     return (state & (np.arange(ws + 1)[None, :] == ls[:, None])).any(axis=1)
 
 
@@ -311,19 +312,19 @@ def decode(mat: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray
     c3 = ((b[0] & 0x0F) << 12) | ((b[1] & 0x3F) << 6) | (b[2] & 0x3F)
     c4 = ((b[0] & 0x07) << 18) | ((b[1] & 0x3F) << 12) | ((b[2] & 0x3F) << 6) | (b[3] & 0x3F)
     L = _char_bytes(b[0])
-    cp = np.where(L == 1, c1, np.where(L == 2, c2, np.where(L == 3, c3, c4)))
+    cp = select(L == 1, c1, select(L == 2, c2, select(L == 3, c3, c4)))
     st = starts(mat, lengths)
-    return np.where(st, cp, 0), st
+    return select(st, cp, 0), st
 
 
 def encode(cp: np.ndarray, keep: np.ndarray, out_width: int) -> tuple[np.ndarray, np.ndarray]:
     """UTF-8 of the kept code points (one per slot), compacted to ``out_width`` bytes."""
     n, w = cp.shape
-    L = np.where(cp < 0x80, 1, np.where(cp < 0x800, 2, np.where(cp < 0x10000, 3, 4)))
+    L = select(cp < 0x80, 1, select(cp < 0x800, 2, select(cp < 0x10000, 3, 4)))
     cont = lambda s: 0x80 | ((cp >> s) & 0x3F)  # noqa: E731
-    b0 = np.where(L == 1, cp, np.where(L == 2, 0xC0 | (cp >> 6), np.where(L == 3, 0xE0 | (cp >> 12), 0xF0 | (cp >> 18))))
-    b1 = np.where(L == 2, cont(0), np.where(L == 3, cont(6), cont(12)))
-    b2 = np.where(L == 3, cont(0), cont(6))
+    b0 = select(L == 1, cp, select(L == 2, 0xC0 | (cp >> 6), select(L == 3, 0xE0 | (cp >> 12), 0xF0 | (cp >> 18))))
+    b1 = select(L == 2, cont(0), select(L == 3, cont(6), cont(12)))
+    b2 = select(L == 3, cont(0), cont(6))
     b3 = cont(0)
     slots = np.stack([b0, b1, b2, b3], axis=2).astype(np.uint8).reshape(n, 4 * w)
     kslots = (keep[:, :, None] & (np.arange(4)[None, None, :] < L[:, :, None])).reshape(n, 4 * w)
@@ -349,7 +350,7 @@ def _char_of_byte(cp: np.ndarray, st: np.ndarray) -> np.ndarray:
     """Each byte's code point (continuation bytes copy their start's), forward fill ≤ 3."""
     out = cp
     for _ in range(3):
-        out = np.where(st, out, shift_right(out, 1))
+        out = select(st, out, shift_right(out, 1))
     return out
 
 
@@ -414,7 +415,7 @@ def replace(mat: np.ndarray, lengths: np.ndarray, old: bytes, new: bytes):
     keep = np.zeros((n, w, slot), dtype=bool)
     ins = inside(lengths, w)
     plain = ins & ~covered
-    cand[:, :, 0] = np.where(chosen, new[0] if new else 0, mat)
+    cand[:, :, 0] = select(chosen, new[0] if new else 0, mat)
     keep[:, :, 0] = plain | (chosen & (len(new) > 0))
     for k in range(1, len(new)):
         cand[:, :, k] = new[k]
@@ -444,6 +445,6 @@ def select_constants(options: list[bytes], masks: list[np.ndarray]) -> tuple[np.
     for o, m in zip(options, masks):
         row = np.zeros(w, dtype=np.uint8)
         row[: len(o)] = np.frombuffer(o, dtype=np.uint8)
-        mat = np.where(m[:, None], row[None, :], mat)
-        lengths = np.where(m, len(o), lengths)
+        mat = select(m[:, None], row[None, :], mat)
+        lengths = select(m, len(o), lengths)
     return mat, lengths

@@ -13,6 +13,7 @@ from . import casemap, strings
 from .functions import ANON, handles
 from .numeric import Unsupported
 from .value import Val
+from ...oblivious.select import select
 
 __all__: list[str] = []
 
@@ -150,8 +151,8 @@ def _ev_strpos(ev, node):
     hits, nlen, valid, err = _hits(ev, v, node.args.get("substr"), "STRPOS")
     first = strings.first_match(hits)
     idx = strings.char_index(v.data, v.lengths)
-    pos = np.where(first, idx + 1, 0).sum(axis=1)
-    pos = np.where(nlen == 0, 1, pos)  # an empty needle is found at the first character
+    pos = select(first, idx + 1, 0).sum(axis=1)
+    pos = select(nlen == 0, 1, pos)  # an empty needle is found at the first character
     return Val(ev.type_of(node), pos.astype(np.int64), valid, err)
 
 
@@ -177,7 +178,7 @@ def _first_code_point(empty: int):
         v = _str(ev, arg)
         cp, _ = strings.decode(v.data, v.lengths)
         first = cp[:, :1].reshape(v.n)
-        return Val(ev.type_of(node), np.where(v.lengths > 0, first, empty).astype(np.int64), v.valid, v.err)
+        return Val(ev.type_of(node), select(v.lengths > 0, first, empty).astype(np.int64), v.valid, v.err)
     return handler
 
 
@@ -196,7 +197,7 @@ def _ev_chr(ev, node):
         raise Unsupported(f"CHR of {v.type}")
     code = np.asarray(v.data, dtype=np.int64)
     bad = ((code < 0) | (code > 0x10FFFF) | ((code >= 0xD800) & (code <= 0xDFFF))) & v.valid
-    cp = np.where(bad, 0, code)
+    cp = select(bad, 0, code)
     mat, lengths = strings.encode(cp[:, None], np.ones((v.n, 1), dtype=bool), 4)
     err = np.maximum(v.err, ev.fail(bad, "Invalid Input Error: Invalid UTF8 Codepoint"))
     return Val(ev.type_of(node), mat, v.valid, err, lengths.astype(np.int64))
@@ -275,12 +276,12 @@ def _substring_rows(ev, node, v: Val, start, length_node) -> Val:
         err = np.maximum(err, ev.fail(bad & valid, f"Out of Range Error: Substring {what}"))
     o = np.clip(off.data, lo_lim, hi_lim)  # in range now: the sums below stay far inside int64
     size = strings.char_count(v.data, v.lengths)
-    p = np.where(o >= 0, o, size + (o + 1))
+    p = select(o >= 0, o, size + (o + 1))
     if ln is None:
         lo, hi = p, size + 1
     else:
         k = np.clip(ln.data, lo_lim, hi_lim)
-        lo, hi = np.where(k >= 0, p, p + k), np.where(k >= 0, p + k, p)
+        lo, hi = select(k >= 0, p, p + k), select(k >= 0, p + k, p)
     mat, lengths = strings.keep_chars(v.data, v.lengths, np.maximum(lo - 1, 0), np.minimum(hi - 1, size))
     width = v.width
     if length_node is not None and _small_constant(ev, length_node):
@@ -325,9 +326,9 @@ def _left_right_rows(ev, node, v: Val) -> Val:
     if isinstance(node, exp.Left):
         err = np.maximum(err, ev.fail((kv.data > _SUBSTRING_LIMIT) & valid, "Out of Range Error: Substring length "
                                       f"outside of supported range (> {_SUBSTRING_LIMIT})"))
-        first, stop = np.zeros(v.n, dtype=np.int64), np.where(k >= 0, np.minimum(size, k), np.maximum(size + k, 0))
+        first, stop = np.zeros(v.n, dtype=np.int64), select(k >= 0, np.minimum(size, k), np.maximum(size + k, 0))
     else:
-        first, stop = np.where(k >= 0, np.maximum(size - k, 0), np.minimum(size, -k)), size
+        first, stop = select(k >= 0, np.maximum(size - k, 0), np.minimum(size, -k)), size
     mat, lengths = strings.keep_chars(v.data, v.lengths, first, stop)
     out = _out(ev, node, v, mat, lengths, v.width)
     out.valid, out.err = valid, err
@@ -367,7 +368,7 @@ def _concat_vals(ev, vals: list, skip_nulls: bool):
             v = cast(ev, v, parse_type("VARCHAR"), try_=False)
         texts.append(v)
     vals = texts
-    parts = [(v.data, np.where(v.valid, v.lengths, 0)) for v in vals]
+    parts = [(v.data, select(v.valid, v.lengths, 0)) for v in vals]
     mat, lengths = strings.concat(parts)
     valid = np.ones(vals[0].n, dtype=bool)
     err = np.zeros(vals[0].n, dtype=np.int32)

@@ -17,6 +17,7 @@ from . import dates
 from .functions import ANON, epoch_seconds, handles, part_of
 from .numeric import Unsupported
 from .value import Val
+from ...oblivious.select import select
 
 __all__ = ["PART_FUNCTIONS"]
 
@@ -57,7 +58,7 @@ def _epoch_us(ev, node):
     finite = v.valid & dates.finite(v.data, v.type.kind)
     us, bad = dates.to_us(v.data, v.type.kind)
     err = np.maximum(v.err, ev.fail(bad & finite, "Conversion Error: Date and time not in timestamp range"))
-    return Val(rt, np.where(finite, us, 0), finite, err)
+    return Val(rt, select(finite, us, 0), finite, err)
 
 
 ANON["EPOCH_US"] = _epoch_us
@@ -79,13 +80,13 @@ def _ev_epoch_ms(ev, node):
         raise Unsupported(f"EPOCH_MS of {v.type} giving {rt}")
     finite = v.valid & dates.finite(v.data, v.type.kind)
     us, bad = dates.to_us(v.data, v.type.kind)
-    us = np.where(finite, us, 0)
+    us = select(finite, us, 0)
     mag = np.abs(us)  # no overflow: a TIMESTAMP's µs are within ±(2^63 − 2)
     ms = mag // 1000 + (mag % 1000 >= 500)
-    ms = np.where(us < 0, -ms, ms)
+    ms = select(us < 0, -ms, ms)
     bad = (bad | (np.abs(ms) > _MS_MAX)) & finite
     err = np.maximum(v.err, ev.fail(bad, "Conversion Error: Could not convert Timestamp to higher precision."))
-    return Val(rt, np.where(bad, 0, ms), finite, err)
+    return Val(rt, select(bad, 0, ms), finite, err)
 
 
 @handles(exp.DateFromParts)
@@ -110,4 +111,4 @@ def _ev_make_date(ev, node):
     days = dates.days_from_civil(yv, mv, dv)
     exists &= dates.finite_date(days)
     err = np.maximum(err, ev.fail(~exists & valid, "Conversion Error: Date out of range"))
-    return Val(rt, np.where(exists, days, 0), valid, err)
+    return Val(rt, select(exists, days, 0), valid, err)

@@ -19,6 +19,7 @@ import pyarrow as pa
 from ..table import Column
 from . import int128 as i128
 from .types import SqlType, arrow_type
+from ...oblivious.select import select
 
 __all__ = ["Val", "from_column", "constant", "to_column", "no_errors"]
 
@@ -117,8 +118,8 @@ def to_column(v: Val, width: int | None = None) -> Column:
         w = max(1, v.width if width is None else max(width, v.width))
         data = np.zeros((v.n, w), dtype=np.uint8)
         data[:, : v.width] = v.data
-        data = np.where(valid[:, None], data, np.uint8(0))
-        return Column(t, data, valid, np.where(valid, v.lengths, 0).astype(np.int32))
+        data = select(valid[:, None], data, np.uint8(0))
+        return Column(t, data, valid, select(valid, v.lengths, 0).astype(np.int32))
     if v.type.kind == "dec":
         zero = i128.const(0, v.n)
         return Column(t, i128.to_words(i128.where(valid, v.data, zero)), valid, huge=v.type.huge)
@@ -128,5 +129,5 @@ def to_column(v: Val, width: int | None = None) -> Column:
              "ts": np.int64}.get(v.type.kind)
     if v.type.kind == "int":
         dtype = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}[v.type.bits]
-    vals = np.where(valid, v.data, np.zeros(1, dtype=v.data.dtype)).astype(dtype)
+    vals = select(valid, v.data, np.zeros(1, dtype=v.data.dtype)).astype(dtype)
     return Column(t, vals, valid)

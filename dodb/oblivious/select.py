@@ -1,0 +1,61 @@
+"""``np.where(cond, a, b)`` without a branch per element (docs/design.md §Address audit).
+
+numpy's ``where`` copies each element with a conditional jump on ``cond`` (``PyArray_Where``
+reads ``a[i]`` or ``b[i]``, not both), so on a private condition both the branch and the
+address it reads depend on the data: the address audit (``dodb audit --addresses``)
+measured it.  :func:`select` gives the same values — the same dtype (numpy's promotion of
+``a`` and ``b``), shape (broadcast) and bits, NaNs and signed zeros included — from
+whole-array bitwise passes: ``b ^ ((a ^ b) & mask)`` with ``mask`` all ones where ``cond``
+holds, over the elements' bits viewed as unsigned words.  Every element of ``a``, ``b`` and
+``cond`` is read and every output element written whatever ``cond`` holds.
+
+>>> import numpy as np
+>>> select(np.array([True, False, True]), np.array([1.5, 2.5, -0.0]), 7)
+array([ 1.5,  7. , -0. ])
+>>> select(np.array([[True], [False]]), np.array([b"ab", b"cd"]), b"zz").tolist()
+[[b'ab', b'cd'], [b'zz', b'zz']]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["select"]
+
+_WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def select(cond, a, b) -> np.ndarray:
+    """``np.where(cond, a, b)`` (three arguments) as branch-free bitwise passes."""
+    cond = np.asarray(cond)
+    # Python numbers stay weak in the promotion (numpy's rules for where); anything else
+    # (bytes, str, lists) is made an array first
+    a = a if isinstance(a, (np.ndarray, np.generic, int, float, complex)) else np.asarray(a)
+    b = b if isinstance(b, (np.ndarray, np.generic, int, float, complex)) else np.asarray(b)
+    dtype = np.result_type(a, b)
+    if dtype.kind == "O":  # Python objects: only public values are held this way
+        return np.where(cond, a, b)
+    a = np.asarray(a, dtype=dtype)
+    b = np.asarray(b, dtype=dtype)
+    shape = np.broadcast_shapes(cond.shape, a.shape, b.shape)
+    if cond.dtype != np.bool_:
+        cond = cond != 0
+    if dtype == np.bool_:
+        return np.asarray((cond & a) | (~cond & b))
+    size = dtype.itemsize
+    word = _WORDS.get(size)
+    if word is not None and dtype.kind != "V":
+        ua = np.broadcast_to(a, shape).view(word)
+        ub = np.broadcast_to(b, shape).view(word)
+        mask = np.negative(np.broadcast_to(cond, shape).astype(word))
+    else:  # fixed-width bytes, wide floats, structured: byte by byte along a last axis
+        ua = np.broadcast_to(a, shape)[..., None].view(np.uint8)
+        ub = np.broadcast_to(b, shape)[..., None].view(np.uint8)
+        mask = np.negative(np.broadcast_to(cond, shape).astype(np.uint8))[..., None]
+    out = np.bitwise_xor(ua, ub)
+    out &= mask
+    out ^= ub
+    if word is None or dtype.kind == "V":
+        out = np.ascontiguousarray(out).view(dtype)[..., 0]
+    else:
+        out = out.view(dtype)
+    return out if shape else np.asarray(out)
