@@ -135,7 +135,7 @@ class ShardedExecutor:
             ctx.trace.record("worker", -1, number, r.worker)
             ctx.trace.extend(r.events)
             ctx.leaks.extend(r.leaks)
-            ctx.error_code = max(ctx.error_code, r.error_code)
+            ctx.fold_errors(r.error_code)
             ctx.error_messages.update(r.error_messages)
         return results
 

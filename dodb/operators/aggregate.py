@@ -30,6 +30,7 @@ from .list_agg import list_agg
 from .string_agg import string_agg
 from .table import Column, PaddedTable
 from .wide_sums import avg_column, exceeds_38_digits, int128_parts, sum_column
+from ..oblivious.select import select
 
 __all__ = ["Agg", "group_by", "AGG_FUNCS", "SUM_OVERFLOW", "RANGE_OVERFLOW", "STATUS_MESSAGES"]
 
@@ -143,7 +144,7 @@ def _aggregate(kern, agg: Agg, col: Column | None, real: np.ndarray, starts: np.
         return Column(t, np.zeros(real.shape[0], dtype=np.int8), np.zeros(real.shape[0], dtype=bool))
     if agg.func in ("sum", "avg"):
         if pa.types.is_floating(t):
-            total = kern.seg_reduce(np.where(inc, col.values.astype(np.float64), 0.0), starts, "sum")
+            total = kern.seg_reduce(select(inc, col.values.astype(np.float64), 0.0), starts, "sum")
             if agg.func == "sum":
                 return Column(pa.float64(), total, nonnull)
             cnt = kern.seg_reduce(inc, starts, "count")
@@ -151,8 +152,8 @@ def _aggregate(kern, agg: Agg, col: Column | None, real: np.ndarray, starts: np.
         if not (pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t)):
             raise TypeError(f"{agg.func.upper()} is not defined for {t}")
         lo, hi = int128_parts(col)
-        lo = np.where(inc, lo, np.uint64(0))
-        hi = np.where(inc, hi, 0)
+        lo = select(inc, lo, np.uint64(0))
+        hi = select(inc, hi, 0)
         lo_t, hi_t = _sum128(kern, lo, hi, starts)
         if agg.func == "sum":
             # below 19 digits a sum of < 2^31 rows stays far inside DECIMAL(38): nothing to check
@@ -203,7 +204,7 @@ def group_by(
         fast = global_row(kern, table, aggs)  # one compiled pass per column, the same view
         if fast is not None:
             row, overflow = fast
-            ctx.error_code = max(getattr(ctx, "error_code", 0), int(overflow) * SUM_OVERFLOW)  # no branch on data
+            ctx.fold_errors(np.asarray(overflow, dtype=np.int64) * SUM_OVERFLOW)  # no branch on data
             out = PaddedTable(names, row, np.ones(1, dtype=bool), 1 if s > 0 else 0)
             return OpResult(out, ctx.leaks[leaks_before:], ctx.trace)
     # one sorted pass per COUNT(DISTINCT) column (the other aggregates ride on the first)
@@ -244,7 +245,7 @@ def group_by(
         out = grouped
     else:
         live, moved = kern.compact(group_rows, grouped.arrays()[:-1])
-        noisy = int(ctx.release(name, "groups", [int(group_rows.sum())], epsilon, delta, out_s)[0])
+        noisy = int(ctx.release(name, "groups", [group_rows.sum()], epsilon, delta, out_s)[0])
         m = min(noisy, n)
         out = grouped.with_arrays([a[:m] for a in moved] + [live[:m]])
     return OpResult(out.with_stability(out_s), ctx.leaks[leaks_before:], ctx.trace)
@@ -302,7 +303,7 @@ def _group_pass(kern, ctx, table: PaddedTable, keys: list[str], aggs: list[Agg],
     # a group's SUM out of range is a runtime error: folded into the query's status word with
     # one max over all rows, raised on the analyst's side (dodb.wire).  Each run's last row
     # holds its total (a global aggregate's may be a dummy slot); dummies add nothing.
-    ctx.error_code = max(getattr(ctx, "error_code", 0), int(np.max(overflow & ends, initial=False)) * SUM_OVERFLOW)
+    ctx.fold_errors((overflow & ends).astype(np.int64) * SUM_OVERFLOW)
     return out_cols, ends & real
 
 

@@ -97,7 +97,9 @@ class ExecContext:
     _mech_cache: dict = field(default_factory=dict)
     # the query's expression status: the largest per-row error code of a real row seen by
     # the expression evaluator (0 = none; dodb.operators.expressions.message_for names it)
-    error_code: int = 0
+    # (a 0-d array folded with numpy's maximum: no Python number, no branch, is made of a
+    # private value while the plan runs; ``error_code`` reads it when the answer is encoded)
+    errors: np.ndarray = field(default_factory=lambda: np.zeros((), dtype=np.int64))
     # the message of every code the query's expressions can set (public: fixed by the plan)
     error_messages: dict = field(default_factory=dict)
 
@@ -109,9 +111,18 @@ class ExecContext:
         self.kernels: Kernels = kernels_for(self.mode, self.trace)
 
     def fold_errors(self, codes: np.ndarray) -> None:
-        """Fold per-row expression error codes (already 0 on dummy rows) into ``error_code``:
-        one linear max over the public number of rows; the analyst's side raises it."""
-        self.error_code = max(self.error_code, int(np.max(codes, initial=0)))
+        """Fold error codes (per row, already 0 on dummy rows; or one code) into the query's
+        status: one linear max over the public number of rows, in numpy (branch-free, as the
+        address audit measures); the analyst's side raises it."""
+        codes = np.asarray(codes, dtype=np.int64)
+        top = np.zeros((), dtype=np.int64)  # results stay in arrays: a numpy scalar is made through a Python int
+        np.max(codes, initial=0, out=top)
+        self.errors = np.maximum(self.errors, top)
+
+    @property
+    def error_code(self) -> int:
+        """The query's status word (read when the answer is encoded)."""
+        return int(self.errors)
 
     def op_name(self, kind: str) -> str:
         self._counter += 1
@@ -128,7 +139,11 @@ class ExecContext:
         """Release ``true + noise`` (one-sided) for each value; record the leak and trace."""
         # the true values read once, the same way in a run and in its audited replay (the audit
         # compares every numpy allocation of the two: docs/design.md §Audit)
-        true = [int(v) for v in np.asarray(true_values).tolist()]
+        exact = np.array(true_values, dtype=np.int64).reshape(-1)
+        declassify = getattr(self.observer, "declassify", None)
+        if declassify is not None:  # the address audit: a release is modelled by DP, not measured
+            declassify(exact)
+        true = [int(v) for v in exact.tolist()]
         if sensitivity == 0:
             # the input is public (e.g. only public tables upstream): the size is public too
             if self.true_log is not None:

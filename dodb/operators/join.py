@@ -42,6 +42,7 @@ from .filter import filter_table
 from .keys import EncodedKey, KeyField, column_fields, encode_keys, normalise_key, pack_fields
 from .pkfk import pk_fk_left_join
 from .table import Column, PaddedTable, concat_tables, unify_columns
+from ..oblivious.select import select
 
 __all__ = ["join", "JOIN_TYPES", "OBLIVIOUS_JOIN_LIMIT", "same_unit_stability"]
 
@@ -119,7 +120,7 @@ def _degrees(ctx: ExecContext, lcols, rcols, l_ok, r_ok, bound_l: int | None, bo
     cnt_l = kern.seg_last(kern.seg_reduce(is_l, starts, "count"), starts)
     cnt_r = kern.seg_last(kern.seg_reduce(is_r, starts, "count"), starts)
     left_row = tag_s == 0
-    deg = np.where(left_row, np.where(is_l, cnt_r, 0), np.where(is_r, cnt_l, 0))
+    deg = select(left_row, select(is_l, cnt_r, 0), select(is_r, cnt_l, 0))
     # back to the two sides, each in its sorted order (same key order, ties by position)
     _, (deg_l,) = kern.compact(left_row, [deg])
     if right == "none":
@@ -300,10 +301,10 @@ def _null_column(like: Column, n: int) -> Column:
 def _inner(ctx, name, lt, rt, dl, dr, rank_r, own_r, deg_l, deg_r, s_out, epsilon, delta) -> PaddedTable:
     kern = ctx.kernels
     nl, nr = lt.padded_size, rt.padded_size
-    total = int(dl.sum())
+    total = dl.sum()  # private: read as a number only by the release (or in plain mode)
     worst = min(nl * (deg_r if deg_r is not None else nr), nr * (deg_l if deg_l is not None else nl))
     if ctx.mode == "plain":
-        m = total
+        m = int(total)
     elif ctx.mode == "oblivious":
         if worst > OBLIVIOUS_JOIN_LIMIT:
             raise MemoryError(f"oblivious join would pad to its worst case of {worst} rows")
@@ -328,7 +329,7 @@ def _inner(ctx, name, lt, rt, dl, dr, rank_r, own_r, deg_l, deg_r, s_out, epsilo
         # run_start + b*deg_L + i (deg_L = its number of copies) and must move to its partner,
         # left row i's copy b, at run_start + i*deg_R + b.  Unused slots go last.
         run_start = slot - rank * copies - r_copy
-        target = np.where(r_real, run_start + r_copy * own + rank, m + slot)
+        target = select(r_real, run_start + r_copy * own + rank, m + slot)
         bits = max(1, int(2 * m + 1).bit_length())
         enc = EncodedKey([target.astype(np.uint64) << np.uint64(64 - bits)], bits)
         _, r_arrays = kern.sort(enc, r_arrays[:-3])

@@ -44,6 +44,7 @@ from .context import ExecContext, OpResult
 from .keys import KeyField, column_fields, encode_keys, pack_fields
 from .sort_limit import SortKey
 from .table import Column, PaddedTable, unify_columns
+from ..oblivious.select import select
 
 __all__ = ["Frame", "WindowFunc", "WindowSpec", "window", "WINDOW_FUNCS", "RANKING"]
 
@@ -131,7 +132,7 @@ def _shift(a: np.ndarray, k: int, fill) -> np.ndarray:
 
 
 def _sel(mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.where(mask.reshape(mask.shape + (1,) * (a.ndim - 1)), a, b)
+    return select(mask.reshape(mask.shape + (1,) * (a.ndim - 1)), a, b)
 
 
 class _Ctx:
@@ -340,18 +341,18 @@ def _ntile(c: _Ctx, buckets: int) -> np.ndarray:
     large = total - b * size
     small_from = large * (size + 1)
     row = c.rn - 1
-    return np.where(row < small_from, 1 + row // (size + 1), 1 + large + (row - small_from) // np.maximum(size, 1))
+    return select(row < small_from, 1 + row // (size + 1), 1 + large + (row - small_from) // np.maximum(size, 1))
 
 
 def _sum_state(col: Column, inc: np.ndarray) -> tuple[_State, bool]:
     """An exact sum's state (32-bit limbs of 128-bit values) or a float64 sum's; ``True`` if float."""
     if pa.types.is_floating(col.type):
-        return _State("add", [np.where(inc, col.values.astype(np.float64), 0.0)]), True
+        return _State("add", [select(inc, col.values.astype(np.float64), 0.0)]), True
     if not (pa.types.is_integer(col.type) or pa.types.is_decimal(col.type) or pa.types.is_boolean(col.type)):
         raise TypeError(f"SUM/AVG is not defined for {col.type}")
     lo, hi = int128_parts(col)
-    lo = np.where(inc, lo, np.uint64(0))
-    hi = np.where(inc, hi, 0).astype(np.int64)
+    lo = select(inc, lo, np.uint64(0))
+    hi = select(inc, hi, 0).astype(np.int64)
     # four 32-bit limbs, each summed exactly in int64 (below 2^31 rows): the total is exact
     # even where it leaves 128 bits, so an overflow is detected, never wrapped
     return _State("add", [(lo & _M32).astype(np.int64), (lo >> np.uint64(32)).astype(np.int64),
@@ -460,8 +461,8 @@ def _spec_pass(t: PaddedTable, spec: WindowSpec, ctx: ExecContext) -> PaddedTabl
     c = _Ctx(pstart, peer, ctx.trace, okey, ctx.kernels.sort)
     cols = [_compute(c, t, f) for f in spec.funcs]
     # folded into the status word like the group-by's SUM: raised after the run, pattern-free
-    ctx.error_code = max(ctx.error_code, int(np.max(c.overflow & t.is_real, initial=False)) * SUM_OVERFLOW,
-                         int(np.max(c.range_overflow & t.is_real, initial=False)) * RANGE_OVERFLOW)
+    ctx.fold_errors((c.overflow & t.is_real).astype(np.int64) * SUM_OVERFLOW)
+    ctx.fold_errors((c.range_overflow & t.is_real).astype(np.int64) * RANGE_OVERFLOW)
     return PaddedTable(t.names + [f.name for f in spec.funcs], t.columns + cols, t.is_real, t.stability,
                        dict(t.meta))
 

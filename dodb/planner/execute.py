@@ -210,7 +210,7 @@ class Executor:
         if isinstance(node, ScalarRow):
             one, too_many = scalar_row(inputs[0], ctx)
             # the query's status, also when the subquery is public (run under public_ctx)
-            self.ctx.error_code = max(self.ctx.error_code, int(too_many) * SCALAR_ROWS)
+            self.ctx.fold_errors(np.asarray(too_many, dtype=np.int64) * SCALAR_ROWS)
             return self._project(node, one, ctx)
         if isinstance(node, Project):
             return self._project(node, inputs[0], ctx)
