@@ -144,8 +144,10 @@ class Neighbourhood:
         chosen: dict[Hashable, str] = {}
 
         def pick(u: Hashable | None, why: str) -> None:
-            if u is not None and u not in chosen:
-                chosen[u] = why
+            # a unit that stresses two bounds is audited once, with both reasons (which unit
+            # owns the last slot depends on the slot placement, drawn at random)
+            if u is not None:
+                chosen[u] = f"{chosen[u]}; {why}" if u in chosen else why
 
         units = self.root_units()
         if units:
