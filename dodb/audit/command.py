@@ -54,6 +54,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-allocations", action="store_true",
                    help="skip the allocation records (numpy's allocator, tracemalloc): faster, sees less")
+    p.add_argument("--addresses", action="store_true",
+                   help="measure instead whether any branch or memory address depends on private data: the "
+                        "queries run under valgrind's memcheck with private rows marked undefined (needs "
+                        "valgrind; minutes per query at the default scale; docs/design.md §Address audit)")
 
 
 def _queries(args: argparse.Namespace) -> list[str]:
@@ -99,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < args.scale <= 1:
         raise AuditError(f"--scale must be in (0, 1], got {args.scale}")
     queries = _queries(args)
+    if args.addresses:
+        return _audit_addresses(args, queries)
     if args.cluster is not None and not args.cluster.startswith("inline:"):
         args.cluster = "inline:" + args.cluster.split(":", 1)[-1]  # the same plans and views, replayable here
     with seeded_mode():
@@ -150,3 +156,62 @@ def _audit_database(args: argparse.Namespace, queries: list[str]):
     finally:
         con.close()
         shutil.rmtree(path.parent, ignore_errors=True)
+
+
+def _audit_addresses(args: argparse.Namespace, queries: list[str]) -> int:
+    """``--addresses``: the queries under memcheck, over a file the child process opens."""
+    import shutil
+
+    import dodb
+    from ..datasets import generate_tpch, protect_tpch
+    from ..oblivious.rng import seeded_mode
+    from .addresses import audit_addresses
+    from .neighbour import AuditError
+    from .owner_data import copy_database, default_queries, temporary_copy_path
+
+    if args.cluster is not None:
+        raise AuditError("--addresses measures one process: leave out --cluster")
+    path = temporary_copy_path()
+    try:
+        with seeded_mode():
+            if args.database is not None:
+                con = copy_database(args.database, path)
+                try:
+                    db = dodb.attach(con, seed=args.seed)
+                    queries = queries or default_queries(db.catalog)
+                finally:
+                    con.close()
+            else:
+                db = dodb.connect(str(path), seed=args.seed)
+                try:
+                    generate_tpch(db.con, args.scale)
+                    db.set_budget(epsilon=1e9, delta=0.5)  # the audit charges nothing; protect needs a budget
+                    protect_tpch(db)
+                finally:
+                    db.close()
+        print(f"audit --addresses: {len(queries)} queries under valgrind's memcheck (a few minutes each)",
+              flush=True)
+        report = audit_addresses(path, queries, mode=args.mode, epsilon=args.epsilon, seed=args.seed)
+    finally:
+        shutil.rmtree(path.parent, ignore_errors=True)
+    lines = report.lines()
+    for q, line in zip(report.queries, lines):
+        print(line)
+        if not q.ok:
+            print(f"      {q.label} = {' '.join(q.sql.split())[:200]}")
+            for f in _distinct(q.findings)[:12]:
+                print(f"      {f.describe()}")
+    print(lines[-1])
+    return 0 if report.ok else 1
+
+
+def _distinct(findings: list) -> list:
+    """One finding per (node, line, frame), counts summed, in order of first appearance."""
+    out: dict = {}
+    for f in findings:
+        key = (f.node, f.line, f.frame)
+        if key in out:
+            out[key].count += f.count
+        else:
+            out[key] = f
+    return list(out.values())

@@ -154,7 +154,10 @@ class ViewRecorder:
         self._log = None  # the numpy allocation log while recording (:mod:`.allocations`)
 
     def start(self) -> None:
-        gc.collect()
+        # the young generations only: a full collection walks every object of the process
+        # (0.1–0.4 s in a test worker) and changes nothing recorded, since collection stays
+        # off until the run ends and tracing starts after this point
+        gc.collect(1)
         # no automatic collection while recording: when it runs depends on everything the
         # process allocated before (the neighbour's write, earlier runs), and what it frees
         # moves the traced peak of whichever operator it lands in

@@ -59,7 +59,7 @@ class WorkerResult:
     leaks: list[Leak]
     events: list[TraceEvent]
     stats: dict[int, NodeStats]
-    error_code: int = 0
+    error_code: "int | np.ndarray" = 0  # the worker's status word (ExecContext.errors, a 0-d array)
     error_messages: dict = field(default_factory=dict)
     blocks: dict = field(default_factory=dict)  # Exchange node id -> this worker's block per destination
 
@@ -105,4 +105,4 @@ def run_worker(task: WorkerTask) -> WorkerResult:
         ex.stats[x.node_id] = NodeStats([table.padded_size], sum(sent.sizes), time.perf_counter() - t0,
                                         [v for lk in ctx.leaks[before:] for v in lk.values])
     return WorkerResult(task.worker, outputs[:len(task.roots)], list(ctx.leaks), list(ctx.trace.events), ex.stats,
-                        ctx.error_code, dict(ctx.error_messages), blocks)
+                        ctx.errors, dict(ctx.error_messages), blocks)

@@ -194,7 +194,8 @@ class QueryPlan:
             out, self.stats = executor.run(self, ctx, bin_size)
         self.trace = ctx.trace
         self.leaks = ctx.leaks
-        return encode(out, self.internal, self.names, self.types, getattr(ctx, "error_code", 0),
+        # the status word stays an array into the answer (an int of it would branch on its value)
+        return encode(out, self.internal, self.names, self.types, getattr(ctx, "errors", 0),
                       getattr(ctx, "error_messages", None))
 
     def _run_public(self) -> PaddedAnswer | None:
