@@ -32,7 +32,7 @@ def maths_exprs(draw) -> str:
     return draw(st.sampled_from([f"{f}({a}, {b})", f"{a} ** {b}", f"{f}({b}, {a})"]))
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_maths_match_duckdb(data):
     t = data.draw(tables())

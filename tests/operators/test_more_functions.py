@@ -28,7 +28,7 @@ def more_exprs(draw) -> str:
     ]))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_more_functions_match_duckdb(data):
     t = data.draw(tables())

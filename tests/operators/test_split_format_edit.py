@@ -23,7 +23,7 @@ def exprs(draw) -> str:
     ]))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(data=st.data())
 def test_match_duckdb(data):
     t = data.draw(tables())

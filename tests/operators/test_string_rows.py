@@ -18,7 +18,7 @@ def window_exprs(draw) -> str:
             f"right({s}, {a})"][form]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_per_row_windows_match_duckdb(data):
     t = data.draw(tables())
@@ -37,7 +37,7 @@ def needle_exprs(draw) -> str:
     return f.format(h=hay, n=needle)
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(data=st.data())
 def test_per_row_needles_match_duckdb(data):
     """STRPOS and the affix tests with a needle per row: the needle's every byte is compared
@@ -59,14 +59,14 @@ def like_exprs(draw) -> str:
                                  f"{hay} NOT LIKE {esc}"]))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_per_row_like_and_escape_match_duckdb(data):
     t = data.draw(tables())
     compare(t, data.draw(padded(t)), data.draw(like_exprs()))
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(data=st.data())
 def test_per_row_replace_matches_duckdb(data):
     """REPLACE whose ``old`` differs per row (overlapping candidates taken left to right), with
