@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["select"]
+__all__ = ["select", "floor_mod"]
 
 _WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
@@ -86,3 +86,19 @@ def _same_shape_words(cond, a, b) -> np.ndarray | None:
     out &= np.negative(cond, dtype=word)
     out ^= ub
     return out.view(a.dtype)
+
+
+def floor_mod(x, k):
+    """``x % k`` (numpy's floor modulo) for signed integers and a constant non-zero ``k``,
+    without numpy's per-element sign fix-up branch (measured by the address audit): the
+    quotient is branch-free for a constant divisor, and ``x - (x // k) * k`` is the same
+    floor modulo.  Unsigned and floating ``x`` use numpy's ``%`` (branch-free there).
+
+    >>> import numpy as np
+    >>> floor_mod(np.array([-7, -1, 0, 5, 12]), 4).tolist()
+    [1, 3, 0, 1, 0]
+    """
+    x = np.asarray(x)
+    if x.dtype.kind != "i":
+        return x % k
+    return x - (x // k) * k

@@ -9,7 +9,7 @@ day clamped to the month's length), then days, then microseconds.
 from __future__ import annotations
 
 import numpy as np
-from ...oblivious.select import select
+from ...oblivious.select import floor_mod, select
 
 __all__ = ["civil", "days_from_civil", "month_days", "add_interval", "date_part", "US_PER_DAY", "split_ts",
            "iso_week", "in_date_range", "finite_date", "finite_ts", "finite", "keep_infinities", "to_us", "PARTS"]
@@ -50,7 +50,7 @@ def days_from_civil(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
 
 
 def is_leap(y: np.ndarray) -> np.ndarray:
-    return ((y % 4 == 0) & (y % 100 != 0)) | (y % 400 == 0)
+    return ((floor_mod(y, 4) == 0) & (floor_mod(y, 100) != 0)) | (floor_mod(y, 400) == 0)
 
 
 def month_days(y: np.ndarray, m: np.ndarray) -> np.ndarray:
@@ -108,7 +108,7 @@ def add_interval(us: np.ndarray, months: int, days: int, micros: int) -> tuple[n
     if months:
         y, m, dd = civil(d)
         total = y * 12 + (m - 1) + months
-        ny, nm = np.floor_divide(total, 12), total % 12 + 1
+        ny, nm = np.floor_divide(total, 12), floor_mod(total, 12) + 1
         d = days_from_civil(ny, nm, np.minimum(dd, month_days(ny, nm)))
     d = d + days
     bad = (d < _TS_MIN_DAY - 1) | (d > _TS_MAX_DAY + 1)

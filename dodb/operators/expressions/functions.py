@@ -16,7 +16,7 @@ from . import dates, int128 as i128, numeric, strings
 from .numeric import Unsupported
 from .types import parse_type
 from .value import Val
-from ...oblivious.select import select
+from ...oblivious.select import floor_mod, select
 
 __all__ = ["HANDLERS", "date_arith", "ANON", "handles", "unit_name", "epoch_seconds", "part_of", "interval_arith",
            "shift_by_interval", "is_interval"]
@@ -339,7 +339,7 @@ def _ev_names(ev, node):
 
 
 def _digits(x: np.ndarray, count: int) -> list[np.ndarray]:
-    return [((x // 10 ** (count - 1 - k)) % 10 + ord("0")).astype(np.uint8) for k in range(count)]
+    return [(floor_mod(x // 10 ** (count - 1 - k), 10) + ord("0")).astype(np.uint8) for k in range(count)]
 
 
 @handles(exp.TimeToStr)
@@ -355,7 +355,8 @@ def _ev_strftime(ev, node):
     y, m, d = dates.civil(days)
     cols: list[np.ndarray] = []
     spec = {"Y": (y, 4), "m": (m, 2), "d": (d, 2), "H": (tod // 3_600_000_000, 2),
-            "M": (tod // 60_000_000 % 60, 2), "S": (tod // 1_000_000 % 60, 2), "y": (y % 100, 2), "j": (None, 3)}
+            "M": (floor_mod(tod // 60_000_000, 60), 2), "S": (floor_mod(tod // 1_000_000, 60), 2),
+            "y": (floor_mod(y, 100), 2), "j": (None, 3)}
     for code, ch in re.findall(r"%(.)|(.)", str(fmt), re.S):  # the public format, token by token
         if code == "%" or not code:
             cols += [np.full(v.n, b, np.uint8) for b in (code or ch).encode()]

@@ -17,7 +17,7 @@ from . import dates
 from .functions import ANON, epoch_seconds, handles, part_of
 from .numeric import Unsupported
 from .value import Val
-from ...oblivious.select import select
+from ...oblivious.select import floor_mod, select
 
 __all__ = ["PART_FUNCTIONS"]
 
@@ -82,7 +82,7 @@ def _ev_epoch_ms(ev, node):
     us, bad = dates.to_us(v.data, v.type.kind)
     us = select(finite, us, 0)
     mag = np.abs(us)  # no overflow: a TIMESTAMP's µs are within ±(2^63 − 2)
-    ms = mag // 1000 + (mag % 1000 >= 500)
+    ms = mag // 1000 + (floor_mod(mag, 1000) >= 500)
     ms = select(us < 0, -ms, ms)
     bad = (bad | (np.abs(ms) > _MS_MAX)) & finite
     err = np.maximum(v.err, ev.fail(bad, "Conversion Error: Could not convert Timestamp to higher precision."))
