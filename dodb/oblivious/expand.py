@@ -24,6 +24,7 @@ import numpy as np
 from .compact import compact, distribute
 from .scan import forward_fill
 from .trace import Trace
+from .invariant import broken
 from .select import select
 
 __all__ = ["expand"]
@@ -61,10 +62,10 @@ def expand(
     counts = np.asarray(counts, dtype=np.int64)
     m = int(m)
     trace = trace if trace is not None else Trace()
-    total = int(counts.sum())
-    if total > m:  # lint: public never true in a correct run: m is a one-sided DP padding of total
+    total = counts.sum()  # private: kept in numpy (compared below, never made a Python number)
+    if broken(total > m):  # lint: public never true in a correct run: m is a one-sided DP padding of total
         raise ValueError("expand: output size smaller than the total count")
-    if unit and counts.shape[0] and int(counts.max()) > 1:  # lint: public never true in a correct run: the caller's public degree bound caps every count at 1
+    if unit and broken((counts > 1).sum() > 0):  # lint: public never true in a correct run: the caller's public degree bound caps every count at 1
         raise ValueError("expand: a count above 1 in a unit expansion")
     n = int(counts.shape[0])
     buf = trace.alloc(m, 1, "expand")

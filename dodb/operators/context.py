@@ -117,7 +117,7 @@ class ExecContext:
         codes = np.asarray(codes, dtype=np.int64)
         top = np.zeros((), dtype=np.int64)  # results stay in arrays: a numpy scalar is made through a Python int
         np.max(codes, initial=0, out=top)
-        self.errors = np.maximum(self.errors, top)
+        np.maximum(self.errors, top, out=self.errors)  # in place: a 0-d result would come back a scalar
 
     @property
     def error_code(self) -> int:
