@@ -245,7 +245,7 @@ def group_by(
         out = grouped
     else:
         live, moved = kern.compact(group_rows, grouped.arrays()[:-1])
-        noisy = int(ctx.release(name, "groups", [group_rows.sum()], epsilon, delta, out_s)[0])
+        noisy = int(ctx.release(name, "groups", group_rows.sum(keepdims=True), epsilon, delta, out_s)[0])
         m = min(noisy, n)
         out = grouped.with_arrays([a[:m] for a in moved] + [live[:m]])
     return OpResult(out.with_stability(out_s), ctx.leaks[leaks_before:], ctx.trace)

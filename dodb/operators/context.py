@@ -139,6 +139,7 @@ class ExecContext:
         """Release ``true + noise`` (one-sided) for each value; record the leak and trace."""
         # the true values read once, the same way in a run and in its audited replay (the audit
         # compares every numpy allocation of the two: docs/design.md §Audit)
+        # an array from the caller (a list of numpy numbers would be read through Python ints)
         exact = np.array(true_values, dtype=np.int64).reshape(-1)
         declassify = getattr(self.observer, "declassify", None)
         if declassify is not None:  # the address audit: a release is modelled by DP, not measured

@@ -301,16 +301,16 @@ def _null_column(like: Column, n: int) -> Column:
 def _inner(ctx, name, lt, rt, dl, dr, rank_r, own_r, deg_l, deg_r, s_out, epsilon, delta) -> PaddedTable:
     kern = ctx.kernels
     nl, nr = lt.padded_size, rt.padded_size
-    total = dl.sum()  # private: read as a number only by the release (or in plain mode)
+    total = dl.sum(keepdims=True)  # private, one element: read as a number only by the release (or in plain mode)
     worst = min(nl * (deg_r if deg_r is not None else nr), nr * (deg_l if deg_l is not None else nl))
     if ctx.mode == "plain":
-        m = int(total)
+        m = int(total[0])
     elif ctx.mode == "oblivious":
         if worst > OBLIVIOUS_JOIN_LIMIT:
             raise MemoryError(f"oblivious join would pad to its worst case of {worst} rows")
         m = worst
     else:
-        noisy = int(ctx.release(name, "output_size", [total], epsilon, delta, s_out)[0])
+        noisy = int(ctx.release(name, "output_size", total, epsilon, delta, s_out)[0])
         m = min(noisy, worst)
     ctx.trace.record("join:expand", -1, nl, nr, m)
     # A count is at most the other side's degree bound (enforced in _degrees); a bound of

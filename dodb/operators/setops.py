@@ -82,7 +82,7 @@ def set_operation(kind: str, left: PaddedTable, right: PaddedTable, *, mode: str
     else:
         name = ctx.op_name(kind)
         live, moved = ctx.kernels.compact(keep, t.arrays()[:-1])
-        noisy = int(ctx.release(name, "rows", [keep.sum()], epsilon, delta, s)[0])
+        noisy = int(ctx.release(name, "rows", keep.sum(keepdims=True), epsilon, delta, s)[0])
         m = min(noisy, t.padded_size)
         out = t.with_arrays([a[:m] for a in moved] + [live[:m]])
     return OpResult(out.with_stability(s), ctx.leaks[leaks_before:], ctx.trace)
