@@ -62,7 +62,7 @@ def expand(
     counts = np.asarray(counts, dtype=np.int64)
     m = int(m)
     trace = trace if trace is not None else Trace()
-    total = counts.sum()  # private: kept in numpy (compared below, never made a Python number)
+    total = counts.sum(keepdims=True)  # private: one element kept an array (a numpy number compares through Python)
     if broken(total > m):  # lint: public never true in a correct run: m is a one-sided DP padding of total
         raise ValueError("expand: output size smaller than the total count")
     if unit and broken((counts > 1).sum() > 0):  # lint: public never true in a correct run: the caller's public degree bound caps every count at 1

@@ -33,4 +33,4 @@ def broken(flag) -> bool:
     a = np.array(flag, dtype=bool)
     if _declassify is not None:
         _declassify(a)
-    return bool(a)
+    return bool(a.any())

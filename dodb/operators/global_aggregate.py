@@ -67,7 +67,8 @@ def global_row(kern, table: PaddedTable, aggs: list) -> tuple[list[Column], bool
     for agg, kind in zip(aggs, kinds):
         if agg.func == "count_star":
             kern.scan_events(n, "count")
-            cols.append(Column(pa.int64(), np.array([int(real.sum())], np.int64), np.ones(1, bool)))
+            # one element, kept an array (a Python int of the count would branch on its value)
+            cols.append(Column(pa.int64(), real.sum(keepdims=True, dtype=np.int64), np.ones(1, bool)))
             continue
         col = table.column(agg.column)
         inc = np.ascontiguousarray(real & col.valid, dtype=np.bool_)
