@@ -65,7 +65,7 @@ def expand(
     total = counts.sum(keepdims=True)  # private: one element kept an array (a numpy number compares through Python)
     if broken(total > m):  # lint: public never true in a correct run: m is a one-sided DP padding of total
         raise ValueError("expand: output size smaller than the total count")
-    if unit and broken((counts > 1).sum() > 0):  # lint: public never true in a correct run: the caller's public degree bound caps every count at 1
+    if unit and broken((counts > 1).sum(keepdims=True) > 0):  # lint: public never true in a correct run: the caller's public degree bound caps every count at 1
         raise ValueError("expand: a count above 1 in a unit expansion")
     n = int(counts.shape[0])
     buf = trace.alloc(m, 1, "expand")
