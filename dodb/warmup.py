@@ -53,6 +53,8 @@ WARMUP_QUERIES = [
     # windows
     "SELECT c_custkey, rank() OVER (PARTITION BY c_nationkey ORDER BY c_acctbal), "
     "sum(c_acctbal) OVER (PARTITION BY c_nationkey) FROM customer",
+    # the C library's mathematical functions (compiled_libm)
+    "SELECT avg(ln(l_quantity) + pow(l_discount, 2) + atan2(l_tax, l_discount)) FROM lineitem",
     # many-to-many join (general expansion)
     "SELECT count(*) FROM orders o1 JOIN orders o2 ON o1.o_orderdate = o2.o_orderdate",
 ]

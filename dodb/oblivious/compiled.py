@@ -446,16 +446,16 @@ def lookup_rows(LW, RWT, nkw, ok, r_ok, PUBT, OUT, words, n, k, matched, msk, i0
     """
     for i in range(i0, i1):
         oki = np.uint64(0) - np.uint64(ok[_ix(i)])
-        for j in range(k):
-            msk[_ix(j)] = oki & (np.uint64(0) - np.uint64(r_ok[_ix(j)]))
-        for w in range(nkw):
-            v = LW[_ix(w * n + i)]
-            o = w * k
-            for j in range(k):
-                msk[_ix(j)] &= np.uint64(0) - np.uint64(RWT[_ix(o + j)] == v)
         any_ = np.uint64(0)
         for j in range(k):
-            any_ |= msk[_ix(j)]
+            # the mask is built in a register and stored whole: as ``msk[j] &= …`` over the
+            # words, LLVM's vectoriser made a masked store (``vpmaskmovq``) whose lanes were
+            # the key comparisons (measured by the address audit, docs/design.md §Address audit)
+            m = oki & (np.uint64(0) - np.uint64(r_ok[_ix(j)]))
+            for w in range(nkw):
+                m &= np.uint64(0) - np.uint64(RWT[_ix(w * k + j)] == LW[_ix(w * n + i)])
+            msk[_ix(j)] = m
+            any_ |= m
         matched[_ix(i)] = np.uint8(any_ & _ONE)
         for w in range(words):
             o = w * k

@@ -49,6 +49,12 @@ SIGNATURES: dict[str, list[str]] = {
     'dodb.oblivious.compiled_int128.where_rows': [
         "(Array(bool, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), int64)",
     ],
+    'dodb.oblivious.compiled_libm.libm_binary': [
+        "(int64, Array(float64, 1, 'C', False, aligned=True), Array(float64, 1, 'C', False, aligned=True), Array(float64, 1, 'C', False, aligned=True), int64)",
+    ],
+    'dodb.oblivious.compiled_libm.libm_unary': [
+        "(int64, Array(float64, 1, 'C', False, aligned=True), Array(float64, 1, 'C', False, aligned=True), int64)",
+    ],
     'dodb.oblivious.compiled_reduce.fsum_rows': [
         "(Array(float64, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(float64, 1, 'C', False, aligned=True), int64)",
     ],

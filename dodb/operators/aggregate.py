@@ -30,7 +30,7 @@ from .list_agg import list_agg
 from .string_agg import string_agg
 from .table import Column, PaddedTable
 from .wide_sums import avg_column, exceeds_38_digits, int128_parts, sum_column
-from ..oblivious.select import select
+from ..oblivious.select import as_float64, select
 
 __all__ = ["Agg", "group_by", "AGG_FUNCS", "SUM_OVERFLOW", "RANGE_OVERFLOW", "STATUS_MESSAGES"]
 
@@ -144,7 +144,7 @@ def _aggregate(kern, agg: Agg, col: Column | None, real: np.ndarray, starts: np.
         return Column(t, np.zeros(real.shape[0], dtype=np.int8), np.zeros(real.shape[0], dtype=bool))
     if agg.func in ("sum", "avg"):
         if pa.types.is_floating(t):
-            total = kern.seg_reduce(select(inc, col.values.astype(np.float64), 0.0), starts, "sum")
+            total = kern.seg_reduce(select(inc, as_float64(col.values), 0.0), starts, "sum")
             if agg.func == "sum":
                 return Column(pa.float64(), total, nonnull)
             cnt = kern.seg_reduce(inc, starts, "count")

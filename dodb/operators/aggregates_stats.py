@@ -32,7 +32,8 @@ import pyarrow as pa
 
 from .keys import KeyField, column_fields, pack_fields
 from .table import Column
-from ..oblivious.select import select
+from .wide_sums import int128_to_float
+from ..oblivious.select import as_float64, select
 
 __all__ = ["STATS_FUNCS", "SORTED_FUNCS", "PAIR_FUNCS", "stats_aggregate", "check_quantile_input"]
 
@@ -51,13 +52,9 @@ def _as_float(c: Column) -> np.ndarray:
     if pa.types.is_floating(t):
         return c.values.astype(np.float64)
     if pa.types.is_decimal(t):
-        lo, hi = c.values[:, 0], c.values[:, 1].view(np.int64)
-        small = lo.view(np.int64)
-        fits = hi == select(small < 0, -1, 0)
-        big = hi.astype(np.float64) * 18446744073709551616.0 + lo.astype(np.float64)
-        return select(fits, small.astype(np.float64), big) / (10.0 ** t.scale)
+        return int128_to_float(c.values[:, 0], c.values[:, 1].view(np.int64)) / (10.0 ** t.scale)
     if pa.types.is_integer(t) or pa.types.is_boolean(t):
-        return c.values.astype(np.float64)
+        return as_float64(c.values)
     raise TypeError(f"statistical aggregate over {t}")
 
 

@@ -23,12 +23,11 @@ import pyarrow as pa
 
 from ..oblivious.backend import use_compiled
 from .table import Column, PaddedTable
-from .wide_sums import avg_column, int128_parts, sum_column
+from .wide_sums import avg_column, carry_limbs, exceeds_38_digits, int128_parts, sum_column
 
 __all__ = ["global_row", "FAST_FUNCS"]
 
 FAST_FUNCS = ("count_star", "count", "sum", "avg")
-_W64 = (1 << 64) - 1
 
 
 def _kind(agg, table: PaddedTable) -> str | None:
@@ -49,9 +48,9 @@ def _kind(agg, table: PaddedTable) -> str | None:
     return None
 
 
-def global_row(kern, table: PaddedTable, aggs: list) -> tuple[list[Column], bool] | None:
+def global_row(kern, table: PaddedTable, aggs: list) -> tuple[list[Column], np.ndarray] | None:
     """The one output row's columns of ``aggs`` over every row of ``table`` (``padded_size``
-    at least 1) and whether a 38-digit SUM overflowed; ``None`` when an aggregate is not
+    at least 1) and whether a 38-digit SUM overflowed (a one-element array); ``None`` when an aggregate is not
     one this path totals or the compiled kernels are off (the reference runs)."""
     if not use_compiled():
         return None
@@ -63,21 +62,20 @@ def global_row(kern, table: PaddedTable, aggs: list) -> tuple[list[Column], bool
     n = table.padded_size
     real = np.ascontiguousarray(table.is_real, dtype=np.bool_)
     kern.trace.record("group_by:scan", -1, n, len(aggs))
-    cols, overflow = [], False
+    cols, overflow = [], np.zeros(1, bool)
     for agg, kind in zip(aggs, kinds):
         if agg.func == "count_star":
             kern.scan_events(n, "count")
-            # one element, kept an array (a Python int of the count would branch on its value)
-            cols.append(Column(pa.int64(), real.sum(keepdims=True, dtype=np.int64), np.ones(1, bool)))
+            cols.append(Column(pa.int64(), _count(real), np.ones(1, bool)))
             continue
         col = table.column(agg.column)
         inc = np.ascontiguousarray(real & col.valid, dtype=np.bool_)
         kern.scan_events(n, "count")
-        count = int(inc.sum())
+        count = _count(inc)
         if agg.func == "count":
-            cols.append(Column(pa.int64(), np.array([count], np.int64), np.ones(1, bool)))
+            cols.append(Column(pa.int64(), count, np.ones(1, bool)))
             continue
-        nonnull = np.array([count > 0])
+        nonnull = count > 0
         if kind == "null":  # SUM(NULL): all NULL
             cols.append(Column(col.type, np.zeros(1, np.int8), np.zeros(1, bool)))
         elif kind == "float":
@@ -86,7 +84,7 @@ def global_row(kern, table: PaddedTable, aggs: list) -> tuple[list[Column], bool
             k.fsum_rows(np.ascontiguousarray(col.values, dtype=np.float64), inc, out, n)
             if agg.func == "avg":
                 kern.scan_events(n, "count")
-                out = out / np.maximum(np.array([count], np.int64), 1)
+                out = out / np.maximum(count, 1)
             cols.append(Column(pa.float64(), out, nonnull))
         else:
             column, wide_overflow = _int128_total(k, kern, agg, col, inc, n, nonnull)
@@ -95,9 +93,18 @@ def global_row(kern, table: PaddedTable, aggs: list) -> tuple[list[Column], bool
     return cols, overflow
 
 
-def _int128_total(k, kern, agg, col: Column, inc: np.ndarray, n: int, nonnull: np.ndarray) -> tuple[Column, bool]:
+def _count(flags: np.ndarray) -> np.ndarray:
+    """The number of set flags as a one-element int64 array: kept an array, since a Python
+    int of a private count is made by a branch on its value (the address audit)."""
+    return flags.sum(keepdims=True, dtype=np.int64)
+
+
+def _int128_total(k, kern, agg, col: Column, inc: np.ndarray, n: int,
+                  nonnull: np.ndarray) -> tuple[Column, np.ndarray]:
     """SUM/AVG of an integer/DECIMAL/boolean column: the exact total ``T`` from limb sums;
-    the low and high words are ``T mod 2^128`` (the reference's wrapping words)."""
+    the low and high words are ``T mod 2^128`` (the reference's wrapping words).  The limbs
+    are carried in one-element arrays, never Python ints (whose size and digits follow the
+    value); the overflow flag is a one-element array too."""
     t = col.type
     lo, hi = int128_parts(col)
     limbs = np.zeros(5, np.int64)
@@ -105,16 +112,16 @@ def _int128_total(k, kern, agg, col: Column, inc: np.ndarray, n: int, nonnull: n
                    inc, limbs, n)
     for _ in range(3):  # the reference's three limb scans (_sum128)
         kern.scan_events(n, "sum")
-    _, s0, s1, h0, h1 = (int(x) for x in limbs)
-    total = s0 + (s1 << 32) + (h0 << 64) + (h1 << 96)
-    lo_t = np.array([total & _W64], np.uint64)
-    hi_t = np.array([(total >> 64) & _W64], np.uint64).view(np.int64)
+    sums = [limbs[i:i + 1] for i in range(1, 5)]  # Σ of each 32-bit limb, low first (the top one signed)
+    w = [x.view(np.uint64) for x in carry_limbs(sums)]  # 32-bit limbs of T mod 2^128 (the top one's low bits used)
+    lo_t = w[0] | (w[1] << np.uint64(32))
+    hi_t = (w[2] | (w[3] << np.uint64(32))).view(np.int64)
     if agg.func == "avg":
         kern.scan_events(n, "count")
-        return avg_column(col, lo_t, hi_t, np.array([int(limbs[0])], np.int64), nonnull), False
-    overflow = False
+        return avg_column(col, lo_t, hi_t, limbs[0:1].copy(), nonnull), np.zeros(1, bool)
+    overflow = np.zeros(1, bool)
     if pa.types.is_decimal(t) and t.precision > 18:  # the reference's overflow scans (_sum_overflows)
         for _ in range(4):
             kern.scan_events(n, "sum")
-        overflow = bool(nonnull[0]) & (abs(total) >= 10 ** 38)  # both sides evaluated: no branch on data
+        overflow = nonnull & exceeds_38_digits(sums)
     return sum_column(col, lo_t, hi_t, nonnull), overflow

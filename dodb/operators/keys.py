@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from .table import Column
-from ..oblivious.select import select
+from ..oblivious.select import as_float64, select
 
 __all__ = ["KeyField", "column_fields", "pack_fields", "encode_keys", "EncodedKey", "normalise_key"]
 
@@ -52,7 +52,7 @@ def _int_field(v: np.ndarray) -> KeyField:
 
 
 def _float_field(v: np.ndarray) -> KeyField:
-    f = v.astype(np.float64)
+    f = as_float64(v)
     f = select(f == 0, 0.0, f)  # -0.0 and 0.0 are equal in SQL
     u = f.view(np.uint64)
     neg = (u >> np.uint64(63)) == 1

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from .table import Column
-from ..oblivious.select import select
+from ..oblivious.select import as_float64, select
 
 __all__ = ["int128_parts", "int128_to_float", "carry_limbs", "exceeds_38_digits", "sum_column", "avg_column", "TEN38"]
 
@@ -43,8 +43,9 @@ def int128_to_float(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Nearest double of ``hi * 2^64 + lo`` (exact int64 path when the value fits)."""
     small = lo.view(np.int64)
     fits = hi == select(small < 0, -1, 0)
-    big = hi.astype(np.float64) * 18446744073709551616.0 + lo.astype(np.float64)
+    big = hi.astype(np.float64) * 18446744073709551616.0 + as_float64(lo)
     return select(fits, small.astype(np.float64), big)
+
 
 
 def exceeds_38_digits(limbs: list) -> np.ndarray:

@@ -44,7 +44,7 @@ from .context import ExecContext, OpResult
 from .keys import KeyField, column_fields, encode_keys, pack_fields
 from .sort_limit import SortKey
 from .table import Column, PaddedTable, unify_columns
-from ..oblivious.select import select
+from ..oblivious.select import as_float64, select
 
 __all__ = ["Frame", "WindowFunc", "WindowSpec", "window", "WINDOW_FUNCS", "RANKING"]
 
@@ -347,7 +347,7 @@ def _ntile(c: _Ctx, buckets: int) -> np.ndarray:
 def _sum_state(col: Column, inc: np.ndarray) -> tuple[_State, bool]:
     """An exact sum's state (32-bit limbs of 128-bit values) or a float64 sum's; ``True`` if float."""
     if pa.types.is_floating(col.type):
-        return _State("add", [select(inc, col.values.astype(np.float64), 0.0)]), True
+        return _State("add", [select(inc, as_float64(col.values), 0.0)]), True
     if not (pa.types.is_integer(col.type) or pa.types.is_decimal(col.type) or pa.types.is_boolean(col.type)):
         raise TypeError(f"SUM/AVG is not defined for {col.type}")
     lo, hi = int128_parts(col)

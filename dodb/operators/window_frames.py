@@ -17,7 +17,7 @@ from .aggregate import _words_differ
 from .expressions.dates import add_interval, to_us
 from .keys import EncodedKey, KeyField, column_fields, pack_fields
 from .table import Column
-from ..oblivious.select import select
+from ..oblivious.select import as_float64, select
 
 __all__ = ["probe_prefixes", "frame_rows", "gather", "range_extreme", "value_at"]
 
@@ -49,7 +49,7 @@ def _probe_key(c, frame):
         raw = col.values.astype(np.int64)
         return select(col.valid, raw, 0), col.valid, False, desc, nf, col.valid & (np.abs(raw) == _DATE_INF)
     if pa.types.is_floating(t):
-        vals = col.values.astype(np.float64)
+        vals = as_float64(col.values)
         return select(col.valid, vals, 0.0), col.valid, True, desc, nf, None
     if pa.types.is_integer(t) and t != pa.uint64():
         vals = col.values.astype(np.int64)

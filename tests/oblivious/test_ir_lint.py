@@ -17,7 +17,7 @@ from dodb.oblivious.backend import kernel_backend_scope
 
 from .ir_lint import fresh_ir, lint_ir
 
-from dodb.oblivious import compiled_expr, compiled_reduce, compiled_strings  # noqa: E402  (expressions, totals, strings)
+from dodb.oblivious import compiled_expr, compiled_libm, compiled_reduce, compiled_strings  # noqa: E402  (expressions, totals, strings, libm)
 
 OPTS = dict(nogil=True, boundscheck=False, error_model="numpy")  # as the kernels, without the cache
 
@@ -104,10 +104,12 @@ def _exercise_expressions() -> None:
     with kernel_backend_scope("compiled"):
         group_by(f, [], [Agg("sum", "d", "s"), Agg("sum", "f", "g")], ctx=ExecContext(mode="do"))
         group_by(f, ["f"], [Agg("sum", "d", "s")], ctx=ExecContext(mode="do"))  # per-run sums (grouped_sums)
+        E.evaluate(pt, {"m": "ln(a) + pow(a, d) + atan2(d, a)"})  # the C library's functions (compiled_libm)
 
 
 def _kernels() -> list:
-    return [v for mod in (compiled, compiled_sort, compiled_int128, compiled_strings, compiled_expr, compiled_reduce) for v in vars(mod).values()
+    return [v for mod in (compiled, compiled_sort, compiled_int128, compiled_strings, compiled_expr, compiled_reduce,
+                                compiled_libm) for v in vars(mod).values()
             if isinstance(v, CPUDispatcher)]
 
 

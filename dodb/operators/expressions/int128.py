@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...oblivious.backend import use_compiled
-from ...oblivious.select import select
+from ...oblivious.select import as_float64, select
 
 __all__ = ["I128", "const", "from_i64", "add", "sub", "neg", "mul", "absolute", "is_negative", "less", "equal",
            "compare", "where", "div_pow10", "divmod_small", "divmod_trunc", "to_f64", "to_i64", "in_bounds",
@@ -340,8 +340,8 @@ def to_f64(a: I128) -> np.ndarray:
     """DuckDB's HUGEINT -> DOUBLE (``Hugeint::TryCast``): ``lower + upper * 2^64``, with
     the ``upper == -1`` case computed as ``-(UINT64_MAX - lower) - 1``."""
     with np.errstate(all="ignore"):
-        general = a.lo.astype(np.float64) + a.hi.astype(np.float64) * float(2 ** 64 - 1)
-        minus_one = -(np.uint64(0xFFFFFFFFFFFFFFFF) - a.lo).astype(np.float64) - 1.0
+        general = as_float64(a.lo) + a.hi.astype(np.float64) * float(2 ** 64 - 1)
+        minus_one = -as_float64(np.uint64(0xFFFFFFFFFFFFFFFF) - a.lo) - 1.0
     return select(a.hi == -1, minus_one, general)
 
 

@@ -5,15 +5,14 @@ first, :func:`~.numeric.as_f64`), and none raises: a domain error is NaN, a pole
 overflow ±inf, as IEEE arithmetic gives them.  Each is one element-wise pass over every
 slot (dummies and NULLs included), so the access pattern depends on the row count alone.
 
-The implementations are the C library's (numpy's ufuncs call it for these on every CPU
-dodb targets) and match DuckDB's bit for bit on the values tested
-(``tests/operators/test_maths.py``), with three exceptions handled here: ``tanh``
-(numpy's own vectorised version differs in the last bit: the C library's is called per
-value), a logarithm to a base (DuckDB divides base-10 logarithms) and ``even``.
+The implementations are the C library's, as DuckDB's are, called per value from compiled
+loops (:mod:`dodb.oblivious.compiled_libm`): numpy's ufuncs use their own vectorised
+approximations on AVX-512 CPUs, which differ in the last bits.  They match DuckDB's bit for
+bit on the values tested (``tests/operators/test_maths.py``), with two exceptions handled
+here: a logarithm to a base (DuckDB divides base-10 logarithms) and ``even``.  ``sqrt``
+(correctly rounded by IEEE 754), ``degrees`` and ``radians`` stay numpy's.
 """
 from __future__ import annotations
-
-import math
 
 import numpy as np
 from sqlglot import exp
@@ -27,16 +26,41 @@ from ...oblivious.select import select
 __all__: list[str] = []
 
 _NUMERIC = ("int", "dec", "float", "bool")
-_c_tanh = np.frompyfunc(math.tanh, 1, 1)  # the C library's tanh (CPython's math calls it)
+
+
+def _libm(name: str):
+    """The C library's ``name`` over a column of doubles (one compiled call per slot)."""
+    def apply(x: np.ndarray) -> np.ndarray:
+        from ...oblivious.compiled_libm import UNARY_CODES, libm_unary  # numba loads on first use
+
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        out = np.empty_like(x)
+        libm_unary(UNARY_CODES[name], x.reshape(-1), out.reshape(-1), x.size)  # lint: public the function code
+        return out
+    return apply
+
+
+def _libm2(name: str):
+    """The C library's two-argument ``name`` (``pow``, ``atan2``) over columns of doubles."""
+    def apply(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        from ...oblivious.compiled_libm import BINARY_CODES, libm_binary
+
+        x, y = (np.ascontiguousarray(a, dtype=np.float64).reshape(-1) for a in np.broadcast_arrays(x, y))
+        out = np.empty_like(x)
+        libm_binary(BINARY_CODES[name], x, y, out, x.size)  # lint: public the function code
+        return out
+    return apply
+
 
 _UNARY = {
-    exp.Sqrt: np.sqrt, exp.Cbrt: np.cbrt, exp.Ln: np.log, exp.Exp: np.exp,
-    exp.Sin: np.sin, exp.Cos: np.cos, exp.Tan: np.tan, exp.Cot: lambda x: 1.0 / np.tan(x),
-    exp.Asin: np.arcsin, exp.Acos: np.arccos, exp.Atan: np.arctan,
-    exp.Sinh: np.sinh, exp.Cosh: np.cosh, exp.Tanh: lambda x: _c_tanh(x).astype(np.float64),
-    exp.Asinh: np.arcsinh, exp.Acosh: np.arccosh, exp.Atanh: np.arctanh,
+    exp.Sqrt: np.sqrt, exp.Cbrt: _libm("cbrt"), exp.Ln: _libm("log"), exp.Exp: _libm("exp"),
+    exp.Sin: _libm("sin"), exp.Cos: _libm("cos"), exp.Tan: _libm("tan"), exp.Cot: lambda x: 1.0 / _libm("tan")(x),
+    exp.Asin: _libm("asin"), exp.Acos: _libm("acos"), exp.Atan: _libm("atan"),
+    exp.Sinh: _libm("sinh"), exp.Cosh: _libm("cosh"), exp.Tanh: _libm("tanh"),
+    exp.Asinh: _libm("asinh"), exp.Acosh: _libm("acosh"), exp.Atanh: _libm("atanh"),
     exp.Degrees: np.degrees, exp.Radians: np.radians,
 }
+_LOG10, _LOG2 = _libm("log10"), _libm("log2")
 
 
 def _number(ev, node, what: str) -> Val:
@@ -72,12 +96,12 @@ for _cls in _UNARY:
 
 @handles(exp.Pow)
 def _ev_pow(ev, node):
-    return _double(ev, node, [node.this, node.expression], np.power)
+    return _double(ev, node, [node.this, node.expression], _libm2("pow"))
 
 
 @handles(exp.Atan2)
 def _ev_atan2(ev, node):
-    return _double(ev, node, [node.this, node.expression], np.arctan2)
+    return _double(ev, node, [node.this, node.expression], _libm2("atan2"))
 
 
 @handles(exp.Log)
@@ -87,11 +111,11 @@ def _ev_log(ev, node):
     the quotient): the constant base 2 takes log2, the more common spelling, so LOG(2, x)
     may differ from DuckDB's by one unit in the last place."""
     if node.expression is None:  # LOG(x): base 10
-        return _double(ev, node, [node.this], np.log10)
+        return _double(ev, node, [node.this], _LOG10)
     base = node.this
     if isinstance(base, exp.Literal) and base.is_number and float(base.this) == 2.0:
-        return _double(ev, node, [node.expression], np.log2)
-    return _double(ev, node, [base, node.expression], lambda b, x: np.log10(x) / np.log10(b))
+        return _double(ev, node, [node.expression], _LOG2)
+    return _double(ev, node, [base, node.expression], lambda b, x: _LOG10(x) / _LOG10(b))
 
 
 def _even(x: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ import numpy as np
 from . import int128 as i128
 from .types import INT_NAME, SqlType
 from .value import Val
-from ...oblivious.select import select
+from ...oblivious.select import as_float64, select
 
 __all__ = ["Unsupported", "int_range", "dec_bound", "as_i128", "as_f64", "arith", "cast_number", "compare_numbers",
            "round_half_away", "float_compare"]
@@ -58,8 +58,8 @@ def as_f64(v: Val) -> np.ndarray:
     k = v.type.kind
     if k == "float":
         return v.data
-    if k == "int":
-        return v.data.astype(np.float64)
+    if k == "int":  # UBIGINT's uint64 without numpy's branch on the top bit
+        return as_float64(v.data)
     if k == "bool":
         return v.data.astype(np.float64)
     if k == "dec":
