@@ -17,7 +17,7 @@ from ..oblivious.rng import seeded_mode
 from ..planner.partitions import partition_key
 from .neighbour import AuditError, Neighbourhood
 from .run import _run
-from .view import first_difference
+from .view import first_difference, peak_only
 
 __all__ = ["PartitionFinding", "audit_partitions"]
 
@@ -46,6 +46,16 @@ def _partition_of_units(nb: Neighbourhood) -> dict[Hashable, str]:
     return out
 
 
+def _neighbour(db, nb: Neighbourhood, u: Hashable, sql: str, epsilon: float, seed: int) -> tuple:
+    """The view and true releases of ``sql`` on the database without unit ``u``."""
+    nb.write(nb.removed(u))
+    try:
+        other, trues, _ = _run(db, sql, "do", epsilon, None, seed)
+    finally:
+        nb.restore()
+    return other, trues
+
+
 def audit_partitions(db, queries: Iterable[str], *, units: int = 3, epsilon: float = 1.0, seed: int = 0,
                      planted: frozenset[str] | None = None) -> list[PartitionFinding]:
     """Check every partition-confined query against ``units`` units outside its partitions.
@@ -69,11 +79,10 @@ def audit_partitions(db, queries: Iterable[str], *, units: int = 3, epsilon: flo
             _run(db, sql, "do", epsilon, None, seed)  # warm-up: caches, compilation (as the audit does)
             base, trues, _ = _run(db, sql, "do", epsilon, None, seed)
             for u in picked:
-                nb.write(nb.removed(u))
-                try:
-                    other, trues2, _ = _run(db, sql, "do", epsilon, None, seed)
-                finally:
-                    nb.restore()
+                other, trues2 = _neighbour(db, nb, u, sql, epsilon, seed)
+                if trues == trues2 and peak_only(base, other):  # measured again: a leak repeats
+                    base, trues, _ = _run(db, sql, "do", epsilon, None, seed)
+                    other, trues2 = _neighbour(db, nb, u, sql, epsilon, seed)
                 diff = None
                 if [x[3] for x in trues] != [y[3] for y in trues2]:
                     diff = "true released values differ: " + "; ".join(

@@ -36,3 +36,43 @@ def plant_magnitude_branch(monkeypatch) -> None:
         return out
 
     monkeypatch.setattr(execute_mod.Executor, "_dispatch", branching)
+
+
+def plant_data_sized_peak(monkeypatch) -> None:
+    """Every operator briefly holds a Python buffer of 16 KiB per real output row and frees
+    it: only the traced peak shows it (not a numpy allocation, nothing left alive)."""
+    orig = execute_mod.Executor._dispatch
+
+    def transient(self, node, inputs, ctx, eps, delta):
+        out = orig(self, node, inputs, ctx, eps, delta)
+        scratch = bytearray(int(np.count_nonzero(out.is_real)) * 16384)
+        del scratch
+        return out
+
+    monkeypatch.setattr(execute_mod.Executor, "_dispatch", transient)
+
+
+def plant_one_host_allocation(monkeypatch) -> None:
+    """Once, in the first recorded operator after the first neighbour is written, 512 KiB of Python
+    memory come and go: what a host thread (a test runner's messaging, a server) allocating
+    while an operator runs does to the process-wide peak.  It does not repeat."""
+    from dodb.audit.neighbour import Neighbourhood
+
+    armed = []
+    write, orig = Neighbourhood.write, execute_mod.Executor._dispatch
+
+    def arming(self, states):
+        write(self, states)
+        if not armed:  # after the write, which may run plans of its own
+            armed.append(True)
+
+    def once(self, node, inputs, ctx, eps, delta):
+        out = orig(self, node, inputs, ctx, eps, delta)
+        if armed == [True] and self.ctx.observer is not None:  # a recorded run, not planning's
+            armed.append(False)
+            scratch = bytearray(512 * 1024)
+            del scratch
+        return out
+
+    monkeypatch.setattr(Neighbourhood, "write", arming)
+    monkeypatch.setattr(execute_mod.Executor, "_dispatch", once)

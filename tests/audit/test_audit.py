@@ -16,7 +16,7 @@ from dodb.operators.context import ExecContext
 from dodb.planner import execute as execute_mod
 from dodb.planner.logical import upper_rows, walk
 
-from .planted import plant_data_sized_buffer, plant_magnitude_branch
+from .planted import plant_data_sized_buffer, plant_data_sized_peak, plant_magnitude_branch, plant_one_host_allocation
 
 QUERIES = [
     "SELECT count(*) FROM patients",
@@ -172,6 +172,27 @@ def test_planted_data_sized_buffer_is_caught(db, monkeypatch):
     plant_data_sized_buffer(monkeypatch)
     report = audit(db, QUERIES[:1], pairs=2)
     assert report.identical == 0 and "numpy" in "\n".join(report.lines()), "\n".join(report.lines())
+
+
+def test_planted_data_sized_peak_is_caught(db, monkeypatch):
+    """A transient Python buffer sized by the real rows: only the traced peak differs, and it
+    differs again when the pair is measured again (view.peak_only)."""
+    plant_data_sized_peak(monkeypatch)
+    report = audit(db, QUERIES[1:2], pairs=2)
+    assert report.identical == 0 and "peak" in "\n".join(report.lines()), "\n".join(report.lines())
+
+
+def test_a_peak_moved_once_by_the_host_is_measured_again(db, monkeypatch):
+    """A one-off allocation from outside the query (a host thread's) moves one run's peak; the
+    pair is measured again and is identical.  Without the second measurement it is reported."""
+    plant_one_host_allocation(monkeypatch)
+    report = audit(db, QUERIES[1:2], pairs=2)
+    assert report.ok, "\n".join(report.lines())
+    from dodb.audit import run as run_mod
+    plant_one_host_allocation(monkeypatch)
+    monkeypatch.setattr(run_mod, "peak_only", lambda a, b: False)
+    report = audit(db, QUERIES[1:2], pairs=2)
+    assert not report.ok and "peak" in "\n".join(report.lines()), "\n".join(report.lines())
 
 
 def test_planted_strip_inside_the_engine_is_caught(db, monkeypatch):
