@@ -141,6 +141,7 @@ EXPRS = {
     "edit_glob": "levenshtein(s, n) + divide(b, 7) > 3 OR s GLOB 'a*'",
     "per_row_text": "replace(s, n, 'xy') || CAST(s LIKE n AS VARCHAR) || CAST(s LIKE 'a!%' ESCAPE '!' AS VARCHAR)",
     "date_sub": "date_sub('month', dt, ts) + date_sub('hour', ts, dt) + datesub('year', dt, dt)",
+    "regex": "regexp_matches(s, '(a|é)+[0-9]?$') OR regexp_full_match(n, '\\d+') OR s SIMILAR TO '.*_.' OR n ~ '^x'",
 }
 
 
