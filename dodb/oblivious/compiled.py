@@ -445,15 +445,22 @@ def lookup_rows(LW, RWT, nkw, ok, r_ok, PUBT, OUT, words, n, k, matched, msk, i0
     runs of ``k`` words) stays in cache, so the work no longer streams ``n`` rows ``k`` times.
     """
     for i in range(i0, i1):
-        oki = np.uint64(0) - np.uint64(ok[_ix(i)])
+        # Key differences are ORed bitwise, and the mask is made from them in a pass of its
+        # own: written as ``msk[j] &= 0 - (key == v)``, LLVM's vectoriser made a masked store
+        # (``vpmaskmovq``, AVX-512 ``vmovdqu64 {k}``) whose lanes were the key comparisons,
+        # measured by the address audit (docs/design.md §Address audit); here every store
+        # writes every lane, and the loops still vectorise.
+        oki = np.uint64(ok[_ix(i)])
+        for j in range(k):
+            msk[_ix(j)] = _ONE ^ (oki & np.uint64(r_ok[_ix(j)]))  # nonzero: no match possible
+        for w in range(nkw):
+            v = LW[_ix(w * n + i)]
+            o = w * k
+            for j in range(k):
+                msk[_ix(j)] |= RWT[_ix(o + j)] ^ v
         any_ = np.uint64(0)
         for j in range(k):
-            # the mask is built in a register and stored whole: as ``msk[j] &= …`` over the
-            # words, LLVM's vectoriser made a masked store (``vpmaskmovq``) whose lanes were
-            # the key comparisons (measured by the address audit, docs/design.md §Address audit)
-            m = oki & (np.uint64(0) - np.uint64(r_ok[_ix(j)]))
-            for w in range(nkw):
-                m &= np.uint64(0) - np.uint64(RWT[_ix(w * k + j)] == LW[_ix(w * n + i)])
+            m = np.uint64(0) - np.uint64(msk[_ix(j)] == np.uint64(0))
             msk[_ix(j)] = m
             any_ |= m
         matched[_ix(i)] = np.uint8(any_ & _ONE)

@@ -309,3 +309,39 @@ def test_sort_default_blocks_several_blocks():
     rng = np.random.default_rng(5)
     k = rng.integers(0, 2**40, n).astype(np.uint64)
     check(lambda t: oblivious_sort([k], [np.arange(n)], key_bits=40, trace=t))
+
+
+def test_lookup_kernel_stores_every_lane():
+    """The machine code of ``lookup_rows`` has no masked store (``vpmaskmovq``, or AVX-512's
+    ``vmovdqu64 … {%k}`` to memory): LLVM once vectorised ``msk[j] &= 0 - (key == v)`` into
+    one, whose lanes were the private key comparisons (docs/design.md §Address audit).
+    Compiled here for this CPU with the engine's options, and run against a plain loop."""
+    import re
+
+    from numba import njit
+
+    from dodb.oblivious import compiled
+    from dodb.oblivious.compiled import _OPTS
+
+    kernel = njit(**{**_OPTS, "cache": False})(compiled.lookup_rows.py_func)
+    rng = np.random.default_rng(3)
+    n, k, nkw, words = 64, 9, 2, 3
+    LW = rng.integers(0, 4, n * nkw).astype(np.uint64)
+    RWT = rng.integers(0, 4, k * nkw).astype(np.uint64)
+    ok, r_ok = rng.integers(0, 2, n).astype(np.uint8), rng.integers(0, 2, k).astype(np.uint8)
+    PUBT = rng.integers(1, 1 << 40, k * words).astype(np.uint64)
+    OUT, matched = np.zeros(n * words, np.uint64), np.zeros(n, np.uint8)
+    kernel(LW, RWT, nkw, ok, r_ok, PUBT, OUT, words, n, k, matched, np.zeros(k, np.uint64), 0, n)
+    for i in range(n):  # the plain definition: OR of the public words of every equal, valid pair
+        hit = [j for j in range(k) if ok[i] and r_ok[j] and all(LW[w * n + i] == RWT[w * k + j] for w in range(nkw))]
+        assert matched[i] == (1 if hit else 0)
+        for w in range(words):
+            want = np.uint64(0)
+            for j in hit:
+                want |= PUBT[w * k + j]
+            assert OUT[w * n + i] == want
+    asm = kernel.inspect_asm(kernel.signatures[0])
+    # AT&T syntax: a store's memory operand is last — ``…, (%rdx,%rsi,8) {%k1}`` or ``vpmaskmovq …, (%rdi)``
+    masked = [line.strip() for line in asm.splitlines()
+              if re.search(r"\)\s*\{%k\d\}", line) or ("maskmov" in line and line.rstrip().endswith(")"))]
+    assert not masked, masked[:4]
