@@ -44,6 +44,7 @@ NUMERIC_TEXT = st.sampled_from(["0", "12", "-7", " 42 ", "+3", "x", "", "1.5", "
 DATES = st.sampled_from([dt.date(1992, 1, 1), dt.date(1994, 3, 31), dt.date(2000, 2, 29), dt.date(1969, 12, 31),
                          dt.date(1970, 1, 1), dt.date(1, 1, 1), dt.date(9999, 12, 31), dt.date(1996, 12, 31)]) | \
     st.dates(dt.date(1990, 1, 1), dt.date(2001, 12, 31))
+TIMES = st.sampled_from([dt.time(0, 0), dt.time(23, 59, 59, 999999), dt.time(12, 0)]) | st.times()
 TIMESTAMPS = st.datetimes(dt.datetime(1990, 1, 1), dt.datetime(2001, 12, 31)) | \
     st.sampled_from([dt.datetime(1970, 1, 1), dt.datetime(1969, 12, 31, 23, 59, 59, 999999)])
 
@@ -55,6 +56,7 @@ SCHEMA = {
                                                         | st.sampled_from([0.0, -0.0, 1e300, float("nan"), float("inf")])),
     "s": (pa.string(), STRINGS), "n": (pa.string(), NUMERIC_TEXT), "dt": (pa.date32(), DATES),
     "ts": (pa.timestamp("us"), TIMESTAMPS), "k": (pa.bool_(), st.booleans()),
+    "tm": (pa.time64("us"), TIMES),
 }
 WIDTHS = {"s": 24, "n": 24}
 INTS, DECS = ["t8", "t16", "i", "b"], ["d", "h"]

@@ -141,6 +141,7 @@ EXPRS = {
     "edit_glob": "levenshtein(s, n) + divide(b, 7) > 3 OR s GLOB 'a*'",
     "per_row_text": "replace(s, n, 'xy') || CAST(s LIKE n AS VARCHAR) || CAST(s LIKE 'a!%' ESCAPE '!' AS VARCHAR)",
     "date_sub": "date_sub('month', dt, ts) + date_sub('hour', ts, dt) + datesub('year', dt, dt)",
+    "time": "tm < TIME '12:00:00' OR hour(tm) + minute(tm) + second(tm) > 70 OR epoch(tm) > 3600",
     "regex": "regexp_matches(s, '(a|é)+[0-9]?$') OR regexp_full_match(n, '\\d+') OR s SIMILAR TO '.*_.' OR n ~ '^x'",
 }
 
@@ -179,6 +180,8 @@ def test_each_family_has_a_data_independent_view(name):
         "f": pa.array([0.0, 1.5, float("nan"), -2.0, 1e300]), "s": pa.array(["ab", "éé", "", "a_b", "A%"]),
         "n": pa.array(["12", "x", " 3.5", "0x1", ""]), "dt": pa.array([dt.date(1995, 5, 17)] * n, pa.date32()),
         "ts": pa.array([dt.datetime(2000, 1, 1, 12)] * n, pa.timestamp("us")), "k": pa.array([True, False] * 2 + [True]),
+        "tm": pa.array([dt.time(0, 0), dt.time(23, 59, 59, 999999), dt.time(12, 0), dt.time(1, 2, 3), dt.time(9)],
+                       pa.time64("us")),
     })
     nulls = pa.table({c: pa.nulls(n, full.schema.field(c).type) for c in full.column_names})
     from dodb.operators.table import from_arrow

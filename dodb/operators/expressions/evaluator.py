@@ -166,6 +166,8 @@ class Evaluator:
             else:
                 lt, eq = strings.compare(a.data, a.lengths, b.data, b.lengths)
             return lt, eq, none
+        if ka == kb == "time":  # microseconds since midnight
+            return a.data < b.data, a.data == b.data, none
         if ka in ("date", "ts") and kb in ("date", "ts"):
             x = a.data * (86_400_000_000 if ka == "date" and kb == "ts" else 1)
             y = b.data * (86_400_000_000 if kb == "date" and ka == "ts" else 1)

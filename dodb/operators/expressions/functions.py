@@ -171,13 +171,22 @@ def part_of(ev, node: exp.Expression, part: str, arg: exp.Expression) -> Val:
         return epoch_seconds(v, rt)
     if rt.kind != "int":
         raise Unsupported(f"{part} giving {rt}")
+    if v.type.kind == "time":  # a TIME has no date: only its clock parts
+        if part not in _CLOCK_PARTS:
+            raise Unsupported(f"{part} of a TIME")
+        return Val(rt, dates.date_part(part, np.zeros(v.n, np.int64), v.data), v.valid, v.err)
     days, tod = _days(v)  # a DATE's time of day is 0 (DuckDB: hour(DATE) is 0)
     return Val(rt, dates.date_part(part, days, tod), _finite(v), v.err)
+
+
+_CLOCK_PARTS = ("hour", "minute", "second", "millisecond", "microsecond")
 
 
 def epoch_seconds(v: Val, rt) -> Val:
     """``epoch(x)`` / ``EXTRACT(epoch FROM x)``: seconds since 1970 as DOUBLE (µs / 10^6,
     one division, as DuckDB computes it); NULL on ±infinity."""
+    if rt.kind == "float" and v.type.kind == "time":  # seconds since midnight
+        return Val(rt, v.data / 1e6, v.valid, v.err)
     if rt.kind != "float" or v.type.kind not in ("date", "ts"):
         raise Unsupported(f"epoch of {v.type} giving {rt}")
     us = v.data * dates.US_PER_DAY if v.type.kind == "date" else v.data

@@ -32,6 +32,8 @@ def _lanes(a: Val, b: Val) -> tuple[np.ndarray, int, np.ndarray, int] | None:
     """64-bit lanes and public factors whose products order the values as DuckDB's comparison
     does (the evaluator's ``compare``), or ``None``."""
     ka, kb = a.type.kind, b.type.kind
+    if ka == kb == "time":
+        return a.data, 1, b.data, 1
     if ka in ("date", "ts") and kb in ("date", "ts"):
         # a DATE against a TIMESTAMP is compared in microseconds, as the reference does
         return (a.data, _US_PER_DAY if (ka, kb) == ("date", "ts") else 1,

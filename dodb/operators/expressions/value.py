@@ -64,7 +64,7 @@ def from_column(c: Column, t: SqlType) -> Val:
         return Val(t, c.values.astype(bool, copy=False), valid, no_errors(n))
     if t.kind == "float":
         return Val(t, c.values.astype(np.float64, copy=False), valid, no_errors(n))
-    if t.kind in ("int", "date", "ts"):
+    if t.kind in ("int", "date", "ts", "time"):
         return Val(t, c.values.astype(np.int64, copy=False), valid, no_errors(n))
     if t.kind == "null":
         return Val(t, np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), no_errors(n))
@@ -103,6 +103,9 @@ def constant(t: SqlType, value, n: int) -> Val:
         return Val(t, np.full(n, int(value), dtype=np.int64), valid, err, scalar=int(value))
     if t.kind == "date":
         return Val(t, np.full(n, (value - _EPOCH).days, dtype=np.int64), valid, err)
+    if t.kind == "time":  # a datetime.time: microseconds since midnight
+        us = ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + value.microsecond
+        return Val(t, np.full(n, us, dtype=np.int64), valid, err)
     if t.kind == "ts":
         delta = value - dt.datetime(1970, 1, 1)
         us = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
@@ -126,7 +129,7 @@ def to_column(v: Val, width: int | None = None) -> Column:
     if v.type.kind == "null":
         return Column(pa.null(), np.zeros(v.n, dtype=np.int8), valid)
     dtype = {"bool": np.bool_, "float": np.float64 if v.type.bits == 64 else np.float32, "date": np.int32,
-             "ts": np.int64}.get(v.type.kind)
+             "ts": np.int64, "time": np.int64}.get(v.type.kind)
     if v.type.kind == "int":
         dtype = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}[v.type.bits]
     vals = select(valid, v.data, np.zeros(1, dtype=v.data.dtype)).astype(dtype)
