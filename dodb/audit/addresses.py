@@ -323,6 +323,9 @@ def _traced_run(plan, db, spec: dict, vg, mark: bool) -> tuple[int, int, dict[st
 
     marker = _Marker(vg, mark)
     ctx = ExecContext(mode=spec["mode"], rng=new_rng(spec["seed"]), neighbour=db.neighbour, observer=marker)
+    # no sorted join side from the warm run: kept in the slot cache, it was made from unmarked
+    # lanes and would hide what the marked run computes from its own (operators/join.py)
+    db.catalog.slot_cache.forget(lambda key: key[0] == "sorted side")
     tracer = _LineTracer(vg)
     start = vg.count_errors()
     sys.settrace(tracer)

@@ -23,7 +23,7 @@ from .rows import block_words, fill_word_block, from_word_block
 from .threads import pool, threads
 from .trace import Trace
 
-__all__ = ["oblivious_sort", "oblivious_merge", "bitonic_network_stages", "next_pow2"]
+__all__ = ["oblivious_sort", "oblivious_sort_events", "oblivious_merge", "bitonic_network_stages", "next_pow2"]
 
 _U64_MAX = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -255,7 +255,23 @@ class _CompiledNetwork:
         self._flush()
 
 
-def _run_network(X: np.ndarray, nk: int, n: int, m: int, packed: bool, trace: Trace, buf: int) -> None:
+class _NoNetwork:
+    """The network's stages with no work: :func:`oblivious_sort_events`."""
+
+    def __init__(self, *args) -> None:
+        pass
+
+    def blocks(self, tail_j: int) -> None:
+        pass
+
+    def stage(self, k: int, j: int) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+def _run_network(X: np.ndarray | None, nk: int, n: int, m: int, packed: bool, trace: Trace, buf: int) -> None:
     """The flip-form bitonic network on the ``(words, m)`` block ``X`` (its first ``nk``
     rows the key words, the rest payload words), in place, cache-blocked.
 
@@ -276,7 +292,7 @@ def _run_network(X: np.ndarray, nk: int, n: int, m: int, packed: bool, trace: Tr
     blk = min(BLOCK, m)
     nblocks = m // blk
     n = n if PRUNE else m
-    net = (_CompiledNetwork if use_compiled() else _NumpyNetwork)(X, nk, n, m, blk, packed)
+    net = (_NoNetwork if X is None else _CompiledNetwork if use_compiled() else _NumpyNetwork)(X, nk, n, m, blk, packed)
     trace.record("sort:prune", buf, n, m)
     # all merges of size <= BLOCK: each block is sorted on its own
     trace.record("sort:blocks", buf, m, blk, nblocks)
@@ -306,8 +322,8 @@ def _checked(keys: Sequence[np.ndarray], payload: Sequence[np.ndarray], what: st
     return keys, n
 
 
-def _trace_buffer(trace: Trace, keys: list[np.ndarray], payload: Sequence[np.ndarray], m: int, what: str) -> int:
-    width = len(keys) + sum(int(np.prod(p.shape[1:], dtype=np.int64)) for p in payload)
+def _trace_buffer(trace: Trace, nkeys: int, payload: Sequence[np.ndarray], m: int, what: str) -> int:
+    width = nkeys + sum(int(np.prod(p.shape[1:], dtype=np.int64)) for p in payload)
     return trace.alloc(m, width + 1, what)
 
 
@@ -318,6 +334,20 @@ def _block(nk: int, payload: Sequence[np.ndarray], m: int) -> tuple[np.ndarray, 
     X = np.empty((nk + block_words(payload), m), dtype=np.uint64)
     X[:nk] = _U64_MAX
     return X, fill_word_block(list(payload), X[nk:])
+
+
+def oblivious_sort_events(nkeys: int, payload: Sequence[np.ndarray], n: int, *, key_bits: int | None = None,
+                          unique: bool = False, trace: Trace) -> None:
+    """Record the trace :func:`oblivious_sort` records for ``nkeys`` key words over ``n`` rows
+    and this payload, without sorting: the view of a sort whose result is served from memory
+    (a private table's sorted side, docs/design.md §Slot cache).  The events depend on the
+    sizes, widths and flags only, as the sort's do."""
+    m = next_pow2(n)
+    idx_bits = max(1, (m - 1).bit_length())
+    buf = _trace_buffer(trace, nkeys, payload, m, "sort")
+    packed = key_bits is not None and nkeys == 1 and key_bits + idx_bits <= 64
+    nk = 1 if packed else nkeys + (0 if unique else 1)
+    _run_network(None, nk, n, m, packed, trace, buf)
 
 
 def oblivious_sort(
@@ -343,7 +373,7 @@ def oblivious_sort(
     trace = trace if trace is not None else Trace()
     m = next_pow2(n)
     idx_bits = max(1, (m - 1).bit_length())
-    buf = _trace_buffer(trace, keys, payload, m, "sort")
+    buf = _trace_buffer(trace, len(keys), payload, m, "sort")
 
     # one block, sorted in place: key words (padding rows are all-ones sentinels that sort
     # last), then the payload words
@@ -403,7 +433,7 @@ def oblivious_merge(
         raise ValueError("split must lie inside the rows")
     trace = trace if trace is not None else Trace()
     m = next_pow2(n)
-    buf = _trace_buffer(trace, keys, payload, m, "merge")
+    buf = _trace_buffer(trace, len(keys), payload, m, "merge")
     right = n - split
     nk = len(keys)
     # payload words in input order (rows n.. zero), then the second run moved reversed to the end

@@ -69,11 +69,32 @@ def _eligible(t: PaddedTable, cols: list[Column]) -> np.ndarray:
     return ok
 
 
-def _sorted_side(ctx: ExecContext, t: PaddedTable, keys: list[str]) -> PaddedTable:
+def _sorted_side(ctx: ExecContext, t: PaddedTable, keys: list[str], cache=None, source: tuple | None = None) -> PaddedTable:
+    """``t`` sorted by (dummy last, keys), ties in position order.
+
+    ``source``: ``t`` is, unchanged, the scan of a private table, named by the executor's
+    slot-cache key (storage version and checksums, columns).  Its sorted lanes are then kept
+    in ``cache`` (the slot cache) and a later join of the same side copies them, recording
+    the sort's events (the view of the sort, from public sizes: ``Kernels.sort_events``);
+    which joins find them depends on the queries run before and the owner's actions only
+    (docs/design.md §Slot cache).
+    """
     enc = encode_keys([normalise_key(t.column(k)) for k in keys],
                       leading=[KeyField((~t.is_real).astype(np.uint64), 1)], n=t.padded_size)
-    _, arrays = ctx.kernels.sort(enc, t.arrays())
-    return t.with_arrays(arrays)
+    if cache is None or source is None:
+        _, arrays = ctx.kernels.sort(enc, t.arrays())
+        return t.with_arrays(arrays)
+    sorted_now: list[bool] = []
+
+    def sort() -> list[np.ndarray]:
+        sorted_now.append(True)
+        return ctx.kernels.sort(enc, t.arrays())[1]
+
+    key = ("sorted side", source, tuple(t.names), tuple(keys), ctx.kernels.oblivious)
+    arrays = cache.get_or_compute(key, sort, weight=lambda got: sum(a.nbytes for a in got))
+    if not sorted_now:  # lint: public whether this side was sorted before (the queries run)
+        ctx.kernels.sort_events(enc, t.arrays())
+    return t.with_arrays([a.copy() for a in arrays])  # the kept lanes are never handed out
 
 
 def _degrees(ctx: ExecContext, lcols, rcols, l_ok, r_ok, bound_l: int | None, bound_r: int | None,
@@ -169,6 +190,9 @@ def join(
     left_degree: int | None = None,
     right_degree: int | None = None,
     same_unit: bool = False,
+    sorted_cache=None,
+    left_source: tuple | None = None,
+    right_source: tuple | None = None,
 ) -> OpResult:
     """Equi-join ``left`` and ``right`` on ``left_keys = right_keys``.
 
@@ -180,6 +204,9 @@ def join(
     ``lineitem.l_orderkey = orders.o_orderkey``).  Rows of different units then never
     match, so one unit's change touches only its own output rows: ``min(s_L*deg_R,
     s_R*deg_L)`` for an inner join instead of the sum, ``s_L`` for semi/anti joins.
+
+    ``sorted_cache``, ``left_source``, ``right_source``: a side that is a private table's
+    scan, unchanged, may keep its sorted lanes for later joins (:func:`_sorted_side`).
     """
     if how not in JOIN_TYPES:
         raise ValueError(f"unknown join type {how!r}")
@@ -219,8 +246,8 @@ def join(
                               fk_bound=left_degree, stability=s_out)
         return OpResult(out, ctx.leaks[leaks_before:], ctx.trace)
 
-    lt = _sorted_side(ctx, left, left_keys)
-    rt = _sorted_side(ctx, right, right_keys)
+    lt = _sorted_side(ctx, left, left_keys, sorted_cache, left_source)
+    rt = _sorted_side(ctx, right, right_keys, sorted_cache, right_source)
     lcols, rcols = _key_columns(lt, rt, left_keys, right_keys)
     l_ok, r_ok = _eligible(lt, lcols), _eligible(rt, rcols)
     # one side unique (a public bound, enforced in _degrees): no run pairs several rows with

@@ -20,6 +20,7 @@ from ..oblivious import compact as ocompact
 from ..oblivious import expand as oexpand
 from ..oblivious.compact import distribute as odistribute
 from ..oblivious import oblivious_merge, oblivious_sort, segmented_lex_scan, segmented_scan
+from ..oblivious.sort import oblivious_sort_events
 from ..oblivious.scan import scan_events
 from ..oblivious.trace import Trace
 from .keys import EncodedKey
@@ -50,6 +51,16 @@ class ObliviousKernels(Kernels):
         # so the network compares as few words as possible
         with_pos = key.with_position()
         return oblivious_sort(with_pos.words, payload, unique=True, trace=self.trace)
+
+    def sort_events(self, key: EncodedKey, payload: Sequence[np.ndarray]) -> None:
+        """Record the view of :meth:`sort` without sorting (its result served from memory:
+        operators/sorted_sides.py), the same events from the same sizes and widths."""
+        n = int(key.words[0].shape[0])
+        bits = key.single_word_bits
+        if bits is not None:
+            oblivious_sort_events(1, payload, n, key_bits=bits, trace=self.trace)
+        else:
+            oblivious_sort_events(len(key.with_position().words), payload, n, unique=True, trace=self.trace)
 
     def merge(self, key: EncodedKey, payload: Sequence[np.ndarray], split: int):
         """The rows ``[0, split)`` and ``[split, n)``, each sorted by ``key`` (distinct keys),
@@ -107,6 +118,9 @@ class PlainKernels(Kernels):
         n = key.words[0].shape[0]
         order = np.lexsort(key.words[::-1]) if n else np.zeros(0, np.int64)
         return [w[order] for w in key.words], [p[order] for p in payload]
+
+    def sort_events(self, key: EncodedKey, payload: Sequence[np.ndarray]) -> None:
+        """The plain baseline records no view."""
 
     def merge(self, key: EncodedKey, payload: Sequence[np.ndarray], split: int):
         return self.sort(key, payload)

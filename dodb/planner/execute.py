@@ -121,6 +121,7 @@ class Executor:
         self.results: dict[int, PaddedTable] = {}
         self.stats: dict[int, NodeStats] = {}
         self._consumers: dict[int, int] = {}
+        self._scan_sources: dict[int, tuple] = {}  # private scans' slot-cache keys, by node id
 
     def run(self, node: Node) -> PaddedTable:
         """The output of ``node``: its sub-plan runs children first, in order (as
@@ -225,8 +226,14 @@ class Executor:
                     # never exceed the padded input
                     dl = None if dl is None else min(dl, max(1, left.padded_size))
                     dr = None if dr is None else min(dr, max(1, right.padded_size))
+                # a side that is a private scan, unchanged, may keep its sorted lanes in the slot
+                # cache for later joins (operators/join.py _sorted_side; §Slot cache)
+                sources = [self._scan_sources.get(c.node_id) if t is inp else None
+                           for c, t, inp in zip(node.children, (left, right), inputs)]
                 out = join(left, right, lk, rk, how=node.how, epsilon=eps, delta=delta, ctx=ctx,
-                           left_degree=dl, right_degree=dr, same_unit=node.same_unit).table
+                           left_degree=dl, right_degree=dr, same_unit=node.same_unit,
+                           sorted_cache=self.catalog.slot_cache, left_source=sources[0],
+                           right_source=sources[1]).table
             return out if lk == node.left_keys and rk == node.right_keys else out.select(node.columns)
         if isinstance(node, CrossJoin):
             return cross_product(inputs[0], inputs[1], stability=node.stability, ctx=ctx)
@@ -342,6 +349,7 @@ class Executor:
         is_real, columns = self.catalog.slot_cache.get_or_compute(
             key, read, weight=lambda got: got[0].nbytes + sum(_nbytes(c) for c in got[1].values()))
         is_real, columns = is_real.copy(), {k: _fresh(c) for k, c in columns.items()}
+        self._scan_sources[node.node_id] = key
         self.ctx.trace.record(f"scan:{info.name}", -1, int(info.capacity), len(cols))
         names = [f"{node.alias}.{c}" for c in node.source_columns]
         return PaddedTable(names, [columns[c] for c in node.source_columns], is_real, node.stability,

@@ -164,3 +164,9 @@ class PublicFacts:
     def clear(self) -> None:
         self._entries.clear()
         self._weight = 0
+
+    def forget(self, match: Callable[[tuple], bool]) -> None:
+        """Drop the entries whose key ``match`` accepts."""
+        for key in [k for k in self._entries if match(k)]:
+            _, w = self._entries.pop(key)
+            self._weight -= w

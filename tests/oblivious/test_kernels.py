@@ -228,3 +228,27 @@ def test_forward_fill(flags):
         assert filled[i] == (last is not None)
         if last is not None:
             assert out[i] == last
+
+
+@given(n=st.integers(0, 300), narrow=st.booleans(), width=st.integers(1, 3), seed=st.integers(0, 9))
+def test_sort_events_are_the_sorts_events(n, narrow, width, seed):
+    """``Kernels.sort_events`` records what ``Kernels.sort`` records, from the same key and
+    payload (a sorted side served from memory has the sort's view: operators/join.py)."""
+    from dodb.operators.keys import KeyField, encode_keys
+    from dodb.operators.kernels import ObliviousKernels
+    from dodb.operators.table import Column
+    import pyarrow as pa
+
+    rng = np.random.default_rng(seed)
+    dummy = KeyField(rng.integers(0, 2, n).astype(np.uint64), 1)
+    if narrow:  # one word with room for the position
+        cols = [Column(pa.int32(), rng.integers(-50, 50, n).astype(np.int32), np.ones(n, bool))]
+    else:  # several words: the position is appended
+        cols = [Column(pa.int64(), rng.integers(-2**62, 2**62, n), rng.integers(0, 2, n).astype(bool))
+                for _ in range(width)]
+    enc = encode_keys(cols, leading=[dummy], n=n)
+    payload = [rng.integers(0, 9, n).astype(np.int64), rng.integers(0, 255, (n, 5)).astype(np.uint8)]
+    ran, recorded = Trace(), Trace()
+    ObliviousKernels(ran).sort(enc, payload)
+    ObliviousKernels(recorded).sort_events(enc, payload)
+    assert [str(e) for e in ran.events] == [str(e) for e in recorded.events]
