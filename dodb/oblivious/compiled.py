@@ -83,6 +83,24 @@ def _u2f(typingctx, x):
     return types.float64(types.uint64), codegen
 
 
+@intrinsic
+def opaque(typingctx, x):
+    """``x`` unchanged, through an empty inline-assembly statement the optimiser cannot see
+    into.  A mask made from a loaded flag (``0 - uint64(flag)``) lets LLVM read
+    ``b ^ ((a ^ b) & m)`` as a select between two loads, which the x86 backend turned into
+    one load from a selected address in the scalar tail of a vectorised loop (measured by
+    the address audit in ``compiled_int128.where_rows``, docs/design.md §Address audit);
+    behind this barrier ``m`` is any word, so the bitwise form stays."""
+    if x != types.uint64:
+        return None
+
+    def codegen(context, builder, sig, args):
+        fty = _llir.FunctionType(_llir.IntType(64), [_llir.IntType(64)])
+        return builder.asm(fty, "", "=r,0", [args[0]], False)
+
+    return types.uint64(types.uint64), codegen
+
+
 # --------------------------------------------------------------------------- sorting network
 # The compiled sorting network lives in :mod:`.compiled_sort` (same rules, same options).
 

@@ -34,7 +34,7 @@ from numba import njit, types
 from numba import uint64 as _ix
 from numba.extending import intrinsic
 
-from .compiled import _OPTS, Data
+from .compiled import _OPTS, Data, opaque
 
 __all__ = ["add_rows", "neg_rows", "abs_rows", "mul_rows", "mul_const_rows", "compare_rows", "less_rows",
            "equal_rows", "where_rows", "in_bounds_rows", "divmod_small_rows", "to_i64_rows"]
@@ -208,7 +208,7 @@ def equal_rows(ahi, alo, bhi, blo, eq, n):
 def where_rows(mask, ahi, alo, bhi, blo, ohi, olo, n):
     """``int128.where``: ``a`` where ``mask`` (bool) is set, else ``b``; both always read."""
     for i in range(n):
-        m = _Z - np.uint64(mask[_ix(i)])
+        m = opaque(_Z - np.uint64(mask[_ix(i)]))  # not a select of two loads (compiled.opaque)
         ohi[_ix(i)] = _sel(m, ahi[_ix(i)], bhi[_ix(i)])
         olo[_ix(i)] = _sel(m, alo[_ix(i)], blo[_ix(i)])
 
