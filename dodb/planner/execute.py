@@ -232,7 +232,7 @@ class Executor:
                            for c, t, inp in zip(node.children, (left, right), inputs)]
                 out = join(left, right, lk, rk, how=node.how, epsilon=eps, delta=delta, ctx=ctx,
                            left_degree=dl, right_degree=dr, same_unit=node.same_unit,
-                           sorted_cache=self.catalog.slot_cache, left_source=sources[0],
+                           sorted_cache=getattr(self.catalog, "slot_cache", None), left_source=sources[0],
                            right_source=sources[1]).table
             return out if lk == node.left_keys and rk == node.right_keys else out.select(node.columns)
         if isinstance(node, CrossJoin):

@@ -1,7 +1,8 @@
 """TIME columns are stored privately (issue 30: protect raised a raw TypeError although the
 message lists TIME as supported): scans, GROUP BY, MIN/MAX and ORDER BY answer as DuckDB does,
-the stored checksums verify on every read (an on-disk database reopened), and what dodb does
-not evaluate on TIME is refused in one line, with nothing charged."""
+comparisons and clock parts too, the stored checksums verify on every read (an on-disk
+database reopened), and what dodb does not evaluate on TIME is refused in one line, with
+nothing charged."""
 from __future__ import annotations
 
 import pytest
@@ -11,7 +12,8 @@ from dodb.errors import DodbError
 
 ROWS = "(1, TIME '12:34:56'), (2, NULL), (3, TIME '23:59:59.999999'), (4, TIME '00:00:00'), (5, TIME '12:34:56')"
 QUERIES = ["SELECT id, t FROM q ORDER BY id", "SELECT max(t), min(t), count(t) FROM q",
-           "SELECT t, count(*) AS n FROM q GROUP BY t ORDER BY t NULLS LAST", "SELECT t FROM q ORDER BY t, id LIMIT 3"]
+           "SELECT t, count(*) AS n FROM q GROUP BY t ORDER BY t NULLS LAST", "SELECT t FROM q ORDER BY t, id LIMIT 3",
+           "SELECT count(*) FROM q WHERE t > TIME '12:00:00'", "SELECT hour(t), count(*) FROM q GROUP BY 1 ORDER BY 1"]
 
 
 @pytest.mark.parametrize("declared", ["TIME", "TIME NOT NULL"])
@@ -29,7 +31,7 @@ def test_time_columns_protect_and_answer_like_duckdb(tmp_path, declared):
     again = dodb.connect(str(path))  # a fresh process-side read: the TIME checksums verify
     assert again.sql(QUERIES[0], epsilon=0.5).fetchall() == want[QUERIES[0]]
     spent = again.budget["spent"]
-    with pytest.raises(DodbError, match="TIME") as e:
-        again.sql("SELECT count(*) FROM q WHERE t > TIME '12:00:00'", epsilon=0.5)
+    with pytest.raises(DodbError, match="TIME") as e:  # TIME expressions since stop 39; casts to text not yet
+        again.sql("SELECT count(*) FROM q WHERE CAST(t AS VARCHAR) LIKE '12%'", epsilon=0.5)
     assert "\n" not in str(e.value) and again.budget["spent"] == spent  # one line, nothing charged
     again.close()
