@@ -134,7 +134,7 @@ def lookup_join(left: PaddedTable, right: PaddedTable, left_keys: list[str], rig
         raise ValueError("lookup_join: the public side's join key is not unique")
     ok = left.is_real.copy()
     for c in lcols:
-        ok &= c.valid
+        ok = ok & c.valid  # not in place: numpy's in-place AND of one-element bool arrays branches
     r_ok = np.ones(k, dtype=bool)
     for c in rcols:
         r_ok &= c.valid

@@ -76,7 +76,7 @@ def pk_fk_left_join(ctx: ExecContext, fk: PaddedTable, pk: PaddedTable, fk_cols:
     # PK rows lead their run: the run has a partner iff its first row is an eligible PK row
     matched = is_fk & kern.seg_first(is_pk, starts)
     if fk_bound is not None:
-        matched &= kern.seg_prefix(is_fk, starts, "count") <= fk_bound
+        matched = matched & (kern.seg_prefix(is_fk, starts, "count") <= fk_bound)  # not in place (join._eligible)
     filled = np.stack([kern.seg_first(np.ascontiguousarray(pk_s[:, j]), starts) for j in range(pk_s.shape[1])],
                       axis=1) if n else pk_s
     # exactly the n_FK FK rows are kept (a public count): the first nf slots
