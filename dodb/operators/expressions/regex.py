@@ -273,11 +273,11 @@ def regex_match(mat: np.ndarray, lengths: np.ndarray, auto: Automaton, full: boo
         starting = np.full(n, j == 0 or not start_only)
         done = np.zeros(n, dtype=bool)
         for p in auto.last:
-            done |= state[p]
+            done = done | state[p]  # out of place: numpy's in-place OR of one-element bool arrays branches
         if auto.nullable:
-            done |= starting
+            done = done | starting
         inside = j <= lengths
-        found |= done & ((lengths == j) if end_only else inside)
+        found = found | (done & ((lengths == j) if end_only else inside))
         if j == w:
             break
         byte = mat[:, j]
@@ -289,11 +289,11 @@ def regex_match(mat: np.ndarray, lengths: np.ndarray, auto: Automaton, full: boo
             if cls not in tests:
                 t = np.zeros(n, dtype=bool)
                 for lo, hi in cls:
-                    t |= (byte >= lo) & (byte <= hi)
+                    t = t | ((byte >= lo) & (byte <= hi))
                 tests[cls] = t & live
             reach = starting.copy() if first[q] else np.zeros(n, dtype=bool)  # lint: public the query's pattern
             for p in preds[q]:
-                reach |= state[p]
+                reach = reach | state[p]
             nxt.append(reach & tests[cls])
         state = nxt
     return found
