@@ -336,18 +336,23 @@ def _block(nk: int, payload: Sequence[np.ndarray], m: int) -> tuple[np.ndarray, 
     return X, fill_word_block(list(payload), X[nk:])
 
 
+def _shape(nkeys: int, n: int, key_bits: int | None, unique: bool) -> tuple[int, int, bool, int]:
+    """The network's ``(m, index bits, packed, key rows)`` for ``nkeys`` key words over ``n``
+    rows: shared by :func:`oblivious_sort` and :func:`oblivious_sort_events`."""
+    m = next_pow2(n)
+    idx_bits = max(1, (m - 1).bit_length())
+    packed = key_bits is not None and nkeys == 1 and key_bits + idx_bits <= 64
+    return m, idx_bits, packed, 1 if packed else nkeys + (0 if unique else 1)
+
+
 def oblivious_sort_events(nkeys: int, payload: Sequence[np.ndarray], n: int, *, key_bits: int | None = None,
                           unique: bool = False, trace: Trace) -> None:
     """Record the trace :func:`oblivious_sort` records for ``nkeys`` key words over ``n`` rows
     and this payload, without sorting: the view of a sort whose result is served from memory
     (a private table's sorted side, docs/design.md §Slot cache).  The events depend on the
     sizes, widths and flags only, as the sort's do."""
-    m = next_pow2(n)
-    idx_bits = max(1, (m - 1).bit_length())
-    buf = _trace_buffer(trace, nkeys, payload, m, "sort")
-    packed = key_bits is not None and nkeys == 1 and key_bits + idx_bits <= 64
-    nk = 1 if packed else nkeys + (0 if unique else 1)
-    _run_network(None, nk, n, m, packed, trace, buf)
+    m, _, packed, nk = _shape(nkeys, n, key_bits, unique)
+    _run_network(None, nk, n, m, packed, trace, _trace_buffer(trace, nkeys, payload, m, "sort"))
 
 
 def oblivious_sort(
@@ -371,15 +376,11 @@ def oblivious_sort(
     """
     keys, n = _checked(keys, payload, "oblivious_sort")
     trace = trace if trace is not None else Trace()
-    m = next_pow2(n)
-    idx_bits = max(1, (m - 1).bit_length())
+    m, idx_bits, packed, nk = _shape(len(keys), n, key_bits, unique)
     buf = _trace_buffer(trace, len(keys), payload, m, "sort")
 
     # one block, sorted in place: key words (padding rows are all-ones sentinels that sort
     # last), then the payload words
-    extra = 0 if unique else 1
-    packed = key_bits is not None and len(keys) == 1 and key_bits + idx_bits <= 64
-    nk = 1 if packed else len(keys) + extra
     X, widths = _block(nk, payload, m)
     work_keys, work_pay = X[:nk], X[nk:]
     for row, k in zip(work_keys, keys):

@@ -63,12 +63,12 @@ def _key_columns(lt: PaddedTable, rt: PaddedTable, lk: list[str], rk: list[str])
 
 
 def _eligible(t: PaddedTable, cols: list[Column]) -> np.ndarray:
-    ok = t.is_real
+    ok = t.is_real.copy()
     for c in cols:
         # not ``ok &= c.valid``: numpy's in-place AND of one-element bool arrays branches on the
         # value (measured by the address audit on TPC-H Q15's one-row side)
         ok = ok & c.valid
-    return ok.copy() if ok is t.is_real else ok
+    return ok
 
 
 def _sorted_side(ctx: ExecContext, t: PaddedTable, keys: list[str], cache=None, source: tuple | None = None) -> PaddedTable:

@@ -52,9 +52,10 @@ def _libm2(name: str):
     return apply
 
 
+_TAN = _libm("tan")
 _UNARY = {
     exp.Sqrt: np.sqrt, exp.Cbrt: _libm("cbrt"), exp.Ln: _libm("log"), exp.Exp: _libm("exp"),
-    exp.Sin: _libm("sin"), exp.Cos: _libm("cos"), exp.Tan: _libm("tan"), exp.Cot: lambda x: 1.0 / _libm("tan")(x),
+    exp.Sin: _libm("sin"), exp.Cos: _libm("cos"), exp.Tan: _TAN, exp.Cot: lambda x: 1.0 / _TAN(x),
     exp.Asin: _libm("asin"), exp.Acos: _libm("acos"), exp.Atan: _libm("atan"),
     exp.Sinh: _libm("sinh"), exp.Cosh: _libm("cosh"), exp.Tanh: _libm("tanh"),
     exp.Asinh: _libm("asinh"), exp.Acosh: _libm("acosh"), exp.Atanh: _libm("atanh"),

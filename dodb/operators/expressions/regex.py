@@ -45,7 +45,6 @@ except ImportError:  # pragma: no cover - Python 3.10
 MAX_POSITIONS = 2048  # a bounded repeat is unrolled: more positions than this is refused
 
 Ranges = tuple[tuple[int, int], ...]
-_ASCII_ANY = ((0, 0x7F),)
 _LEAD2, _LEAD3, _LEAD4, _CONT = ((0xC0, 0xDF),), ((0xE0, 0xEF),), ((0xF0, 0xF7),), ((0x80, 0xBF),)
 # RE2's Perl classes are ASCII
 _CATEGORIES = {
