@@ -67,6 +67,10 @@ def plan_aggregation(builder, sel: exp.Select, rel):
 
     def order_expr(o: exp.Ordered) -> exp.Expression:
         t = o.this
+        if isinstance(t, exp.Literal) and t.is_int and 1 <= int(t.name) <= len(outputs):
+            # ORDER BY 2: the second output (sqlglot keeps the ordinal when output names repeat,
+            # ``SELECT a.id, b.id … ORDER BY 1, 2``; DuckDB's binder refuses one out of range)
+            return exp.Column(this=exp.to_identifier(f"@pos:{int(t.name) - 1}"))
         if isinstance(t, exp.Column) and not t.table and t.name in alias_names:
             return exp.Column(this=exp.to_identifier(f"@out:{t.name}"))
         return builder._expr(t.transform(lambda n: _order_column(n, select_items, rel)), rel)
@@ -137,7 +141,7 @@ def plan_aggregation(builder, sel: exp.Select, rel):
             node = Filter(node, _replace(having, repl), columns=list(node.columns), stability=node.stability,
                           unique=list(node.unique), degrees=dict(node.degrees), one_row=node.one_row)
         outputs = [(n, _replace(p, repl)) for n, p in outputs]
-        order_exprs = [e if e.name.startswith("@out:") else _replace(e, repl) for e in order_exprs]
+        order_exprs = [e if e.name.startswith(("@out:", "@pos:")) else _replace(e, repl) for e in order_exprs]
         calls.map_inputs(lambda e: _replace(e, repl))
         qualify = _replace(qualify, repl) if qualify is not None else None
     node = plan_windows(builder, node, calls)
@@ -163,6 +167,8 @@ def plan_aggregation(builder, sel: exp.Select, rel):
     for o, e in zip(order_items, order_exprs):
         if e.name.startswith("@out:"):
             col = out_of_alias[e.name[5:]]
+        elif e.name.startswith("@pos:"):
+            col = internal[int(e.name[5:])]
         elif e.sql(dialect="duckdb") in out_of_expr:
             col = out_of_expr[e.sql(dialect="duckdb")]
         else:
