@@ -44,7 +44,7 @@ from .pkfk import pk_fk_left_join
 from .table import Column, PaddedTable, concat_tables, unify_columns
 from ..oblivious.select import select
 
-__all__ = ["join", "JOIN_TYPES", "OBLIVIOUS_JOIN_LIMIT", "same_unit_stability"]
+__all__ = ["join", "sorted_side", "JOIN_TYPES", "OBLIVIOUS_JOIN_LIMIT", "same_unit_stability"]
 
 JOIN_TYPES = ("inner", "left", "semi", "anti", "full")
 OBLIVIOUS_JOIN_LIMIT = 1 << 26  # worst-case rows the oblivious baseline may allocate
@@ -71,8 +71,11 @@ def _eligible(t: PaddedTable, cols: list[Column]) -> np.ndarray:
     return ok
 
 
-def _sorted_side(ctx: ExecContext, t: PaddedTable, keys: list[str], cache=None, source: tuple | None = None) -> PaddedTable:
-    """``t`` sorted by (dummy last, keys), ties in position order.
+def sorted_side(ctx: ExecContext, t: PaddedTable, keys: list[str], cache=None, source: tuple | None = None) -> PaddedTable:
+    """``t`` sorted by ``keys``, ties in position order, dummy rows wherever their keys put
+    them: the join reads only eligible rows (real, no NULL key), so the order does not
+    depend on which rows are real and a scan sorted before its filters mark rows is in
+    the order sorting after them gives (planner/presort.py).
 
     ``source``: ``t`` is, unchanged, the scan of a private table, named by the executor's
     slot-cache key (storage version and checksums, columns).  Its sorted lanes are then kept
@@ -81,8 +84,7 @@ def _sorted_side(ctx: ExecContext, t: PaddedTable, keys: list[str], cache=None, 
     which joins find them depends on the queries run before and the owner's actions only
     (docs/design.md §Slot cache).
     """
-    enc = encode_keys([normalise_key(t.column(k)) for k in keys],
-                      leading=[KeyField((~t.is_real).astype(np.uint64), 1)], n=t.padded_size)
+    enc = encode_keys([normalise_key(t.column(k)) for k in keys], n=t.padded_size)
     if cache is None or source is None:
         _, arrays = ctx.kernels.sort(enc, t.arrays())
         return t.with_arrays(arrays)
@@ -100,7 +102,7 @@ def _sorted_side(ctx: ExecContext, t: PaddedTable, keys: list[str], cache=None, 
 
 
 def _degrees(ctx: ExecContext, lcols, rcols, l_ok, r_ok, bound_l: int | None, bound_r: int | None,
-             l_dummy: np.ndarray, r_dummy: np.ndarray, right: str = "ranks"):
+             right: str = "ranks"):
     """Partner counts per row of each side, in its sorted order: ``deg_l`` and
     ``(deg_r, rank_r, own_r)``, a right row's rank in its key run and the run's own count.
 
@@ -114,9 +116,9 @@ def _degrees(ctx: ExecContext, lcols, rcols, l_ok, r_ok, bound_l: int | None, bo
     nl, nr = l_ok.shape[0], r_ok.shape[0]
     n = nl + nr
     cols = [c.with_arrays([np.concatenate([a, b]) for a, b in zip(c.arrays(), d.arrays())]) for c, d in zip(lcols, rcols)]
-    # The dummy flag leads so that each side's part of the union keeps that side's
-    # (is_dummy, key, position) order — the order its payload was sorted in.
-    fields = [KeyField(np.concatenate([l_dummy, r_dummy]).astype(np.uint64), 1)]
+    # each side's part of the union keeps that side's (key, position) order, the order its
+    # payload was sorted in (sorted_side)
+    fields: list[KeyField] = []
     for c in cols:
         fields.extend(column_fields(c))
     tag = np.concatenate([np.zeros(nl, np.uint64), np.ones(nr, np.uint64)])
@@ -124,7 +126,7 @@ def _degrees(ctx: ExecContext, lcols, rcols, l_ok, r_ok, bound_l: int | None, bo
     pos_bits = max(1, int(n).bit_length())
     words, bits = pack_fields(fields + [KeyField(tag, 1), KeyField(np.arange(n, dtype=np.uint64), pos_bits)], n)
     ok = np.concatenate([l_ok, r_ok])
-    # each side arrives sorted by (is_dummy, key) with ties in position order, so each half
+    # each side arrives sorted by key with ties in position order, so each half
     # of the union is already sorted by this key: a merge gives the union sort's order
     _, (ok_s, tag_s, *kw_s) = kern.merge(EncodedKey(words, bits), [ok, tag] + key_words, nl)
     starts = np.zeros(n, dtype=bool)
@@ -195,6 +197,8 @@ def join(
     sorted_cache=None,
     left_source: tuple | None = None,
     right_source: tuple | None = None,
+    left_sorted: bool = False,
+    right_sorted: bool = False,
 ) -> OpResult:
     """Equi-join ``left`` and ``right`` on ``left_keys = right_keys``.
 
@@ -208,7 +212,9 @@ def join(
     s_R*deg_L)`` for an inner join instead of the sum, ``s_L`` for semi/anti joins.
 
     ``sorted_cache``, ``left_source``, ``right_source``: a side that is a private table's
-    scan, unchanged, may keep its sorted lanes for later joins (:func:`_sorted_side`).
+    scan, unchanged, may keep its sorted lanes for later joins (:func:`sorted_side`).
+    ``left_sorted``/``right_sorted``: that side arrives in :func:`sorted_side`'s order
+    already (sorted at its scan, planner/presort.py).
     """
     if how not in JOIN_TYPES:
         raise ValueError(f"unknown join type {how!r}")
@@ -248,16 +254,15 @@ def join(
                               fk_bound=left_degree, stability=s_out)
         return OpResult(out, ctx.leaks[leaks_before:], ctx.trace)
 
-    lt = _sorted_side(ctx, left, left_keys, sorted_cache, left_source)
-    rt = _sorted_side(ctx, right, right_keys, sorted_cache, right_source)
+    lt = left if left_sorted else sorted_side(ctx, left, left_keys, sorted_cache, left_source)
+    rt = right if right_sorted else sorted_side(ctx, right, right_keys, sorted_cache, right_source)
     lcols, rcols = _key_columns(lt, rt, left_keys, right_keys)
     l_ok, r_ok = _eligible(lt, lcols), _eligible(rt, rcols)
     # one side unique (a public bound, enforced in _degrees): no run pairs several rows with
     # several rows, so the output needs no alignment sort and no ranks (see _inner)
     one_unique = (deg_l is not None and deg_l <= 1) or (deg_r is not None and deg_r <= 1)
     right = "none" if how in ("semi", "anti") else ("deg" if one_unique else "ranks")
-    dl, (dr, rank_r, own_r) = _degrees(ctx, lcols, rcols, l_ok, r_ok, left_degree, right_degree,
-                                       ~lt.is_real, ~rt.is_real, right=right)
+    dl, (dr, rank_r, own_r) = _degrees(ctx, lcols, rcols, l_ok, r_ok, left_degree, right_degree, right=right)
     name = ctx.op_name(f"{how}_join")
 
     # Which left rows have a partner changes with either side: s_L + s_R * deg_L.

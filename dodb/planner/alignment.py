@@ -30,7 +30,7 @@ def mark_alignment(root: Node, neighbour: str) -> Node:
     scale = 2 if neighbour == "replace" else 1
     for n in walk(root):  # children first
         if isinstance(n, Scan):
-            n.aligned = n.private
+            n.aligned = n.private and not n.sort_keys  # a sorted scan's rows left their slots
         elif isinstance(n, Filter):
             n.binned = n.child.aligned and not n.mark_only
             n.release_scale = scale if n.binned else 1

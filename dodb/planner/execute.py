@@ -25,6 +25,7 @@ from ..operators import (
     predicate_mask, project, set_operation,
 )
 from ..operators.exchange import exchange_by_keys
+from ..operators.join import sorted_side
 from ..operators.lookup import lookup_join
 from ..operators.scalar_row import SCALAR_ROWS, scalar_row
 from ..operators.theta_join import cross_product
@@ -197,12 +198,15 @@ class Executor:
     # -- per node kind ---------------------------------------------------------------------
     def _dispatch(self, node: Node, inputs: list[PaddedTable], ctx, eps, delta) -> PaddedTable:
         if isinstance(node, Scan):
-            return self._scan(node)
+            t = self._scan(node)
+            return t if not node.sort_keys else self._sorted_scan(node, t)
         if isinstance(node, OneRow):  # public: one real row (a SELECT without FROM)
             return from_arrow(pa.table({node.columns[0]: pa.array([1], pa.int32())}), stability=0)
         if isinstance(node, Filter):
             t = inputs[0]
             mask = predicate_mask(t, node.predicate, ctx)
+            if node.columns != t.names:  # columns only the predicate reads are not moved (planner/prune.py)
+                t = t.select(node.columns)
             if node.mark_only:  # one linear pass; the padded size stays the public input size
                 ctx.trace.record("filter:mark", -1, t.padded_size)
                 return t.with_arrays(t.arrays()[:-1] + [t.is_real & mask], aligned=t.aligned)
@@ -227,13 +231,17 @@ class Executor:
                     dl = None if dl is None else min(dl, max(1, left.padded_size))
                     dr = None if dr is None else min(dr, max(1, right.padded_size))
                 # a side that is a private scan, unchanged, may keep its sorted lanes in the slot
-                # cache for later joins (operators/join.py _sorted_side; §Slot cache)
+                # cache for later joins (operators/join.py sorted_side; §Slot cache)
                 sources = [self._scan_sources.get(c.node_id) if t is inp else None
                            for c, t, inp in zip(node.children, (left, right), inputs)]
+                # a side sorted at its scan (planner/presort.py) is in the join's order unless
+                # its keys were cast to a common type here
+                presorted = [flag and t is inp for flag, t, inp in
+                             zip((node.left_presorted, node.right_presorted), (left, right), inputs)]
                 out = join(left, right, lk, rk, how=node.how, epsilon=eps, delta=delta, ctx=ctx,
                            left_degree=dl, right_degree=dr, same_unit=node.same_unit,
                            sorted_cache=getattr(self.catalog, "slot_cache", None), left_source=sources[0],
-                           right_source=sources[1]).table
+                           right_source=sources[1], left_sorted=presorted[0], right_sorted=presorted[1]).table
             return out if lk == node.left_keys and rk == node.right_keys else out.select(node.columns)
         if isinstance(node, CrossJoin):
             return cross_product(inputs[0], inputs[1], stability=node.stability, ctx=ctx)
@@ -275,6 +283,14 @@ class Executor:
             cached = self.catalog.schema_cache.get_or_compute(key, lambda: self._scan_uncached(node))
             return cached.with_arrays([a.copy() for a in cached.arrays()], aligned=cached.aligned)
         return self._scan_uncached(node)
+
+    def _sorted_scan(self, node: Scan, t: PaddedTable) -> PaddedTable:
+        """The scan's rows sorted by ``node.sort_keys`` as a join sorts its side, kept in the
+        slot cache when the scan came from it (planner/presort.py)."""
+        source = self._scan_sources.get(node.node_id)
+        out = sorted_side(self.ctx if node.stability else self.public_ctx, t, node.sort_keys,
+                          getattr(self.catalog, "slot_cache", None), source)
+        return out.with_stability(t.stability)
 
     def _scan_uncached(self, node: Scan) -> PaddedTable:
         t = self._scan_read(node)

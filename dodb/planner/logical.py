@@ -94,11 +94,13 @@ class Scan(Node):
     predicate: exp.Expression | None = None  # pushed into DuckDB (public tables only)
     private: bool = False
     widths: dict[str, int] = field(default_factory=dict)
+    sort_keys: list[str] | None = None  # rows sorted by these columns for a join (planner/presort.py)
 
     def describe(self) -> str:
         where = f" WHERE {self.predicate.sql(dialect='duckdb')}" if self.predicate is not None else ""
         kind = f"private, {self.max_rows} slots" if self.private else "public"
-        return f"Scan {self.table} AS {self.alias} ({kind}){where}"
+        order = f", sorted by {', '.join(self.sort_keys)} for a join" if self.sort_keys else ""
+        return f"Scan {self.table} AS {self.alias} ({kind}{order}){where}"
 
 
 @dataclass(eq=False)
@@ -146,6 +148,8 @@ class Join(Binary):
     same_unit: bool = False  # along a privacy-unit path (see planner/ownership.py)
     method: str = "sort"     # or "lookup": small public right side, one pass per public row
     release_scale: int = 1   # a lookup's filter releases bins on an aligned input: 2 under replace
+    left_presorted: bool = False   # the side arrives sorted by its keys from its scan (planner/presort.py)
+    right_presorted: bool = False
 
     def describe(self) -> str:
         on = " AND ".join(f"{a} = {b}" for a, b in zip(self.left_keys, self.right_keys))
@@ -153,6 +157,8 @@ class Join(Binary):
             return f"Join {self.how.upper()} ON {on} (lookup in a small public relation)"
         note = "".join(f"; {side} bound is a {src}" for side, src in self.degree_sources.items())
         note += "; along a privacy-unit path" if self.same_unit else ""
+        sorted_sides = [s for s, on_scan in (("left", self.left_presorted), ("right", self.right_presorted)) if on_scan]
+        note += f"; {' and '.join(sorted_sides)} sorted at the scan" if sorted_sides else ""
         return f"Join {self.how.upper()} ON {on} (deg L≤{self.left_degree}, R≤{self.right_degree}{note})"
 
 

@@ -33,6 +33,30 @@ def _select(child: Node, keep: set[str]) -> Node:
                    max_rows=child.max_rows)
 
 
+def _narrow_filter(node: Filter, want: set[str]) -> None:
+    """A filter hands on only what its consumers use: columns its predicate alone reads are
+    dropped after the predicate is evaluated, before the compaction moves every column
+    through ``log n`` rounds (TPC-H Q19: two string columns read by the predicate only).
+
+    >>> from .logical import Scan
+    >>> s = Scan(table="t", alias="t", source_columns=["a", "b"], columns=["t.a", "t.b"], degrees={"t.b": 2})
+    >>> f = Filter(s, exp.column("t.b").eq(1), columns=["t.a", "t.b"], degrees={"t.b": 2})
+    >>> _narrow_filter(f, {"t.a"}); f.columns, f.degrees
+    (['t.a'], {})
+    """
+    cols = [c for c in node.child.columns if c in want] or node.child.columns[:1]
+    if len(cols) == len(node.child.columns):
+        node.columns = list(node.child.columns)
+        return
+    kept = set(cols)
+    node.columns = cols
+    node.degrees = {k: d for k, d in node.degrees.items() if (k in kept if isinstance(k, str) else k <= kept)}
+    node.unique = [u for u in node.unique if u <= kept]
+    node.constant = frozenset(c for c in node.constant if c in kept)
+    node.fds = [(a, b & kept) for a, b in node.fds if a <= kept and b & kept]
+    node.literals = {c: v for c, v in node.literals.items() if c in kept}
+
+
 def prune_columns(root: Node) -> Node:
     """Narrow the plan in place (returns ``root``)."""
     order = list(walk(root))[::-1]  # parents before children
@@ -85,8 +109,10 @@ def prune_columns(root: Node) -> Node:
             node.columns = node.left.columns + ([] if semi else node.right.columns)
         elif isinstance(node, (Aggregate, Sort, Filter)):
             node.child = _select(node.child, need[node.child.node_id])
-            if isinstance(node, (Sort, Filter)):
+            if isinstance(node, Sort):
                 node.columns = list(node.child.columns)
+            elif isinstance(node, Filter):
+                _narrow_filter(node, need.get(node.node_id, set(node.columns)))
         elif isinstance(node, AddRowId):
             node.child = _select(node.child, need[node.child.node_id])
             node.columns = node.child.columns + [node.name]

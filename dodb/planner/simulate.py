@@ -28,6 +28,8 @@ class _FakeScans(Executor):
             return real  # public tables are public
         fake = fake_like(real)
         fake.aligned = real.aligned  # the same slots, all dummies
+        # the fake rows are not the slot cache's rows: never sorted into or served from it
+        self._scan_sources.pop(node.node_id, None)
         return fake
 
 
