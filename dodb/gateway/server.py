@@ -111,7 +111,9 @@ class GatewayServer(flight.FlightServerBase):
                 return self._executed(descriptor, self._execute(cmd["query"], None))
             if name == "CommandPreparedStatementQuery":
                 stmt = self._statement(cmd["prepared_statement_handle"])
-                return self._executed(descriptor, self._execute(stmt["query"], stmt["params"]))
+                with self._lock:
+                    query, params = stmt["query"], stmt["params"]
+                return self._executed(descriptor, self._execute(query, params))
             if name in _METADATA:
                 # answered at DoGet from the command itself (the ticket): the schema is fixed
                 schema = self._metadata_schema(name, cmd)
@@ -298,7 +300,9 @@ class GatewayServer(flight.FlightServerBase):
                 raise _unsupported(f"DoPut of {name}")
             handle = cmd["prepared_statement_handle"]
             stmt = self._statement(handle)
-            stmt["params"] = self._bind(stmt, reader.read_all())
+            params = self._bind(stmt, reader.read_all())
+            with self._lock:
+                stmt["params"] = params
             writer.write(pa.py_buffer(pw.encode("DoPutPreparedStatementResult", {"prepared_statement_handle": handle})))
         except Exception as e:  # noqa: BLE001
             raise _flight_error(e) from None
