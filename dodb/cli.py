@@ -1,5 +1,5 @@
 """The ``dodb`` command line: demo, warmup, query, explain, budget, history, protect, unprotect,
-token, serve, audit.
+token, serve, gateway, audit.
 
 User errors (bad SQL, unknown tables, budget exceeded, invalid parameters) print one
 clear line on stderr and exit with status 2 — no traceback.  ``--json`` prints machine-
@@ -315,6 +315,39 @@ def _serve(args) -> int:
     return 0
 
 
+def _gateway(args) -> int:
+    """``dodb gateway``: Flight SQL for local tools, forwarding to a dodb engine (docs/served.md)."""
+    from .gateway.server import open_gateway
+    from .serve import is_loopback
+
+    host = args.host if args.host is not None else "127.0.0.1"
+    if args.host is not None and not is_loopback(host):
+        print(f"dodb: warning: the gateway listens on {host}: anyone who reaches it spends your budget with your "
+              "token, and answers travel in the clear (it has no TLS; keep it on loopback)", file=sys.stderr)
+    token = args.token or os.environ.get("DODB_TOKEN")
+    roots = None
+    if args.tls_root_certs:
+        with open(args.tls_root_certs, "rb") as f:
+            roots = f.read()
+    server = open_gateway(args.engine, token, epsilon=args.epsilon, delta=args.delta, host=host, port=args.port,
+                          tls_root_certs=roots)
+
+    def stop(signum, frame):  # noqa: ARG001 - signal handler signature
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    delta = f", δ={args.delta:g}" if args.delta is not None else ""
+    print(f"dodb: gateway at {server.location} for the engine at {args.engine}; every query is charged "
+          f"ε={args.epsilon:g}{delta} (Ctrl-C to stop)", flush=True)
+    try:
+        server.serve()
+    finally:
+        server.close()
+    print("dodb: gateway stopped", file=sys.stderr)
+    return 0
+
+
 def _protect(args) -> int:
     db = _open(args)
     parent = tuple(args.parent.split(".", 1)) if args.parent else None
@@ -451,6 +484,21 @@ def _parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=int, default=47470, help="0 picks a free port (printed)")
     sv.add_argument("--tls-cert", help="PEM certificate (with --tls-key): serve grpc+tls://")
     sv.add_argument("--tls-key")
+    gw = sub.add_parser("gateway", help="serve Flight SQL (ADBC, JDBC, BI tools) on this machine, forwarding "
+                        "queries to a dodb server with your token",
+                        description="An analyst-side Arrow Flight SQL endpoint: local tools connect to it; it sends "
+                        "each query to the dodb server at --engine with your token, charges every query the "
+                        "--epsilon given here, strips the dummy rows and answers. 'SELECT * FROM dodb_last_report' "
+                        "shows the last query's privacy report. See docs/served.md.")
+    gw.add_argument("--engine", required=True, metavar="URL", help="the dodb server, grpc://HOST:PORT (or grpc+tls://)")
+    gw.add_argument("--token", default=None, help="your analyst token (default: $DODB_TOKEN)")
+    gw.add_argument("--epsilon", type=float, required=True, help="ε charged for every query (required)")
+    gw.add_argument("--delta", type=float, default=None,
+                    help="δ for every query (default: the dataset's default query δ)")
+    gw.add_argument("--port", type=int, default=47471, help="port to listen on (default: 47471; 0 picks a free one, printed)")
+    gw.add_argument("--host", default=None, help="address to listen on (default: 127.0.0.1; "
+                    "anything else warns: whoever reaches the gateway spends your budget)")
+    gw.add_argument("--tls-root-certs", metavar="PEM", default=None, help="CA certificate of a grpc+tls:// engine")
     sh = sub.add_parser("shard", help="cut the private tables into shards by privacy unit, for --cluster "
                                        "(owner action; the shard sizes are released and charged)")
     sh.add_argument("db")
@@ -491,7 +539,8 @@ def main(argv: list[str] | None = None) -> int:
     from .audit import command as audit_command
 
     handlers = {"demo": _demo, "warmup": _warmup, "query": _query, "explain": _explain, "budget": _budget, "protect": _protect,
-                "history": _history, "unprotect": _unprotect, "token": _token, "serve": _serve, "shard": _shard,
+                "history": _history, "unprotect": _unprotect, "token": _token, "serve": _serve, "gateway": _gateway,
+                "shard": _shard,
                 "audit": audit_command.run}
     if args.command == "token" and args.action != "list" and not args.name:
         print(f"dodb: error: dodb token {args.action} FILE NAME", file=sys.stderr)

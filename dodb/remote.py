@@ -136,12 +136,12 @@ class RemoteDatabase:
 
         ``params`` travel as typed values and the server binds them as constants of the
         parsed query, exactly as :meth:`dodb.Database.sql` does (planner/params.py)."""
-        return self._get({"op": "query", "sql": query, "epsilon": epsilon, "delta": delta, "mode": mode,
+        return self._get({"op": "query", "format": "padded", "sql": query, "epsilon": epsilon, "delta": delta, "mode": mode,
                           "params": params_to_wire(params)})
 
     def fetch(self, query_id: int) -> Result:
         """A recent answer of yours again, without a new charge (e.g. after a lost connection)."""
-        return self._get({"op": "fetch", "query_id": int(query_id)})
+        return self._get({"op": "fetch", "format": "padded", "query_id": int(query_id)})
 
     def explain(self, query: str, *, epsilon: float = 1.0, delta: float | None = None, mode: str = "do",
                 as_dict: bool = False, params: Sequence[Any] | dict[str, Any] | None = None):
@@ -154,6 +154,16 @@ class RemoteDatabase:
         for k in ("budget", "spent", "remaining"):
             b[k] = tuple(b[k])
         return b
+
+    def tables(self) -> list[dict[str, Any]]:
+        """The tables you can query: name, kind, protection (``private``/``public``), privacy
+        unit path, public capacity and columns with their DuckDB types (``database`` and
+        ``schema`` of the listing are in :meth:`catalog`)."""
+        return self.catalog()["tables"]
+
+    def catalog(self) -> dict[str, Any]:
+        """The engine's table listing: ``{"database", "schema", "tables": [...]}`` (see :meth:`tables`)."""
+        return self._action("tables")
 
     def history(self) -> list[dict[str, Any]]:
         """Your charged queries (id, time, SQL, ε, δ, status)."""

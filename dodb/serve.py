@@ -8,15 +8,20 @@ planner, the ledger and the DO operators, never to DuckDB as text — and answer
 the dummies, so the watched host never learns the answer's size
 (docs/threat-model.md §Where the answer leaves the engine).
 
-Protocol: ``DoGet`` with a JSON ticket ``{"op": "query", "sql", "epsilon", "delta",
-"mode"}`` streams the padded table; its schema metadata carries the report
-(``dodb.report``), the fixed-width status word (``dodb.status``) and the executed plan
-(``dodb.plan``).  ``{"op": "fetch", "query_id": n}`` sends a recent answer of the same
-analyst again without a new charge (a client that died after the charge loses nothing
-while the server runs).  Actions: ``explain``, ``budget``, ``history`` (the analyst's own
-queries).  Every call carries ``authorization: Bearer <token>``
-(:mod:`dodb.tokens`); errors go back as ``FlightServerError`` with the dodb error class
-and its one-line message in ``extra_info``.
+Protocol (docs/served.md): ``DoGet`` with a JSON ticket ``{"op": "query", "format":
+"padded", "sql", "epsilon", "delta", "mode", "params"}`` streams the padded table; its
+schema metadata carries the report (``dodb.report``), the fixed-width status word
+(``dodb.status``) and the executed plan (``dodb.plan``).  ``{"op": "fetch", "format":
+"padded", "query_id": n}`` sends a recent answer of the same analyst again without a new
+charge (a client that died after the charge loses nothing while the server runs).  The
+``"format": "padded"`` field is required: a padded answer holds dummy rows with plausible
+values, so it goes only to a client that says it will strip them.  Actions: ``explain``,
+``budget``, ``history`` (the analyst's own queries), ``tables`` (the catalog an analyst
+may query).  Every call carries ``authorization: Bearer <token>`` (:mod:`dodb.tokens`);
+errors go back as ``FlightServerError`` with the dodb error class and its one-line
+message in ``extra_info``.  The other Flight calls (``list_flights``,
+``get_flight_info``, ``get_schema``, ``do_put``, ``do_exchange``) answer with such an
+error too.
 """
 from __future__ import annotations
 
@@ -37,11 +42,14 @@ from .result import PrivacyReport
 from .tokens import verify_token
 from .wire import PaddedAnswer
 
-__all__ = ["DodbServer", "encode_answer", "MAX_SQL", "KEEP_ANSWERS"]
+__all__ = ["DodbServer", "encode_answer", "table_listing", "MAX_SQL", "KEEP_ANSWERS", "ANSWER_FORMAT"]
 
 MAX_SQL = 1 << 20      # bytes of SQL text accepted in one request
 KEEP_ANSWERS = 8       # recent answers kept per analyst for 'fetch' (in memory only)
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
+ANSWER_FORMAT = "padded"  # the only answer format; a ticket must name it (module doc)
+_USE_A_CLIENT = ("this is a dodb engine: connect with dodb.connect(\"grpc://host:port\", token=...) "
+                 "or run 'dodb gateway' for Flight SQL tools (docs/served.md)")
 
 
 def encode_answer(padded: PaddedAnswer, report: PrivacyReport, plan_text: str) -> pa.Table:
@@ -87,6 +95,10 @@ class _Auth(flight.ServerMiddlewareFactory):
         name = verify_token(server.db.con, token) if server is not None else None
         if name is None:
             raise flight.FlightUnauthenticatedError("dodb: invalid or revoked token")
+        if info.method == flight.FlightMethod.GET_SCHEMA:
+            # refused here: pyarrow's get_schema callback does not turn a FlightError into a
+            # status (it sends the server's traceback), a middleware's start_call does
+            raise _error(DodbError(f"GetSchema is not supported: {_USE_A_CLIENT}"), name)
         return _Analyst(name)
 
 
@@ -137,6 +149,10 @@ class DodbServer(flight.FlightServerBase):
         try:
             req = self._request(ticket.ticket)
             op = req.get("op")
+            if op in ("query", "fetch") and req.get("format") != ANSWER_FORMAT:
+                # the answer holds dummy rows with plausible values: only a client that strips them gets it
+                raise DodbError(f"a dodb answer is padded with dummy rows: ask for it with \"format\": "
+                                f"\"{ANSWER_FORMAT}\" and strip them ({_USE_A_CLIENT})")
             if op == "query":
                 return flight.RecordBatchStream(self._query(name, req))
             if op == "fetch":
@@ -167,9 +183,28 @@ class DodbServer(flight.FlightServerBase):
                             f"(the last {KEEP_ANSWERS} are kept until the server stops)")
         return table
 
+    # -- plain Flight calls: clean errors, never a traceback ------------------------------------------
+    def _unsupported(self, context, call: str) -> flight.FlightServerError:
+        return _error(DodbError(f"{call} is not supported: {_USE_A_CLIENT}"), self._analyst(context))
+
+    def list_flights(self, context, criteria):
+        raise self._unsupported(context, "ListFlights")
+
+    def get_flight_info(self, context, descriptor):
+        raise self._unsupported(context, "GetFlightInfo")
+
+    def get_schema(self, context, descriptor):
+        raise self._unsupported(context, "GetSchema")
+
+    def do_put(self, context, descriptor, reader, writer):
+        raise self._unsupported(context, "DoPut")
+
+    def do_exchange(self, context, descriptor, reader, writer):
+        raise self._unsupported(context, "DoExchange")
+
     def list_actions(self, context):
         return [("explain", "the plan of a query, charging nothing"), ("budget", "the dataset's budget"),
-                ("history", "your charged queries")]
+                ("history", "your charged queries"), ("tables", "the tables you can query, private or public")]
 
     def do_action(self, context, action):
         name = self._analyst(context)
@@ -192,7 +227,9 @@ class DodbServer(flight.FlightServerBase):
             mine = f"analyst:{name}"
             return [{k: r[k] for k in ("query_id", "charged_at", "sql", "epsilon", "delta", "status", "error")}
                     for r in self.db.history() if r.get("session") == mine]
-        raise DodbError(f"unknown action {kind!r}: explain, budget or history")
+        if kind == "tables":
+            return table_listing(self.db)
+        raise DodbError(f"unknown action {kind!r}: explain, budget, history or tables")
 
     # -- lifecycle ------------------------------------------------------------------------------
     def close(self) -> None:
@@ -203,6 +240,28 @@ class DodbServer(flight.FlightServerBase):
             self.db.close()
             self._answers.clear()
             self._auth.server = None
+
+
+def table_listing(db) -> dict[str, Any]:
+    """The tables an analyst can name in a query: per table its protection (``private`` or
+    ``public``), privacy unit path, public capacity (private tables) and columns with their
+    DuckDB types — all public facts of the catalog, never a row count of a private table."""
+    with db._lock:  # the catalog is read under the connection's lock, as a query's planning does
+        db.catalog.refresh(functions=False)
+        cat = db.catalog
+        out = []
+        for name in sorted(cat.tables):
+            info = cat.tables[name]
+            if name.startswith("dodb_"):
+                continue  # dodb's own bookkeeping, never queryable
+            out.append({"name": name, "kind": info.kind, "protection": "private" if info.private else "public",
+                        "unit": cat.unit_path(name) if info.private else None,
+                        "privacy_unit": info.privacy_unit if info.private else None,
+                        "capacity": info.capacity if info.private else None,
+                        "capacity_source": info.capacity_source if info.private else None,
+                        "columns": [{"name": c, "type": t, "nullable": c not in info.not_null}
+                                    for c, t in info.columns.items()]})
+        return {"database": cat.database, "schema": cat.schema, "tables": out}
 
 
 def open_server(path: str, host: str = "127.0.0.1", port: int = 0, *, tls_cert: str | None = None,

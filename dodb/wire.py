@@ -5,7 +5,8 @@ engine).  Its output is a :class:`PaddedAnswer`: an Arrow table of the answer **
 its charged noisy size** in a fixed-width encoding whose buffer sizes depend only on
 the padded size and the public widths —
 
-* ``__dodb_real``: which rows are real;
+* ``dodb:real_row``: which rows are real (the dummies hold plausible values: a consumer
+  that ignores this lane reads wrong numbers);
 * per answer column ``i``: ``c{i}`` holding the values with no nulls (strings and blobs
   as ``fixed_size_binary(width)``), ``c{i}:valid`` (False = SQL NULL) and, for strings,
   ``c{i}:len`` (byte length); a list (docs/design.md §list) as its ``R`` element slots in
@@ -36,7 +37,7 @@ from .operators.table import Column, PaddedTable
 
 __all__ = ["PaddedAnswer", "encode", "decode", "QueryRuntimeError", "REAL"]
 
-REAL = "__dodb_real"
+REAL = "dodb:real_row"  # the validity lane: True for a real row, False for a dummy (which holds plausible values)
 _META = b"dodb"
 
 

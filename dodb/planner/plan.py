@@ -256,6 +256,8 @@ class QueryPlan:
         comp = self.composition()
         return {"sql": self.sql, "mode": self.mode, "epsilon": self.epsilon, "delta": self.delta,
                 "neighbour": self.neighbour, "plan": node_dict(self.root, set()),
+                # the answer's columns (public: the plan's); the Flight SQL gateway gives them as a schema
+                "columns": [{"name": n, "type": t} for n, t in zip(self.names, self.types or [None] * len(self.names))],
                 "composition": comp.as_dict() if comp else {},
                 "chosen": comp.best.method if comp else None,
                 "partitions": sorted(self.partitions) if self.partitions is not None else None,

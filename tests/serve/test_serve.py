@@ -72,7 +72,7 @@ def test_query_explain_budget_history_over_loopback(served):
         assert isinstance(remote, RemoteDatabase)
         res = remote.sql(GROUPED, epsilon=0.5)
         assert res.fetchall() == WANT and res.columns == ["g", "n", "s"]
-        assert res.padded.padded_size >= 3 and res.padded.table.column_names[0] == "__dodb_real"  # padded on the wire
+        assert res.padded.padded_size >= 3 and res.padded.table.column_names[0] == "dodb:real_row"  # padded on the wire
         assert res.arrow().num_rows == 3 and len(res.df()) == 3
         assert res.privacy.charged_epsilon <= 0.5 + 1e-9 and res.privacy.query_id is not None
         assert "Aggregate" in res.explain() and "charged" in str(res.privacy)
@@ -315,7 +315,7 @@ def test_params_are_typed_values_bound_on_the_server(served):
             remote.sql(sql, epsilon=0.5, params=[1, {2}])  # refused in the analyst's process
         raw = flight.FlightClient(srv.location)
         opts = flight.FlightCallOptions(headers=[(b"authorization", f"Bearer {toks['alice']}".encode())])
-        ticket = {"op": "query", "sql": sql, "epsilon": 0.5, "params": {"positional": [["int", "1"], ["sql", "1=1"]]}}
+        ticket = {"op": "query", "format": "padded", "sql": sql, "epsilon": 0.5, "params": {"positional": [["int", "1"], ["sql", "1=1"]]}}
         with pytest.raises(flight.FlightServerError, match="unknown parameter type"):
             raw.do_get(flight.Ticket(json.dumps(ticket).encode()), opts).read_all()
         raw.close()
@@ -331,3 +331,60 @@ def test_a_list_crosses_the_wire_as_fixed_lanes(served):
         assert res.fetchall() == [(0, ["x0", "x3", "x6", "x9"]), (1, ["x1", "x4", "x7"]), (2, ["x2", "x5", "x8"])]
         assert "c1:ev" in res.padded.table.column_names
         assert str(res.arrow().schema.field("l").type) == "list<l: string>"
+
+
+def test_plain_flight_calls_get_clean_errors_and_no_unlabelled_padded_answer(served):
+    """A plain pyarrow.flight client (not dodb's): every call answers with a one-line dodb
+    error naming the way in, and a ticket that does not ask for the padded format gets none."""
+    import json
+
+    import pyarrow.flight as flight
+
+    path, toks, start = served
+    srv = start()
+    raw = flight.FlightClient(srv.location)
+    opts = flight.FlightCallOptions(headers=[(b"authorization", f"Bearer {toks['alice']}".encode())])
+    desc = flight.FlightDescriptor.for_command(b"SELECT 1")
+    calls = {"ListFlights": lambda: list(raw.list_flights(options=opts)),
+             "GetFlightInfo": lambda: raw.get_flight_info(desc, opts),
+             "GetSchema": lambda: raw.get_schema(desc, opts)}
+    try:
+        for name, call in calls.items():
+            # GetSchema is refused by the auth middleware (pyarrow's get_schema callback would send a
+            # traceback), and pyarrow's client raises that status as a plain OSError
+            with pytest.raises(OSError if name == "GetSchema" else flight.FlightServerError) as e:
+                call()
+            msg = str(e.value)
+            assert f"{name} is not supported" in msg and "dodb gateway" in msg and "Traceback" not in msg
+            if name != "GetSchema":
+                assert json.loads(e.value.extra_info)["type"] == "DodbError"
+        for op in ({"op": "query", "sql": GROUPED, "epsilon": 0.5}, {"op": "fetch", "query_id": 1},
+                   {"op": "query", "format": "arrow", "sql": GROUPED, "epsilon": 0.5}):
+            with pytest.raises(flight.FlightServerError, match="padded with dummy rows") as e:
+                raw.do_get(flight.Ticket(json.dumps(op).encode()), opts).read_all()
+            assert "\n" not in str(e.value).split(". Detail:")[0]
+        assert srv.db.history() == []  # refused before admission: nothing charged
+        ok = {"op": "query", "format": "padded", "sql": GROUPED, "epsilon": 0.5}
+        table = raw.do_get(flight.Ticket(json.dumps(ok).encode()), opts).read_all()
+        assert table.column_names[0] == "dodb:real_row"  # the validity lane is named plainly
+        assert sum(table.column("dodb:real_row").to_pylist()) == 3 and table.num_rows >= 3
+        with pytest.raises(flight.FlightUnauthenticatedError):
+            list(raw.list_flights())  # no token: refused before anything else
+    finally:
+        raw.close()
+
+
+def test_tables_action_lists_protection_unit_capacity_and_columns(served):
+    path, toks, start = served
+    srv = start()
+    with dodb.connect(srv.location, token=toks["alice"]) as remote:
+        listing = remote.catalog()
+        assert (listing["database"], listing["schema"]) == ("served", "main")
+        tables = {t["name"]: t for t in remote.tables()}
+        assert set(tables) == {"t", "pub"}  # dodb's own bookkeeping is not listed
+        t, pub = tables["t"], tables["pub"]
+        assert (t["protection"], t["unit"], t["privacy_unit"], t["capacity"]) == ("private", ["t"], "id", 16)
+        assert [(c["name"], c["type"]) for c in t["columns"]] == [("id", "BIGINT"), ("g", "BIGINT"), ("s", "VARCHAR")]
+        assert (pub["protection"], pub["unit"], pub["capacity"]) == ("public", None, None)
+        assert [(c["name"], c["type"]) for c in pub["columns"]] == [("k", "BIGINT")]
+        assert remote.history() == []  # listing charges nothing
