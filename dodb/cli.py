@@ -301,17 +301,23 @@ def _serve(args) -> int:
         print("dodb: warning: serving beyond this host without TLS: tokens and answers travel in the clear "
               "(use --tls-cert/--tls-key)", file=sys.stderr)
 
+    return _serve_until_stopped(server, f"dodb: serving {args.db} at {server.location} (Ctrl-C to stop)",
+                                "dodb: server stopped")
+
+
+def _serve_until_stopped(server, started: str, stopped: str) -> int:
+    """Serve until SIGTERM or Ctrl-C (``dodb serve``, ``dodb gateway``), then close the server."""
     def stop(signum, frame):  # noqa: ARG001 - signal handler signature
         threading.Thread(target=server.shutdown, daemon=True).start()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    print(f"dodb: serving {args.db} at {server.location} (Ctrl-C to stop)", flush=True)
+    print(started, flush=True)
     try:
         server.serve()
     finally:
         server.close()
-    print("dodb: server stopped", file=sys.stderr)
+    print(stopped, file=sys.stderr)
     return 0
 
 
@@ -332,20 +338,10 @@ def _gateway(args) -> int:
     server = open_gateway(args.engine, token, epsilon=args.epsilon, delta=args.delta, host=host, port=args.port,
                           tls_root_certs=roots)
 
-    def stop(signum, frame):  # noqa: ARG001 - signal handler signature
-        threading.Thread(target=server.shutdown, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
     delta = f", δ={args.delta:g}" if args.delta is not None else ""
-    print(f"dodb: gateway at {server.location} for the engine at {args.engine}; every query is charged "
-          f"ε={args.epsilon:g}{delta} (Ctrl-C to stop)", flush=True)
-    try:
-        server.serve()
-    finally:
-        server.close()
-    print("dodb: gateway stopped", file=sys.stderr)
-    return 0
+    return _serve_until_stopped(server, f"dodb: gateway at {server.location} for the engine at {args.engine}; "
+                                f"every query is charged ε={args.epsilon:g}{delta} (Ctrl-C to stop)",
+                                "dodb: gateway stopped")
 
 
 def _protect(args) -> int:

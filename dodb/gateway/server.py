@@ -27,6 +27,8 @@ import pyarrow.flight as flight
 from ..errors import DodbError
 from ..remote import RemoteDatabase
 from . import metadata
+from .errors import GatewayError, unsupported
+from .statements import is_report_query, parameter_names
 from . import protowire as pw
 
 __all__ = ["GatewayServer", "GatewayError", "open_gateway", "KEEP_ANSWERS", "KEEP_PREPARED"]
@@ -38,14 +40,6 @@ _METADATA = {"CommandGetSqlInfo", "CommandGetCatalogs", "CommandGetDbSchemas", "
              "CommandGetTableTypes"}
 _UPDATES = {"CommandStatementUpdate", "CommandPreparedStatementUpdate", "CommandStatementIngest",
             "CommandStatementSubstraitPlan"}
-
-
-class GatewayError(DodbError):
-    """A request the gateway refuses: an unsupported Flight SQL command, a stale handle, bad parameters."""
-
-
-def _unsupported(what: str) -> GatewayError:
-    return GatewayError(f"not supported by dodb gateway: {what}")
 
 
 def _one_line(e: BaseException) -> str:
@@ -99,9 +93,9 @@ class GatewayServer(flight.FlightServerBase):
                                "use a Flight SQL client such as the ADBC Flight SQL driver") from None
         name = pw.message_name(url)
         if name in _UPDATES:
-            raise _unsupported(f"{name} (dodb answers queries only: no updates, ingestion or Substrait)")
+            raise unsupported(f"{name} (dodb answers queries only: no updates, ingestion or Substrait)")
         if name not in pw.MESSAGES or name.startswith("Action") or name == "google.protobuf.Any":
-            raise _unsupported(name)
+            raise unsupported(name)
         return name, pw.decode(name, value)
 
     def get_flight_info(self, context, descriptor):
@@ -118,7 +112,7 @@ class GatewayServer(flight.FlightServerBase):
                 # answered at DoGet from the command itself (the ticket): the schema is fixed
                 schema = self._metadata_schema(name, cmd)
                 return flight.FlightInfo(schema, descriptor, [flight.FlightEndpoint(descriptor.command, [])], -1, -1)
-            raise _unsupported(name)
+            raise unsupported(name)
         except Exception as e:  # noqa: BLE001 - every error reaches the tool as one line
             raise _flight_error(e) from None
 
@@ -144,7 +138,7 @@ class GatewayServer(flight.FlightServerBase):
                 return flight.RecordBatchStream(table)
             if name in _METADATA:
                 return flight.RecordBatchStream(self._metadata(name, cmd))
-            raise _unsupported(f"DoGet of {name}")
+            raise unsupported(f"DoGet of {name}")
         except Exception as e:  # noqa: BLE001
             raise _flight_error(e) from None
 
@@ -159,7 +153,7 @@ class GatewayServer(flight.FlightServerBase):
                 return flight.SchemaResult(self._planned_schema(cmd["query"]))
             if name == "CommandPreparedStatementQuery":
                 return flight.SchemaResult(self._planned_schema(self._statement(cmd["prepared_statement_handle"])["query"]))
-            raise _unsupported(f"GetSchema of {name}")
+            raise unsupported(f"GetSchema of {name}")
         except Exception as e:  # noqa: BLE001
             raise _flight_error(e) from None
 
@@ -167,14 +161,12 @@ class GatewayServer(flight.FlightServerBase):
         return iter(())  # no standing flights: every answer is a query's (Flight SQL never lists them)
 
     def do_exchange(self, context, descriptor, reader, writer):
-        raise _flight_error(_unsupported("DoExchange"))
+        raise _flight_error(unsupported("DoExchange"))
 
     # -- queries ---------------------------------------------------------------------------------
     def _execute(self, query: str, params: list[Any] | dict[str, Any] | None) -> pa.Table:
         """The exact answer of ``query``: from the engine (charged ε per query) or, for
         ``dodb_last_report``, from the last report, here."""
-        from .statements import is_report_query
-
         if is_report_query(query):
             if params:
                 raise GatewayError(f"{metadata.REPORT_TABLE} takes no parameters")
@@ -205,8 +197,6 @@ class GatewayServer(flight.FlightServerBase):
 
     def _planned_schema(self, query: str) -> pa.Schema:
         """The answer's schema from the engine's plan (EXPLAIN: nothing runs, nothing is charged)."""
-        from .statements import is_report_query
-
         if is_report_query(query):
             return self._report_query(query).schema
         plan = self.remote.explain(query, epsilon=self.epsilon, delta=self.delta, as_dict=True)
@@ -252,7 +242,7 @@ class GatewayServer(flight.FlightServerBase):
                 with self._lock:
                     self._prepared.pop(cmd["prepared_statement_handle"], None)
                 return []
-            raise _unsupported(f"action {action.type}")
+            raise unsupported(f"action {action.type}")
         except Exception as e:  # noqa: BLE001
             raise _flight_error(e) from None
 
@@ -268,8 +258,6 @@ class GatewayServer(flight.FlightServerBase):
         return name, pw.decode(name, value)
 
     def _prepare(self, body: bytes) -> bytes:
-        from .statements import parameter_names
-
         _, req = self._action_body(body, "ActionCreatePreparedStatementRequest")
         query = req["query"]
         names, named = parameter_names(query)
@@ -297,7 +285,7 @@ class GatewayServer(flight.FlightServerBase):
         try:
             name, cmd = self._command(descriptor.command or b"")
             if name != "CommandPreparedStatementQuery":
-                raise _unsupported(f"DoPut of {name}")
+                raise unsupported(f"DoPut of {name}")
             handle = cmd["prepared_statement_handle"]
             stmt = self._statement(handle)
             params = self._bind(stmt, reader.read_all())

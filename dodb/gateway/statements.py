@@ -11,6 +11,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from ..errors import PlanningError
 from ..planner.params import number_positional
+from .errors import GatewayError
 from .metadata import REPORT_TABLE
 
 __all__ = ["is_report_query", "parameter_names"]
@@ -26,8 +27,6 @@ def _trees(query: str) -> list[exp.Expression] | None:
 def is_report_query(query: str) -> bool:
     """Whether ``query`` reads ``dodb_last_report`` (answered by the gateway).  Mixing it with
     engine tables is refused: the report lives here, the data on the engine."""
-    from .server import GatewayError
-
     if REPORT_TABLE not in query.lower():
         return False  # the common case, without parsing
     trees = _trees(query)

@@ -32,7 +32,7 @@ from .table import Column, PaddedTable
 from .wide_sums import avg_column, exceeds_38_digits, int128_parts, sum_column
 from ..oblivious.select import as_float64, select
 
-__all__ = ["Agg", "group_by", "AGG_FUNCS", "SUM_OVERFLOW", "RANGE_OVERFLOW", "STATUS_MESSAGES"]
+__all__ = ["Agg", "group_by", "takes_presorted", "needs_own_pass", "AGG_FUNCS", "SUM_OVERFLOW", "RANGE_OVERFLOW", "STATUS_MESSAGES"]
 
 AGG_FUNCS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct", "string_agg", "list") + STATS_FUNCS
 _M32 = np.uint64(0xFFFFFFFF)
@@ -180,12 +180,22 @@ def group_by(
     delta: float = 1e-6,
     ctx: ExecContext | None = None,
     sort_keys: list[str] | None = None,
+    presorted: bool = False,
+    ordered: bool = False,
 ) -> OpResult:
     """Group real rows by ``keys`` and compute ``aggs``; no keys = one global row.
 
     ``sort_keys``: a subset of ``keys`` that determines the others in every input (a public
     fact of the plan: declared keys, planner/degrees.py ``fd_unique``).  Rows are sorted and
     runs cut on it alone; the other keys ride as payload and are read from each run's row.
+
+    ``presorted``: ``table`` arrives sorted by ``keys`` as a join sorts its side (key order,
+    non-real rows wherever their keys put them: a scan sorted before its filters marked
+    rows, planner/presort.py); used when :func:`takes_presorted` allows, else ignored.
+
+    ``ordered``: ``table`` is already in ``(dummy last, sort keys)`` order up to the order of
+    the groups (an inner join's output on those keys): the pass without COUNT(DISTINCT)
+    skips its sort, whose stable result would keep every group's rows in the same order.
     """
     ctx = ctx or ExecContext(mode=mode)
     kern = ctx.kernels
@@ -209,10 +219,12 @@ def group_by(
             return OpResult(out, ctx.leaks[leaks_before:], ctx.trace)
     # one sorted pass per COUNT(DISTINCT) column (the other aggregates ride on the first)
     passes = []
+    presorted = presorted and takes_presorted(table, keys, aggs, sort_keys)
     for i, d in enumerate(distinct_cols or [None]):
         sub = [a for a in aggs if (_pass_of(a) is not None and _pass_of(a) == d)
                or (i == 0 and _pass_of(a) is None)]
-        passes.append((sub, *_group_pass(kern, ctx, table, keys, sub, d, sort_keys)))
+        passes.append((sub, *_group_pass(kern, ctx, table, keys, sub, d, sort_keys, presorted,
+                                         ordered and d is None)))
     if len(passes) == 1:
         out_cols, group_rows = passes[0][1], passes[0][2]
     elif not keys:
@@ -251,6 +263,28 @@ def group_by(
     return OpResult(out.with_stability(out_s), ctx.leaks[leaks_before:], ctx.trace)
 
 
+# aggregates that read only real rows of a run, wherever they sit in it
+PRESORTED_FUNCS = frozenset({"count_star", "count", "sum", "avg", "min", "max"})
+
+
+def takes_presorted(table: PaddedTable, keys: list[str], aggs: list[Agg], sort_keys: list[str] | None) -> bool:
+    """Whether rows sorted by ``keys`` with non-real rows inside the runs can be grouped as
+    they are (``presorted``): grouped by every key (no key read from a run's row as payload),
+    no floating-point key (-0.0 and 0.0 share a run, and a non-real row's sign could show),
+    and only aggregates that mask each row by its real flag.  Types and names are public."""
+    if not keys or (sort_keys is not None and set(sort_keys) != set(keys)):
+        return False
+    if any(pa.types.is_floating(table.column(k).type) for k in keys):
+        return False
+    return all(a.func in PRESORTED_FUNCS for a in aggs)
+
+
+def needs_own_pass(a: Agg) -> bool:
+    """Whether ``a``'s runs must be sorted by more than the keys (COUNT(DISTINCT), quantiles,
+    an ORDER BY inside string_agg/list): it gets a sorted pass of its own."""
+    return _pass_of(a) is not None
+
+
 def _pass_of(a: Agg):
     """What an aggregate needs its runs sorted by besides the keys: a column, an ORDER BY, or nothing."""
     if a.func == "count_distinct" or a.func in SORTED_FUNCS:
@@ -261,11 +295,16 @@ def _pass_of(a: Agg):
 
 
 def _group_pass(kern, ctx, table: PaddedTable, keys: list[str], aggs: list[Agg], distinct,
-                sort_keys: list[str] | None = None):
+                sort_keys: list[str] | None = None, presorted: bool = False, ordered: bool = False):
     """Sort by ``(is_dummy, sort_keys[, distinct])`` and scan: key + aggregate columns, and the
     flags of each group's output row (the last real row of its run).  ``distinct`` is a
     column name or a string_agg's ORDER BY (``(column, descending, nulls_first)`` triples).
-    ``sort_keys`` (default ``keys``) determine the other keys (:func:`group_by`)."""
+    ``sort_keys`` (default ``keys``) determine the other keys (:func:`group_by`).
+    ``presorted``: no sort; runs are cut on the keys alone and a group's output row is the
+    last row of a run that holds a real row (its keys equal every row's in the run).
+    ``ordered``: rows already in ``(dummy, sort_keys)`` order up to the groups' order: no sort."""
+    if presorted:
+        return _presorted_pass(kern, ctx, table, keys, aggs)
     out_keys = keys
     keys = list(keys) if sort_keys is None else list(sort_keys)
     n = table.padded_size
@@ -278,7 +317,7 @@ def _group_pass(kern, ctx, table: PaddedTable, keys: list[str], aggs: list[Agg],
     nf = [False] * (len(sort_cols) - len(order)) + [f for _, _, f in order]
     dummy = KeyField((~table.is_real).astype(np.uint64), 1)
     payload = table.arrays()
-    if sort_cols:
+    if sort_cols and not ordered:
         enc = encode_keys(sort_cols, descending=desc, leading=[dummy], n=n, nulls_first=nf)
         _, payload = kern.sort(enc, payload)
     sorted_t = table.with_arrays(payload)
@@ -305,6 +344,27 @@ def _group_pass(kern, ctx, table: PaddedTable, keys: list[str], aggs: list[Agg],
     # holds its total (a global aggregate's may be a dummy slot); dummies add nothing.
     ctx.fold_errors((overflow & ends).astype(np.int64) * SUM_OVERFLOW)
     return out_cols, ends & real
+
+
+def _presorted_pass(kern, ctx, table: PaddedTable, keys: list[str], aggs: list[Agg]):
+    """:func:`_group_pass` over rows already in key order with non-real rows inside runs."""
+    n = table.padded_size
+    real = table.is_real
+    starts = _words_differ(encode_keys([table.column(k) for k in keys], n=n).words)
+    ctx.trace.record("group_by:scan", -1, n, len(aggs))
+    out_cols = [table.column(k) for k in keys]
+    overflow = np.zeros(n, dtype=bool)
+    for a in aggs:
+        col = table.column(a.column) if a.column is not None else None
+        out_cols.append(_aggregate(kern, a, col, real, starts, None, overflow, None, grouped=True))
+    ends = np.zeros(n, dtype=bool)
+    if n:
+        ends[:-1] = starts[1:]
+        ends[-1] = True
+    # a run's count of real rows, read at its last row: a group exists where it is positive
+    has_real = kern.seg_reduce(real, starts, "count") > 0
+    ctx.fold_errors((overflow & ends).astype(np.int64) * SUM_OVERFLOW)
+    return out_cols, ends & has_real
 
 
 def _first_only(n: int) -> np.ndarray:

@@ -99,7 +99,7 @@ class Scan(Node):
     def describe(self) -> str:
         where = f" WHERE {self.predicate.sql(dialect='duckdb')}" if self.predicate is not None else ""
         kind = f"private, {self.max_rows} slots" if self.private else "public"
-        order = f", sorted by {', '.join(self.sort_keys)} for a join" if self.sort_keys else ""
+        order = f", sorted by {', '.join(self.sort_keys)}" if self.sort_keys else ""
         return f"Scan {self.table} AS {self.alias} ({kind}{order}){where}"
 
 
@@ -186,6 +186,8 @@ class Aggregate(Unary):
     # the keys rows are sorted and grouped by; they determine the other keys (planner/degrees.py
     # fd_unique), which ride as payload.  None: all keys
     sort_keys: list[str] | None = None
+    presorted: bool = False  # the input arrives sorted by the keys from its scan (planner/presort.py)
+    ordered_by: int | None = None  # the inner join whose output order groups the keys (planner/presort.py)
 
     def describe(self) -> str:
         aggs = ", ".join(f"{a.name}={a.func}({', '.join(x for x in (a.column or '*', a.column2, a.param) if x)})"
@@ -195,7 +197,9 @@ class Aggregate(Unary):
                                    f"{' NULLS FIRST' if nf else ''}" for i, (c, d, nf) in enumerate(a.order))
                          + (f" FILTER {a.column2}" if a.column2 else "") + f"; ≤{a.rows} rows/group of ≤{a.total})"
                          for a in self.aggs)
-        return f"Aggregate by [{', '.join(self.keys)}] {aggs}"
+        how = " (input sorted at the scan)" if self.presorted else \
+            f" (input in the order of Join#{self.ordered_by}'s keys)" if self.ordered_by is not None else ""
+        return f"Aggregate by [{', '.join(self.keys)}] {aggs}{how}"
 
 
 @dataclass(eq=False)

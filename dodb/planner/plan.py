@@ -41,7 +41,7 @@ from .alignment import mark_alignment
 from .exchanges import insert_exchanges
 from .marking import mark_only_filters
 from .memory import BASE_BYTES, estimate_peak_bytes, expected_sizes, format_bytes
-from .presort import presort_join_sides
+from .presort import presort_sides
 from .prune import prune_columns
 from .public_cache import structural_key
 from .partitions import describe_partitions, query_partitions
@@ -458,7 +458,7 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
         built = again.build(optimized.copy())
         prune_columns(built.root)
     insert_exchanges(built.root, catalog, workers, neighbour)  # a cluster's group-by (planner/exchanges.py)
-    presort_join_sides(built.root, mode, workers)
+    presort_sides(built.root, mode, workers, catalog)
     mark_only_filters(built.root)
     mark_alignment(built.root, neighbour)
     if len(names) == len(built.names):

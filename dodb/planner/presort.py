@@ -20,6 +20,20 @@ the join reads only eligible rows), so sorting before a filter marks rows gives 
 sorting after it would.  Nothing here looks at data: the choice is a function of the
 plan's shape (docs/design.md §Join sides sorted at the scan).
 
+A GROUP BY over such a chain is sorted at its scan the same way (``Aggregate … (input
+sorted at the scan)``) when every key is a sort key (no key read from a run's row as
+payload), no key is floating-point (a non-real row's -0.0 could show), and every
+aggregate masks rows by their real flag (COUNT, SUM, AVG, MIN, MAX:
+operators/aggregate.py ``takes_presorted``): runs are cut on the keys alone and a group
+is a run that holds a real row.
+
+A GROUP BY whose sort keys are exactly one side's keys of an inner sort-based join below
+it (through projections) needs no sort at all: the join's output is already in that
+side's key order with its unused slots last, which is the order the GROUP BY's stable
+sort by (dummy, keys) would leave rows of one group in (``ordered_by``; TPC-H Q3 groups
+by ``l_orderkey`` after joining on it).  The executor sorts anyway when it cast the
+join's keys to a common type (a cast need not keep distinct keys apart).
+
 Not for a cluster's plans (a worker has no slot cache, and its scan is the shard's) nor
 in the ``plain`` and ``oblivious`` baselines, whose joins are planned as before.
 
@@ -30,7 +44,7 @@ Example:
     >>> f = Filter(s, exp.column("o.d").eq(1), columns=["o.k", "o.d"], stability=1)
     >>> p = Scan("p", "p", ["k"], columns=["p.k"])
     >>> j = Join(f, p, "inner", ["o.k"], ["p.k"], columns=["o.k", "o.d", "p.k"], stability=1)
-    >>> _ = presort_join_sides(j, "do", 1)
+    >>> _ = presort_sides(j, "do", 1)
     >>> (s.sort_keys, f.mark_only, j.left_presorted, j.right_presorted)
     (['o.k'], True, True, False)
 """
@@ -38,9 +52,10 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from .logical import Filter, Join, Node, Project, ScalarRow, Scan, consumer_counts, walk
+from ..operators.aggregate import PRESORTED_FUNCS, needs_own_pass
+from .logical import Aggregate, Filter, Join, Node, Project, ScalarRow, Scan, consumer_counts, walk
 
-__all__ = ["presort_join_sides"]
+__all__ = ["presort_sides"]
 
 
 def _chain(side: Node, keys: list[str], consumers: dict[int, int]) -> tuple[Scan, list[str], list[Filter]] | None:
@@ -68,23 +83,78 @@ def _chain(side: Node, keys: list[str], consumers: dict[int, int]) -> tuple[Scan
         node = node.children[0]
 
 
-def presort_join_sides(root: Node, mode: str, workers: int) -> Node:
-    """Move the sort of every eligible join side to its scan (module doc); in place."""
+def _floating(catalog, scan: Scan, keys: list[str]) -> bool:
+    """Whether any of ``keys`` (``alias.column`` of ``scan``) is a floating-point column."""
+    if catalog is None:
+        return True  # unknown types: do not presort a GROUP BY
+    columns = catalog.table(scan.table).columns
+    return any(str(columns.get(k.split(".", 1)[-1], "")).upper() in ("FLOAT", "DOUBLE", "REAL", "FLOAT4", "FLOAT8")
+               for k in keys)
+
+
+def _groups_as_sorted(n: Aggregate) -> bool:
+    return bool(n.keys) and (n.sort_keys is None or set(n.sort_keys) == set(n.keys)) \
+        and all(a.func in PRESORTED_FUNCS for a in n.aggs)
+
+
+def _presort(side: Node, keys: list[str], consumers: dict[int, int], catalog, floats_ok: bool) -> bool:
+    """Sort the scan under ``side`` by ``keys`` and mark its filters, if the chain allows."""
+    found = _chain(side, list(keys), consumers)
+    if found is None:
+        return False
+    scan, scan_keys, filters = found
+    if (scan.sort_keys is not None and scan.sort_keys != scan_keys) or \
+            (not floats_ok and _floating(catalog, scan, scan_keys)):
+        return False
+    scan.sort_keys = scan_keys
+    for f in filters:
+        f.mark_only = True
+    return True
+
+
+def _inner_join_under(node: Node, keys: list[str]) -> Join | None:
+    """The inner sort-based join under ``node`` through projections whose output groups
+    ``keys`` together, or ``None``.
+
+    Its output is in the order of its left keys, unused slots last (operators/join.py
+    ``_inner`` expands the sorted left side in order): rows with equal join keys are
+    adjacent, and in each such run the columns of a side unique on the keys (degree bound
+    1) hold one row's values.  So ``keys`` are grouped when they hold every join key (from
+    either side: equal on real rows) and otherwise only columns of a unique side."""
+    while isinstance(node, Project) and not isinstance(node, ScalarRow):
+        renamed = []
+        for k in keys:
+            e = node.exprs.get(k)
+            if not isinstance(e, exp.Column):
+                return None
+            renamed.append(e.name)
+        keys = renamed
+        node = node.children[0]
+    if not (isinstance(node, Join) and node.method == "sort" and node.how == "inner"):
+        return None
+    got = set(keys)
+    if not all(a in got or b in got for a, b in zip(node.left_keys, node.right_keys)):
+        return None
+    rest = got - set(node.left_keys) - set(node.right_keys)
+    unique_sides = [set(side.columns) for side, d in ((node.left, node.left_degree), (node.right, node.right_degree))
+                    if d is not None and d <= 1]
+    return node if not rest or any(rest <= u for u in unique_sides) else None
+
+
+def presort_sides(root: Node, mode: str, workers: int, catalog=None) -> Node:
+    """Move the sort of every eligible join side and GROUP BY input to its scan (module
+    doc); in place.  ``catalog`` gives the scans' column types (a GROUP BY needs them)."""
     if mode != "do" or workers > 1:
         return root
     consumers = consumer_counts(root)
     for n in list(walk(root)):
-        if not isinstance(n, Join) or n.method != "sort":
-            continue
-        for side, keys, attr in ((n.left, n.left_keys, "left_presorted"), (n.right, n.right_keys, "right_presorted")):
-            found = _chain(side, list(keys), consumers)
-            if found is None:
-                continue
-            scan, scan_keys, filters = found
-            if scan.sort_keys is not None and scan.sort_keys != scan_keys:
-                continue
-            scan.sort_keys = scan_keys
-            for f in filters:
-                f.mark_only = True
-            setattr(n, attr, True)
+        if isinstance(n, Join) and n.method == "sort":
+            n.left_presorted = _presort(n.left, n.left_keys, consumers, catalog, True)
+            n.right_presorted = _presort(n.right, n.right_keys, consumers, catalog, True)
+        elif isinstance(n, Aggregate) and _groups_as_sorted(n):
+            n.presorted = _presort(n.child, n.keys, consumers, catalog, False)
+        if isinstance(n, Aggregate) and n.keys and not n.presorted and not any(needs_own_pass(a) for a in n.aggs):
+            join = _inner_join_under(n.child, list(n.sort_keys or n.keys))
+            n.ordered_by = None if join is None else join.node_id
     return root
+

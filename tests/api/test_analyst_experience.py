@@ -42,6 +42,8 @@ def dbs():
 
 
 GROUPED = "SELECT ward, count(*) AS n, sum(cost) AS c FROM visits WHERE score > 1 GROUP BY ward ORDER BY ward"
+# COUNT(DISTINCT) sorts its own pass, so the filter still compacts and releases its size (two releases)
+FILTERED = GROUPED.replace("count(*)", "count(DISTINCT cost)")
 
 
 def test_result_as_polars_pandas_and_printed_like_duckdb(dbs, capsys):
@@ -175,7 +177,7 @@ def test_random_parameter_values_match_duckdb(dbs, value):
 
 def test_privacy_report_plain_by_default_theorems_when_verbose(dbs):
     _, db = dbs
-    rep = db.sql(GROUPED, epsilon=1.0).privacy
+    rep = db.sql(FILTERED, epsilon=1.0).privacy
     plain, verbose = str(rep), rep.verbose()
     assert "an observer of memory learned 2 padded size(s)" in plain
     assert "rows kept by Filter#" in plain and "groups made by Aggregate#" in plain
@@ -187,7 +189,7 @@ def test_privacy_report_plain_by_default_theorems_when_verbose(dbs):
 
 def test_explain_states_the_expected_padding_overhead(dbs):
     _, db = dbs
-    p = db.plan(GROUPED, epsilon=1.0)
+    p = db.plan(FILTERED, epsilon=1.0)
     text = p.explain()
     line = next(ln for ln in text.splitlines() if ln.startswith("padding: expected +"))
     over = padding_overhead(p.event_nodes)
@@ -195,9 +197,9 @@ def test_explain_states_the_expected_padding_overhead(dbs):
     for o, (node, _, _, _, _, mech) in zip(over, p.event_nodes):
         assert o.expected_dummies <= o.bound and o.expected_dummies >= min(mech.shift, o.bound)
         assert o.worst_dummies == min(2 * o.expected_dummies, o.bound) or o.worst_dummies == o.bound
-    assert db.explain(GROUPED, epsilon=1.0, as_dict=True)["padding"][0]["release"] == over[0].release
+    assert db.explain(FILTERED, epsilon=1.0, as_dict=True)["padding"][0]["release"] == over[0].release
     # a smaller ε pads more
-    small = db.plan(GROUPED, epsilon=0.05).event_nodes
+    small = db.plan(FILTERED, epsilon=0.05).event_nodes
     assert sum(e[5].shift for e in small) > sum(e[5].shift for e in p.event_nodes)
     assert sum(o.expected_dummies for o in padding_overhead(small)) >= sum(o.expected_dummies for o in over)
     assert "padding: none" in db.explain("SELECT count(*) FROM visits", epsilon=1.0)

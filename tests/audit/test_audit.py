@@ -20,9 +20,13 @@ from .planted import plant_data_sized_buffer, plant_data_sized_peak, plant_magni
 
 QUERIES = [
     "SELECT count(*) FROM patients",
-    "SELECT ward, count(*), sum(age) FROM patients WHERE age > 30 GROUP BY ward",
+    # COUNT(DISTINCT) sorts its own pass: the filter compacts and releases a size that moves
+    # with the neighbour (the planted tests below need such a release)
+    "SELECT ward, count(DISTINCT age), sum(age) FROM patients WHERE age > 30 GROUP BY ward",
     "SELECT w.name, count(*) FROM visits v JOIN patients p ON v.pid = p.id JOIN wards w ON p.ward = w.ward "
     "WHERE v.amount > 10 GROUP BY w.name",
+    # grouped over the scan sorted at the scan (planner/presort.py): the filter only marks rows
+    "SELECT ward, count(*), sum(age) FROM patients WHERE age > 30 GROUP BY ward",
 ]
 
 
@@ -58,7 +62,7 @@ def test_do_plans_have_identical_views_on_coupled_neighbours(db):
     before = db.con.execute("SELECT * FROM dodb_private.patients ORDER BY ALL").fetchall()
     report = audit(db, QUERIES, pairs=2, seed=1)
     assert report.ok, "\n".join(report.lines())
-    assert report.lines()[-1] == "audit: 6 of 6 neighbour pairs identical"
+    assert report.lines()[-1] == "audit: 8 of 8 neighbour pairs identical"
     assert all(q.releases > 0 for q in report.queries[1:])  # the filtered queries released padded sizes
     # the audit restores the data and charges nothing
     assert db.con.execute("SELECT * FROM dodb_private.patients ORDER BY ALL").fetchall() == before

@@ -71,11 +71,12 @@ def test_three_shards_and_the_events_of_the_cluster_plan():
             assert sorted(lk.sensitivity for lk in p.leaks) == want
             # the cluster's plan charges the single-process plan's events, plus one per exchange
             # (of the exchanged rows' stability), less the releases of filters that feed an
-            # exchange, which only mark rows there (docs/distributed.md §Group-by)
+            # exchange, which only mark rows there (docs/distributed.md §Group-by); and plus
+            # the filters that one process skips by sorting their scans (planner/presort.py)
             mine = Counter(e.operator.split("#")[0] + f":{e.sensitivity}" for e in p.events)
             exch = Counter(f"Exchange:{x.child.stability}" for x in p.placement.exchanges)
             single = Counter(e.operator.split("#")[0] + f":{e.sensitivity}" for e in _single(db, sql))
-            assert mine - single == exch
+            assert Counter({k: v for k, v in (mine - single).items() if not k.startswith("Filter:")}) == exch
             assert all(k.startswith("Filter:") for k in single - mine)
     finally:
         db.close()

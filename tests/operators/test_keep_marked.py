@@ -102,19 +102,31 @@ def _expected(parents, node):
     return None if not out or None in out else max(out)
 
 
+GROUPED = ("SELECT l_returnflag, count(DISTINCT l_suppkey) FROM lineitem WHERE l_shipdate <= DATE '1998-09-01' "
+           "GROUP BY 1")
+JOINED = ("SELECT c_name, o.n FROM (SELECT o_custkey, count(*) AS n FROM orders GROUP BY 1) o "
+          "JOIN customer ON o.o_custkey = c_custkey WHERE o.n > 3")
+
+
 def test_planner_marks_filters_feeding_a_sort():
     d = tpch_database(0.002)
     try:
-        p = d.plan(tpch_query(1), epsilon=1.0, delta=1e-6)
+        # a GROUP BY that cannot take its input sorted at the scan (COUNT(DISTINCT) sorts again)
+        p = d.plan(GROUPED, epsilon=1.0, delta=1e-6)
         filters = [n for n in walk(p.root) if isinstance(n, Filter)]
         assert filters and all(f.keep_marked_above == KEEP_MARKED_ABOVE for f in filters)
         p6 = d.plan(tpch_query(6), epsilon=1.0, delta=1e-6)  # global aggregate: mark only, no release
         assert all(f.mark_only and f.keep_marked_above is None for f in walk(p6.root) if isinstance(f, Filter))
-        p3 = d.plan(tpch_query(3), epsilon=1.0, delta=1e-6)  # filters feeding sort-based joins
-        assert all(f.keep_marked_above == KEEP_MARKED_ABOVE_JOIN for f in walk(p3.root) if isinstance(f, Filter))
+        # a filter on a GROUP BY's output feeding a sort-based join
+        pj = d.plan(JOINED, epsilon=1.0, delta=1e-6)
+        assert [f.keep_marked_above for f in walk(pj.root) if isinstance(f, Filter)] == [KEEP_MARKED_ABOVE_JOIN]
+        # filters feeding join sides and GROUP BYs sorted at their scans only mark (planner/presort.py)
+        p3 = d.plan(tpch_query(3), epsilon=1.0, delta=1e-6)
+        assert all(f.mark_only for f in walk(p3.root) if isinstance(f, Filter))
         seen = set()
-        for q in range(1, 23):  # every filter's threshold is the largest its consumers ask for
-            root = d.plan(tpch_query(q), epsilon=1.0, delta=1e-6).root
+        # every filter's threshold is the largest its consumers ask for
+        for sql in [tpch_query(q) for q in range(1, 23)] + [GROUPED, JOINED]:
+            root = d.plan(sql, epsilon=1.0, delta=1e-6).root
             parents = {}
             for n in walk(root):
                 for c in n.children:
@@ -122,19 +134,21 @@ def test_planner_marks_filters_feeding_a_sort():
             for f in walk(root):
                 if isinstance(f, Filter) and not f.mark_only:
                     want = _expected(parents, f)
-                    assert f.keep_marked_above == want, (q, f.describe())
+                    assert f.keep_marked_above == want, (sql, f.describe())
                     seen.add(want)
         assert seen == {None, KEEP_MARKED_ABOVE, KEEP_MARKED_ABOVE_JOIN}
     finally:
         d.close()
 
 
-@pytest.mark.parametrize("q", [1, 13, 18, 21])
+@pytest.mark.parametrize("q", [0, 1, 3, 13, 18, 21])
 def test_tpch_with_kept_filters_is_simulatable_and_exact(db, q):
-    p = db.plan(tpch_query(q), epsilon=1.0, delta=1e-6)
+    """Q0 stands for GROUPED (Q1's filter before a COUNT(DISTINCT)); Q1 and Q3 now take their
+    inputs sorted at the scan (planner/presort.py): the simulator reproduces those traces too."""
+    sql = GROUPED if q == 0 else tpch_query(q)
+    p = db.plan(sql, epsilon=1.0, delta=1e-6)
     p.execute(rng=new_rng(q))
     assert simulate_plan(p, _leaked(p.trace)) == p.trace
-    if q in (1, 13):  # Q1's filter keeps ~98% of lineitem, Q13's ~99% of orders: the kept-marked path ran
+    if q == 0:  # the filter keeps ~98% of lineitem: the kept-marked path ran
         assert any(e.kind == "filter:keep_marked" for e in p.trace.events)
-    sql = tpch_query(q)
     assert_same_rows(db.sql(sql, epsilon=1.0, delta=1e-6).arrow(), db.oracle.sql(sql).to_arrow_table(), ordered=True)
