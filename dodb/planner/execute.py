@@ -211,8 +211,11 @@ class Executor:
             if node.mark_only:  # one linear pass; the padded size stays the public input size
                 ctx.trace.record("filter:mark", -1, t.padded_size)
                 return t.with_arrays(t.arrays()[:-1] + [t.is_real & mask], aligned=t.aligned)
-            return filter_table(t, mask, epsilon=eps, delta=delta, ctx=ctx, bin_size=self.bin_size,
-                                keep_marked_above=node.keep_marked_above).table
+            out = filter_table(t, mask, epsilon=eps, delta=delta, ctx=ctx, bin_size=self.bin_size,
+                               keep_marked_above=node.keep_marked_above).table
+            if node.ordered_keys and out.padded_size < t.padded_size:
+                out = _dummy_keys_last(out, node.ordered_keys)
+            return out
         if isinstance(node, ScalarRow):
             one, too_many = scalar_row(inputs[0], ctx)
             # the query's status, also when the subquery is public (run under public_ctx)
@@ -388,6 +391,14 @@ class Executor:
         out = project(t, node.exprs, widths=widths, ctx=ctx).table.with_stability(node.stability)
         out.aligned = t.aligned  # row-wise: every row stays in its slot
         return out
+
+
+def _dummy_keys_last(t: PaddedTable, keys: list[str]) -> PaddedTable:
+    """A compacted filter's output in key order again (planner/presort.py): its real rows
+    kept their key order at the front, and the slots after them get NULL keys, which sort
+    last and tie with one another (and the real NULL keys) in position order."""
+    cols = [replace(c, valid=c.valid & t.is_real) if name in keys else c for name, c in zip(t.names, t.columns)]
+    return PaddedTable(t.names, cols, t.is_real, t.stability, dict(t.meta), t.aligned)
 
 
 def _arrays_of(c) -> dict[str, np.ndarray]:

@@ -110,6 +110,8 @@ class Filter(Unary):
     binned: bool = False     # positional bins on an aligned input (planner/alignment.py)
     release_scale: int = 1   # 2 for bins under replace-neighbours
     keep_marked_above: float | None = None  # skip compacting a large output (planner/marking.py)
+    # its input is in the order of these columns, and so must its output be (planner/presort.py)
+    ordered_keys: list[str] | None = None
 
     def describe(self) -> str:
         how = " (mark only: no size released)" if self.mark_only else \

@@ -58,10 +58,11 @@ from .logical import Aggregate, Filter, Join, Node, Project, ScalarRow, Scan, co
 __all__ = ["presort_sides"]
 
 
-def _chain(side: Node, keys: list[str], consumers: dict[int, int]) -> tuple[Scan, list[str], list[Filter]] | None:
-    """The private scan under ``side`` through row-wise nodes read by this join alone, the
-    join keys' names at the scan and the filters on the way; ``None`` if there is none."""
-    filters: list[Filter] = []
+def _chain(side: Node, keys: list[str], consumers: dict[int, int]) -> tuple[Scan, list[str], list] | None:
+    """The private scan under ``side`` through row-wise nodes read by this operator alone,
+    the keys' names at the scan and the filters on the way with the keys' names there;
+    ``None`` if there is none."""
+    filters: list[tuple[Filter, list[str]]] = []
     node = side
     while True:
         if consumers.get(node.node_id, 0) != 1:  # shared: its other reader expects it unsorted
@@ -69,7 +70,7 @@ def _chain(side: Node, keys: list[str], consumers: dict[int, int]) -> tuple[Scan
         if isinstance(node, Scan):
             return (node, keys, filters) if node.private else None
         if isinstance(node, Filter):
-            filters.append(node)
+            filters.append((node, list(keys)))
         elif isinstance(node, Project) and not isinstance(node, ScalarRow):
             renamed = []
             for k in keys:
@@ -97,18 +98,22 @@ def _groups_as_sorted(n: Aggregate) -> bool:
         and all(a.func in PRESORTED_FUNCS for a in n.aggs)
 
 
-def _presort(side: Node, keys: list[str], consumers: dict[int, int], catalog, floats_ok: bool) -> bool:
-    """Sort the scan under ``side`` by ``keys`` and mark its filters, if the chain allows."""
+def _presort(side: Node, keys: list[str], consumers: dict[int, int], catalog, for_join: bool) -> bool:
+    """Sort the scan under ``side`` by ``keys`` if the chain allows; its filters only mark
+    (under a GROUP BY) or keep the order when they compact (under a join)."""
     found = _chain(side, list(keys), consumers)
     if found is None:
         return False
     scan, scan_keys, filters = found
     if (scan.sort_keys is not None and scan.sort_keys != scan_keys) or \
-            (not floats_ok and _floating(catalog, scan, scan_keys)):
+            (not for_join and _floating(catalog, scan, scan_keys)):
         return False
     scan.sort_keys = scan_keys
-    for f in filters:
-        f.mark_only = True
+    for f, names in filters:
+        if for_join:
+            f.ordered_keys = names
+        else:
+            f.mark_only = True
     return True
 
 
