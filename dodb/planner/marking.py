@@ -84,8 +84,8 @@ def mark_only_filters(root: Node) -> Node:
                            or (isinstance(p, Filter) and feeds_only_global_aggregates(p)))
 
     for n in walk(root):
-        if isinstance(n, Filter) and (n.mark_only or feeds_only_global_aggregates(n)):
-            n.mark_only = True  # already when it feeds a join side sorted at its scan (planner/presort.py)
+        if isinstance(n, Filter) and feeds_only_global_aggregates(n):
+            n.mark_only = True
         elif isinstance(n, Filter):
             n.keep_marked_above = _consumer_threshold(parents, n)
     return root

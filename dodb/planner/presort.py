@@ -1,4 +1,5 @@
-"""Join sides sorted at their scan: a private table's sorted slots, kept between queries.
+"""Join sides and GROUP BY inputs sorted at their scan: a private table's sorted slots,
+kept between queries (docs/design.md §Join sides sorted at the scan).
 
 A sort-based join sorts each side by its keys (operators/join.py).  When a side is a
 private table's scan followed only by row-wise nodes — projections and filters — that
@@ -10,29 +11,31 @@ pass the join keys through unchanged, the sort can move down to the scan:
 * a scan's sorted lanes are kept in the slot cache (docs/design.md §Slot cache), so a
   later query over the same columns copies them instead of sorting: the sort's events
   are recorded from public sizes, as for any cached sorted side;
-* the filters between the scan and the join then only clear the real flags
-  (``mark_only``): the join skips the non-real rows anyway, so they compact nothing and
-  release nothing — one noisy size and one compaction fewer per filtered side, and the
-  ε they would have taken goes to the other releases.
+* the filters between release their sizes as before; kept marked, their rows stay in
+  place, and compacted, their real rows stay in key order at the front and the slots
+  after them get NULL keys (``ordered_keys``; planner/execute.py ``_dummy_keys_last``),
+  which sort last: either way the side is in the join's order.
 
 The join's sort order is by key alone, ties in position order (dummies need not go last:
 the join reads only eligible rows), so sorting before a filter marks rows gives the order
 sorting after it would.  Nothing here looks at data: the choice is a function of the
-plan's shape (docs/design.md §Join sides sorted at the scan).
+plan's shape.
 
 A GROUP BY over such a chain is sorted at its scan the same way (``Aggregate … (input
 sorted at the scan)``) when every key is a sort key (no key read from a run's row as
 payload), no key is floating-point (a non-real row's -0.0 could show), and every
 aggregate masks rows by their real flag (COUNT, SUM, AVG, MIN, MAX:
 operators/aggregate.py ``takes_presorted``): runs are cut on the keys alone and a group
-is a run that holds a real row.
+is a run that holds a real row, so whatever a compacting filter leaves after its real
+rows needs no NULL keys.
 
-A GROUP BY whose sort keys are exactly one side's keys of an inner sort-based join below
-it (through projections) needs no sort at all: the join's output is already in that
-side's key order with its unused slots last, which is the order the GROUP BY's stable
-sort by (dummy, keys) would leave rows of one group in (``ordered_by``; TPC-H Q3 groups
-by ``l_orderkey`` after joining on it).  The executor sorts anyway when it cast the
-join's keys to a common type (a cast need not keep distinct keys apart).
+A GROUP BY whose sort keys are one side's keys of an inner sort-based join below it
+(through projections), plus only columns of a side unique on them, needs no sort at all:
+the join's output is already in its left keys' order with its unused slots last, which
+groups those keys, and the GROUP BY's stable sort would keep each group's rows in the
+order they have (``ordered_by``; TPC-H Q3 groups by ``l_orderkey`` after joining on it).
+The executor sorts anyway when it cast the join's keys to a common type (a cast need not
+keep distinct keys apart).
 
 Not for a cluster's plans (a worker has no slot cache, and its scan is the shard's) nor
 in the ``plain`` and ``oblivious`` baselines, whose joins are planned as before.
@@ -45,8 +48,8 @@ Example:
     >>> p = Scan("p", "p", ["k"], columns=["p.k"])
     >>> j = Join(f, p, "inner", ["o.k"], ["p.k"], columns=["o.k", "o.d", "p.k"], stability=1)
     >>> _ = presort_sides(j, "do", 1)
-    >>> (s.sort_keys, f.mark_only, j.left_presorted, j.right_presorted)
-    (['o.k'], True, True, False)
+    >>> (s.sort_keys, f.ordered_keys, j.left_presorted, j.right_presorted)
+    (['o.k'], ['o.k'], True, False)
 """
 from __future__ import annotations
 
@@ -99,8 +102,8 @@ def _groups_as_sorted(n: Aggregate) -> bool:
 
 
 def _presort(side: Node, keys: list[str], consumers: dict[int, int], catalog, for_join: bool) -> bool:
-    """Sort the scan under ``side`` by ``keys`` if the chain allows; its filters only mark
-    (under a GROUP BY) or keep the order when they compact (under a join)."""
+    """Sort the scan under ``side`` by ``keys`` if the chain allows; under a join its filters
+    give the slots after their real rows NULL keys when they compact (module doc)."""
     found = _chain(side, list(keys), consumers)
     if found is None:
         return False
@@ -112,8 +115,6 @@ def _presort(side: Node, keys: list[str], consumers: dict[int, int], catalog, fo
     for f, names in filters:
         if for_join:
             f.ordered_keys = names
-        else:
-            f.mark_only = True
     return True
 
 
