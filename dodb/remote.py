@@ -151,8 +151,9 @@ class RemoteDatabase:
     @property
     def budget(self) -> dict[str, Any]:
         b = self._action("budget")
-        for k in ("budget", "spent", "remaining"):
-            b[k] = tuple(b[k])
+        for k in ("budget", "spent", "remaining", "filter_spent"):
+            if b.get(k) is not None:  # a server before filter_spent had none
+                b[k] = tuple(b[k])
         return b
 
     def tables(self) -> list[dict[str, Any]]:

@@ -229,7 +229,9 @@ class Database:
     @property
     def budget(self) -> dict[str, Any]:
         """Budget; spent = the sum of the charges in :meth:`history` that the worst
-        neighbouring change affects (all of them without partitions); remaining = what the
+        neighbouring change affects (all of them without partitions), a plain sum;
+        ``filter_spent`` = what the admitting filter counts as spent (it composes the charges
+        more tightly, so the plain sum may exceed the budget while the filter admits queries); remaining = what the
         next query over all partitions can still be charged; the default query δ
         (docs/design.md §Budget defaults); ``partitions``: per charged partition, its spent
         and remaining, and ``partition_max_spent`` the largest (docs/design.md §Partitions)."""
@@ -237,8 +239,15 @@ class Database:
         parts = {p: {k: tuple(v) for k, v in d.items()} for p, d in st["partitions"].items()}
         top = max((d["spent"] for d in parts.values()), default=None, key=lambda b: (b[0], b[1]))
         return {"budget": tuple(st["budget"]), "spent": tuple(st["spent"]), "remaining": tuple(st["remaining"]),
-                "filter": st["filter"], "queries": st["totals"].get("queries"), "horizon": st["horizon"],
+                "filter_spent": tuple(st["filter_spent"]), "filter": st["filter"], "queries": st["totals"].get("queries"), "horizon": st["horizon"],
                 "default_delta": st["default_delta"], "partitions": parts, "partition_max_spent": top}
+
+    def tables(self) -> list[dict[str, Any]]:
+        """The tables an analyst can query: name, kind, protection (``private``/``public``),
+        privacy unit path, public capacity and typed columns (as ``RemoteDatabase.tables``)."""
+        from .serve import table_listing
+
+        return table_listing(self)["tables"]
 
     def history(self, *, owner_actions: bool = False) -> list[dict[str, Any]]:
         """Charged queries and owner releases, oldest first; with ``owner_actions=True`` the

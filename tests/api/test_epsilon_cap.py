@@ -21,11 +21,20 @@ def test_a_capped_epsilon_is_said_in_the_report():
     db.close()
 
 
-def test_version_and_the_default_epsilon_are_in_the_cli_help(tmp_path):
+def test_version_and_a_query_needs_its_epsilon(tmp_path):
+    """ε is never silently 1.0 on a query that charges (issue 29): it must be given."""
     r = run_cli("--version", cwd=tmp_path)
     assert r.returncode == 0 and r.stdout.strip() == f"dodb {dodb.__version__}"
     r = run_cli("query", "--help", cwd=tmp_path)
-    assert r.returncode == 0 and "default 1.0" in r.stdout
+    assert r.returncode == 0 and "required" in r.stdout and f"at most {MAX_RELEASE_EPSILON:g}" in r.stdout
+    r = run_cli("query", "x.duckdb", "SELECT 1", cwd=tmp_path)
+    assert r.returncode == 2 and "required: --epsilon" in r.stderr
+
+
+def test_the_cli_help_states_the_cap_the_sampler_uses():
+    from dodb.cli import _cap
+
+    assert _cap() == MAX_RELEASE_EPSILON  # the help hard-codes it to stay light: it must not drift
 
 
 def test_a_release_above_what_its_input_holds_is_shown_as_the_size_seen():
