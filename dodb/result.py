@@ -83,8 +83,7 @@ class PrivacyReport:
         if capped:
             lines.append(f"  {capped}")
         if self.remaining is not None:
-            lines.append(f"  budget: spent ε={self.spent[0]:.4g}, δ={self.spent[1]:.3g}; "
-                         f"remaining ε={self.remaining[0]:.4g}, δ={self.remaining[1]:.3g}")
+            lines.append(f"  budget: {self.budget_words()}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -92,6 +91,14 @@ class PrivacyReport:
 
     def _repr_html_(self) -> str:
         return f"<pre>{html.escape(str(self))}</pre>"
+
+    def budget_words(self) -> str:
+        """What is left and what was spent, each named for what it is: ``remaining`` is what the
+        admitting filter still grants the next query; ``spent`` is the plain sum of the charges,
+        which the filter composes more tightly (so spent + remaining need not be the budget)."""
+        return (f"ε={self.remaining[0]:.4g}, δ={self.remaining[1]:.3g} left for the next query; "
+                f"the charges so far sum to ε={self.spent[0]:.4g}, δ={self.spent[1]:.3g} "
+                "(a plain sum: the admitting filter composes them more tightly)")
 
     def capped_note(self) -> str | None:
         """Why less ε was charged than asked for, when a release's ε was capped
@@ -136,8 +143,7 @@ class PrivacyReport:
         if capped:
             lines.append(f"  {capped}")
         if self.remaining is not None:
-            lines.append(f"  budget spent ε={self.spent[0]:.4g}, δ={self.spent[1]:.3g}; "
-                         f"remaining ε={self.remaining[0]:.4g}, δ={self.remaining[1]:.3g}")
+            lines.append(f"  budget: {self.budget_words()}")
         return "\n".join(lines)
 
 

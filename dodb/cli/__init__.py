@@ -116,7 +116,7 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("name", nargs="?", default=None)
     sv = sub.add_parser("serve", help="serve the database to analysts over Arrow Flight (token auth)")
     sv.add_argument("db")
-    sv.add_argument("--host", default="127.0.0.1")
+    sv.add_argument("--host", default="127.0.0.1", help="address to listen on (anything but loopback needs TLS)")
     sv.add_argument("--port", type=int, default=47470, help="0 picks a free port (printed)")
     sv.add_argument("--tls-cert", help="PEM certificate (with --tls-key): serve grpc+tls://")
     sv.add_argument("--tls-key")

@@ -105,14 +105,16 @@ def _demo(args: argparse.Namespace) -> int:
         print(str(res.privacy).replace("\n", "\n  "))
         print()
     b = db.budget
-    print(f"budget now: spent ε={b['spent'][0]:.3f}, remaining ε={b['remaining'][0]:.3f}")
+    from .render import budget_headline
+
+    print(f"budget now: {budget_headline(b)}; ε={b['remaining'][0]:.3g} left for the next query")
     print("== asking for more than is left (ε=100):")
     try:
         db.sql("SELECT o_orderpriority, count(*) AS n FROM orders GROUP BY o_orderpriority", epsilon=100.0)
     except BudgetExceededError as e:
         print(f"  refused before running: {e}")
         after = db.budget
-        print(f"  nothing was charged: spent ε still {after['spent'][0]:.3f}")
+        print(f"  nothing was charged: the charges still sum to ε={after['spent'][0]:.3f}")
     return 0
 
 
@@ -267,7 +269,7 @@ def _history(args) -> int:
             print("no queries charged to you yet")
         for r in rows[-args.limit:] if args.limit else rows:
             print(f"{str(r['charged_at'])[:19]}  query  #{r['query_id']} ε={r['epsilon']:.4g} δ={r['delta']:.3g} "
-                  f"{r['status']}: {r['sql']}")
+                  f"{r['status']}: {_one_line(r['sql'])}")
         return 0
     if not rows:
         print("no queries and no owner actions yet")
@@ -280,12 +282,29 @@ def _history(args) -> int:
             print(f"{at}  owner    {r['what']}: {change}{charge}{forced}")
         else:
             who = "owner " if r["type"] == "owner release" else "query "
-            print(f"{at}  {who} #{r['id']} ε={r['epsilon']:.4g} δ={r['delta']:.3g} {r['status']}: {r['what']}")
+            print(f"{at}  {who} #{r['id']} ε={r['epsilon']:.4g} δ={r['delta']:.3g} {r['status']}: {_one_line(r['what'])}")
     return 0
 
 
+def _rounded(v: Any) -> Any:
+    """``v`` with its floats at 6 significant digits, for display (a stored 0.15 may read
+    0.14999999284338458)."""
+    if isinstance(v, float):
+        return float(f"{v:.6g}")
+    if isinstance(v, dict):
+        return {k: _rounded(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_rounded(x) for x in v]
+    return v
+
+
+def _one_line(sql: str) -> str:
+    """A statement on one line of the history listing."""
+    return " ".join(str(sql).split())
+
+
 def _short(v: Any, limit: int = 100) -> str:
-    text = json.dumps(v, default=str) if not isinstance(v, str) else v
+    text = json.dumps(_rounded(v), default=str) if not isinstance(v, str) else v
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

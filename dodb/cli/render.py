@@ -41,16 +41,15 @@ def budget_headline(info: dict[str, Any]) -> str:
 
 def budget_lines(info: dict[str, Any]) -> list[str]:
     """``dodb budget`` / ``.budget``: the filter's view first, the plain sum labelled as such."""
-    eps, delta = info["budget"]
-    lines = [f"budget   ε={num(eps)} δ={num(delta, 3)}, admitted by {filter_words(info.get('filter'))}"]
-    if info.get("filter_spent") is not None:
-        fs = info["filter_spent"]
-        lines.append(f"spent    ε={num(fs[0])} δ={num(fs[1], 3)} as {filter_words(info.get('filter'))} counts it "
-                     "(this decides what the next query can get)")
-    lines.append(f"plain sum of the {info.get('queries', 0) or 0} charges in 'dodb history': ε={num(info['spent'][0])} "
-                 f"δ={num(info['spent'][1], 3)} (the filter composes them more tightly; the sum may exceed the budget)")
-    lines.append(f"left     ε={num(info['remaining'][0])} δ={num(info['remaining'][1], 3)} "
-                 "(the most the next query can be charged)")
+    delta = info["budget"][1]
+    seen = info.get("filter_spent") or info["spent"]
+    lines = [f"spent    {budget_headline(info)}, δ {num(seen[1], 3)} of {num(delta, 3)} "
+             "(as the admitting filter counts the charges)",
+             f"left     ε={num(info['remaining'][0])} δ={num(info['remaining'][1], 3)} "
+             "(the most the next query can be charged)",
+             f"plain sum of the {info.get('queries', 0) or 0} charges in 'dodb history': ε={num(info['spent'][0])} "
+             f"δ={num(info['spent'][1], 3)} (not what admits queries: the filter composes them more tightly, "
+             "so this sum may pass the budget)"]
     if info.get("default_delta") is not None:
         lines.append(f"default query δ={num(info['default_delta'], 3)} (sized for {info.get('horizon')} queries)")
     parts = info.get("partitions") or {}

@@ -68,7 +68,7 @@ def test_shell_in_a_pseudo_terminal(dbfile, tmp_path):
         child.expect(r"Error: privacy budget exceeded[^\r\n]*nothing was charged")
         child.sendline(".epsilon 0.25")
         child.sendline(".budget")
-        child.expect(r"spent\s+ε=0\.5 ")
+        child.expect(r"spent\s+ε 0\.5 of 10 under the best of basic, advanced and Rényi")
         child.expect(r"plain sum of the 1 charges")
         child.sendline(".explain SELECT count(*) FROM visits")
         child.expect("Aggregate")
