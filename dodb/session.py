@@ -52,6 +52,7 @@ REMOTE_SCHEMES = ("grpc://", "grpc+tcp://", "grpc+tls://")
 
 
 
+_OUTPUT_SIZE_RELEASES = ("output_size", "groups", "rows")  # releases that size a node's output
 LOAD_EPSILON_SHARE = 0.05  # an owner action's default epsilon: 5% of the dataset's epsilon
 NO_BUDGET_EXPLAIN_DELTA = 1e-6  # EXPLAIN before any budget is set (sql would refuse to run)
 
@@ -406,9 +407,11 @@ class Database:
             events = sum(1 for e in p.event_nodes if e[0] is node)
             # releases of one node come in plan order; a binned filter releases one value per bin
             value = leaked if len(leaked) != events else leaked[i]
-            # what the observer sees is the padded size: a draw above the node's public bound is cut to it
-            single = isinstance(value, int) and events == 1
-            padded = stats.padded_out if single and stats.padded_out < value else None
+            # what the observer sees is the padded size: a draw above the node's public bound is cut to
+            # it.  The node's output size is its only release, or the one named for it (a LEFT join also
+            # releases bin counts, which are not its output size)
+            sized = isinstance(value, int) and stats is not None and (events == 1 or name in _OUTPUT_SIZE_RELEASES)
+            padded = stats.padded_out if sized and stats.padded_out < value else None
             ops.append({"operator": f"{node.kind}#{node.node_id}", "release": name, "sensitivity": s,
                         "epsilon": eps, "delta": delta, "scale": float(mech.scale), "shift": mech.shift,
                         "value": value, "padded": padded})

@@ -50,3 +50,23 @@ def test_a_release_above_what_its_input_holds_is_shown_as_the_size_seen():
     assert op["value"] > 40 and op["padded"] == 40  # ε = 0.01: the shift alone is far above 40 slots
     assert "groups made by Aggregate" in str(rep) and ": 40 (the noise drew" in str(rep)
     db.close()
+
+
+def test_a_node_with_two_releases_shows_its_output_size_as_padded():
+    """A LEFT join releases its output size and its bin counts; the output size an observer
+    sees is the padded one (TPC-H Q13 said 'rows out of Join: 19963' for a join padded to
+    15,813), while the bin counts stay as drawn."""
+    db = dodb.connect(seed=5)
+    db.con.execute("CREATE TABLE c AS SELECT range AS id FROM range(20)")
+    db.con.execute("CREATE TABLE o AS SELECT range AS oid, range % 20 AS cid FROM range(60)")
+    db.set_budget(epsilon=10, delta=1e-3)
+    db.protect("c", "id", max_contributions=1, capacity=24, keys=[["id"]])
+    db.protect("o", "cid", parent=("c", "id"), max_contributions=4, capacity=64)
+    rep = db.sql("SELECT c.id, count(o.oid) FROM c LEFT JOIN o ON c.id = o.cid GROUP BY c.id", epsilon=0.05).privacy
+    join = {op["release"]: op for op in rep.operators if op["operator"].startswith("Join")}
+    assert set(join) == {"output_size", "bin_counts"}
+    size = join["output_size"]
+    assert size["value"] > 88 and size["padded"] == 88  # ε = 0.05: the draw is far above the 24 + 64 slots
+    assert join["bin_counts"]["padded"] is None
+    assert f"rows out of {size['operator']}: 88 (the noise drew {size['value']}" in str(rep)
+    db.close()
