@@ -82,6 +82,7 @@ class RemoteDatabase:
         if not token:
             raise AuthenticationError("a dodb server needs token= (the owner issues one: dodb token add FILE NAME)")
         self.location = location
+        self.last_result: Result | None = None  # the last answer of sql(), kept (see sql)
         self._client = flight.FlightClient(location, tls_root_certs=tls_root_certs)
         self._opts = flight.FlightCallOptions(headers=[(b"authorization", f"Bearer {token}".encode())],
                                               timeout=timeout)
@@ -136,8 +137,10 @@ class RemoteDatabase:
 
         ``params`` travel as typed values and the server binds them as constants of the
         parsed query, exactly as :meth:`dodb.Database.sql` does (planner/params.py)."""
-        return self._get({"op": "query", "format": "padded", "sql": query, "epsilon": epsilon, "delta": delta, "mode": mode,
-                          "params": params_to_wire(params)})
+        res = self._get({"op": "query", "format": "padded", "sql": query, "epsilon": epsilon, "delta": delta,
+                         "mode": mode, "params": params_to_wire(params)})
+        self.last_result = res  # a charged answer is not lost to a failing chained .df() (Result._missing)
+        return res
 
     def fetch(self, query_id: int) -> Result:
         """A recent answer of yours again, without a new charge (e.g. after a lost connection)."""

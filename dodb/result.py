@@ -218,10 +218,8 @@ class Result:
     def df(self):
         """The answer as a pandas DataFrame, converted by DuckDB as its own ``.df()`` does
         (nullable integers as ``Int64``, DATE as ``datetime64``; needs pandas)."""
-        try:
-            import pandas  # noqa: F401
-        except ImportError:
-            raise DodbError("Result.df() needs pandas: pip install pandas (or use .arrow() / .pl())") from None
+        if not _importable("pandas"):
+            raise DodbError(self._missing("df", "pandas"))
         return self.relation.df()
 
     fetchdf = df
@@ -247,11 +245,21 @@ class Result:
 
     def pl(self):
         """The answer as a polars DataFrame (needs polars: ``pip install polars``)."""
-        try:
-            import polars
-        except ImportError:
-            raise DodbError("Result.pl() needs polars: pip install polars (or use .arrow() / .df())") from None
+        if not _importable("polars"):
+            raise DodbError(self._missing("pl", "polars"))
+        import polars
+
         return polars.from_arrow(self._table)
+
+    def _missing(self, method: str, module: str) -> str:
+        """The one-line error of ``.df()``/``.pl()`` without its library: the answer is not lost
+        (it is in this Result, and in ``db.last_result``), and only what is installed is offered."""
+        others = [".arrow()", ".fetchall()", ".show()"] + \
+            [f".{m}()" for m, mod in (("df", "pandas"), ("pl", "polars")) if mod != module and _importable(mod)]
+        kept = "" if self.privacy.query_id is None else f" (query #{self.privacy.query_id})"
+        return (f"Result.{method}() needs {module}: pip install {module} (or dodb[{module}]); the answer{kept} is "
+                f"kept in this Result and in db.last_result: {', '.join(others)} give it now, and .{method}() "
+                "once it is installed, without a new charge")
 
     def fetchall(self) -> list[tuple]:
         """The rows as tuples, like DuckDB's ``fetchall()``: one value per column, also when
@@ -309,6 +317,15 @@ class Result:
         if isinstance(self.plan, str):
             return self.plan
         return self.plan.explain() if self.plan is not None else ""
+
+
+def _importable(module: str) -> bool:
+    """Whether ``module`` imports (a test hides one by putting ``None`` in ``sys.modules``)."""
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
 
 
 def _answer(padded: PaddedAnswer) -> pa.Table:

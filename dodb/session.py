@@ -74,6 +74,7 @@ class Database:
         self._lock = threading.RLock()  # one query / owner action at a time on this connection
         self._tmp_shards: str | None = None  # an in-memory database's shard folder (removed at close)
         self._closed = False
+        self.last_result: Result | None = None  # the last answer of sql(), kept (see sql)
         self.ledger = Ledger(con)
         self.read_only = self.ledger.read_only
         if neighbour is not None:
@@ -341,9 +342,13 @@ class Database:
         padded, report, p = self.run(query, epsilon=epsilon, delta=delta, mode=mode, allocation=allocation,
                                      params=params)
         try:
-            return Result(padded, report, self.con, p)
+            res = Result(padded, report, self.con, p)
         except QueryRuntimeError as e:
             raise QueryRuntimeError(f"{e}{charged_note(report)}") from None
+        # kept so that a charged answer is never lost to a failing chained call (db.sql(...).df()
+        # without pandas): the error names db.last_result
+        self.last_result = res
+        return res
 
     def run(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do",
             allocation: str = "cost", session: str | None = None,

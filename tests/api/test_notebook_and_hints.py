@@ -65,3 +65,21 @@ def test_a_locked_file_names_its_holder(tmp_path):
             dodb.connect(path, wait=0.2)
     finally:
         holder.communicate("\n", timeout=30)
+
+
+def test_a_missing_dataframe_library_loses_no_charged_answer(db, monkeypatch):
+    """db.sql(...).df() without pandas: the charge was made, so the answer must not be lost.
+    The error says where it is kept (db.last_result) and offers only what is installed."""
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import fails as if not installed
+    monkeypatch.setitem(sys.modules, "polars", None)
+    with pytest.raises(dodb.DodbError) as e:
+        db.sql("SELECT ward, count(*) AS n FROM visits GROUP BY ward ORDER BY ward", epsilon=0.5).df()
+    msg = str(e.value)
+    assert "needs pandas: pip install pandas" in msg and "db.last_result" in msg and "\n" not in msg
+    assert ".pl()" not in msg  # polars is missing too: never suggest it
+    spent = db.budget["spent"]
+    kept = db.last_result
+    assert kept.fetchall() == [(0, 10), (1, 10), (2, 10)] and kept.privacy.query_id is not None
+    assert db.budget["spent"] == spent  # reading the kept answer charges nothing
+    monkeypatch.delitem(sys.modules, "pandas")
+    assert kept.df()["n"].tolist() == [10, 10, 10]  # once pandas imports, the same Result converts
