@@ -153,11 +153,13 @@ class RemoteDatabase:
 
     @property
     def budget(self) -> dict[str, Any]:
+        from .display import BudgetInfo
+
         b = self._action("budget")
         for k in ("budget", "spent", "remaining", "filter_spent"):
             if b.get(k) is not None:  # a server before filter_spent had none
                 b[k] = tuple(b[k])
-        return b
+        return BudgetInfo(b)
 
     def tables(self) -> list[dict[str, Any]]:
         """The tables you can query: name, kind, protection (``private``/``public``), privacy

@@ -102,6 +102,28 @@ class Database:
         flags = "".join([", read-only" if self.read_only else "", ", plain mode allowed" if self.allow_insecure else ""])
         return f"<dodb.Database: {len(private)} protected table(s) {private}{flags}>"
 
+    def _repr_html_(self) -> str:
+        """A notebook's view: the tables (protection, unit, capacity) and the budget's headline."""
+        import html
+
+        from .display import budget_headline, html_table
+
+        if self._closed:
+            return "<p>dodb.Database (closed)</p>"
+        try:
+            tables = self.tables()
+        except Exception as e:  # a display never raises: say what failed instead
+            return f"<p>dodb.Database (cannot list its tables: {html.escape(one_line(e))})</p>"
+        rows = [(t["name"], t["protection"], " -> ".join(t["unit"]) if t.get("unit") else "",
+                 "" if t.get("capacity") is None else f"{t['capacity']:,}") for t in tables]
+        try:
+            budget = html.escape(budget_headline(self.budget))
+        except Exception:  # no budget set yet
+            budget = "no budget set"
+        flags = "".join([", read-only" if self.read_only else "", ", plain mode allowed" if self.allow_insecure else ""])
+        return (f"<p><b>dodb.Database</b>{flags}: {len(rows)} table(s); budget {budget}</p>"
+                + html_table(["table", "protection", "privacy unit (path)", "capacity (slots)"], rows))
+
     def _writable(self, action: str) -> None:
         if self._closed:
             raise DodbError("this dodb Database is closed")
@@ -240,9 +262,11 @@ class Database:
         st = self.ledger.status()
         parts = {p: {k: tuple(v) for k, v in d.items()} for p, d in st["partitions"].items()}
         top = max((d["spent"] for d in parts.values()), default=None, key=lambda b: (b[0], b[1]))
-        return {"budget": tuple(st["budget"]), "spent": tuple(st["spent"]), "remaining": tuple(st["remaining"]),
+        from .display import BudgetInfo  # a dict that prints in words and as HTML in a notebook
+
+        return BudgetInfo({"budget": tuple(st["budget"]), "spent": tuple(st["spent"]), "remaining": tuple(st["remaining"]),
                 "filter_spent": tuple(st["filter_spent"]), "filter": st["filter"], "queries": st["totals"].get("queries"), "horizon": st["horizon"],
-                "default_delta": st["default_delta"], "partitions": parts, "partition_max_spent": top}
+                "default_delta": st["default_delta"], "partitions": parts, "partition_max_spent": top})
 
     def tables(self) -> list[dict[str, Any]]:
         """The tables an analyst can query: name, kind, protection (``private``/``public``),

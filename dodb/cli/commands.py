@@ -421,13 +421,7 @@ def _protect(args) -> int:
 
 def _why_free(rep) -> str:
     """Why a query charged nothing (it may still have read private tables)."""
-    if not rep.tables:
-        return "public tables only"
-    if rep.mode == "plain":
-        return "plain mode, which protects nothing"
-    if rep.mode == "oblivious":
-        return "fully oblivious: it released no size"
-    return "it released no size"
+    return rep.free_reason()
 
 
 def _protected_words(msg: dict) -> str:

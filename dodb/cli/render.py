@@ -9,56 +9,13 @@ import io
 import json
 from typing import Any
 
+from ..display import budget_headline, budget_lines, filter_words, num
+
+# the budget's words come from dodb.display, which the Python API's reprs share
+__all__ = ["MODES", "budget_headline", "budget_lines", "filter_words", "grid", "num", "render",
+           "table_listing_lines"]
+
 MODES = ("box", "table", "csv", "json", "line")
-
-# the filter names the ledger stores, as a reader says them
-_FILTER_WORDS = {"basic": "basic composition", "advanced": "advanced composition", "renyi": "Rényi",
-                 "rdp": "Rényi", "best": "the best of basic, advanced and Rényi"}
-
-
-def num(x: float | None, digits: int = 4) -> str:
-    """A float for display: ``digits`` significant digits (0.14999999284338458 -> 0.15)."""
-    if x is None:
-        return "-"
-    return f"{x:.{digits}g}"
-
-
-def filter_words(name: str | None) -> str:
-    """The admitting filter's name in words (``'renyi'`` -> ``'Rényi'``)."""
-    return _FILTER_WORDS.get(str(name), str(name))
-
-
-def budget_headline(info: dict[str, Any]) -> str:
-    """``ε 9.94 of 10 under Rényi``: what the admitting filter counts as spent, of the total.
-
-    The filter composes the charges more tightly than their plain sum, so the sum can
-    exceed the budget while the filter still admits queries (issue 29); the headline
-    shows the filter's view, which is what decides the next admission."""
-    total = info["budget"][0]
-    seen = info.get("filter_spent") or info["spent"]
-    return f"ε {num(seen[0], 3)} of {num(total)} under {filter_words(info.get('filter'))}"
-
-
-def budget_lines(info: dict[str, Any]) -> list[str]:
-    """``dodb budget`` / ``.budget``: the filter's view first, the plain sum labelled as such."""
-    delta = info["budget"][1]
-    seen = info.get("filter_spent") or info["spent"]
-    lines = [f"spent    {budget_headline(info)}, δ {num(seen[1], 3)} of {num(delta, 3)} "
-             "(as the admitting filter counts the charges)",
-             f"left     ε={num(info['remaining'][0])} δ={num(info['remaining'][1], 3)} "
-             "(the most the next query can be charged)",
-             f"plain sum of the {info.get('queries', 0) or 0} charges in 'dodb history': ε={num(info['spent'][0])} "
-             f"δ={num(info['spent'][1], 3)} (not what admits queries: the filter composes them more tightly, "
-             "so this sum may pass the budget)"]
-    if info.get("default_delta") is not None:
-        lines.append(f"default query δ={num(info['default_delta'], 3)} (sized for {info.get('horizon')} queries)")
-    parts = info.get("partitions") or {}
-    if parts:  # docs/design.md §Partitions
-        top = info["partition_max_spent"]
-        lines.append(f"partitions: {len(parts)} charged, the most spent ε={num(top[0])} δ={num(top[1], 3)}")
-        for name, p in sorted(parts.items()):
-            lines.append(f"  {name}: spent ε={num(p['spent'][0])}, left ε={num(p['remaining'][0])}")
-    return lines
 
 
 def table_listing_lines(tables: list[dict[str, Any]]) -> list[str]:

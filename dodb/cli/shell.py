@@ -160,30 +160,31 @@ class Shell:
 
     # -- the loop ------------------------------------------------------------------------------
     def loop(self, read: Callable[[str], str] = input, *, interactive: bool = True) -> int:
-        """Read, run and print until ``.quit`` or end of input."""
+        """Read, run and print until ``.quit`` or end of input.  Ctrl-C at any moment (typing,
+        a running query, the prompt being computed) drops the pending input, never the shell."""
         pending = ""
         while not self.done:
-            if interactive:
-                prompt = self.prompt() if not pending.strip() else "   ...> "
-            else:
-                prompt = ""
             try:
-                line = read(prompt)
-            except EOFError:
                 if interactive:
-                    self.out("")
-                break
+                    prompt = self.prompt() if not pending.strip() else "   ...> "
+                else:
+                    prompt = ""
+                try:
+                    line = read(prompt)
+                except EOFError:
+                    if interactive:
+                        self.out("")
+                    break
+                if not pending.strip() and line.lstrip().startswith("."):
+                    self.guarded(lambda: self.dot(line))
+                    continue
+                pending += line + "\n"
+                stmts, pending = split_statements(pending)
+                for stmt in stmts:
+                    self.guarded(lambda: self.run_sql(stmt))
             except KeyboardInterrupt:  # drop what was typed so far, as DuckDB's shell does
                 self.out("^C" if interactive else "")
                 pending = ""
-                continue
-            if not pending.strip() and line.lstrip().startswith("."):
-                self.guarded(lambda: self.dot(line))
-                continue
-            pending += line + "\n"
-            stmts, pending = split_statements(pending)
-            for stmt in stmts:
-                self.guarded(lambda: self.run_sql(stmt))
         if pending.strip():
             self.err("Error: the last statement has no ';' and was not run")
         return 0
@@ -235,6 +236,12 @@ def run_shell(args: Any) -> int:
         raise DodbError(f"unknown mode {args.format!r}")
     db = _open(args)
     interactive = sys.stdin.isatty()
+    if interactive:
+        import signal
+
+        # Ctrl-C must reach the loop even when the shell was started with SIGINT ignored (a
+        # background job of a script): Python then installs no KeyboardInterrupt handler
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     shell = Shell(db, epsilon=args.epsilon, delta=args.delta, mode=args.format)
     save = _readline_history() if interactive else (lambda: None)
     try:

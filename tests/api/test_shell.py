@@ -40,54 +40,63 @@ def test_shell_in_a_pseudo_terminal(dbfile, tmp_path):
                           encoding="utf-8", timeout=60, dimensions=(40, 200))
     seen = child.logfile_read = io.StringIO()  # everything the terminal showed
     try:
-        child.expect(r"each query is charged ε=0\.5")
-        child.expect_exact("dodb ε 10/10> ")  # nothing spent yet: all of the budget left
-        # a statement over two lines: the second line gets the continuation prompt
-        child.sendline("SELECT ward, count(*) AS n")
-        child.expect_exact("...> ")
-        child.sendline("FROM visits GROUP BY ward ORDER BY ward;")
-        child.expect(r"│\s+2\s+│\s+10\s+│")  # DuckDB's box
-        child.expect(r"3 rows in [\d.]+s; charged ε=0\.5, δ=[\d.e-]+ \(query #1; asked ε=0\.5\)")
-        child.expect_exact("dodb ε 9.5/10> ")  # the prompt shows what is left
-        child.sendline(".tables")
-        child.expect(r"visits\s+\|\s+private\s+\|\s+visits \(id\)\s+\|\s+40 slots \(declared\)")
-        child.expect_exact("> ")
-        child.sendline(".mode csv")
-        child.expect_exact("mode: csv")
-        child.sendline("SELECT name FROM wards WHERE ward = 1;")
-        child.expect(r"name\r\nw1\r\n")
-        child.expect(r"charged nothing \(public tables only\)")
-        # errors: one line each, the shell keeps running, nothing charged
-        child.sendline("SELECT wardd FROM visits;")
-        child.expect(r"Error: [^\r\n]*Candidate bindings[^\r\n]*\r\n")
-        child.sendline(".bogus")
-        child.expect(r"Error: unknown command '\.bogus'")
-        child.sendline(".epsilon 1e9")
-        child.expect_exact("each query is charged ε=1e+09")
-        child.sendline("SELECT count(*) FROM visits GROUP BY ward;")
-        child.expect(r"Error: privacy budget exceeded[^\r\n]*nothing was charged")
-        child.sendline(".epsilon 0.25")
-        child.sendline(".budget")
-        child.expect(r"spent\s+ε 0\.5 of 10 under the best of basic, advanced and Rényi")
-        child.expect(r"plain sum of the 1 charges")
-        child.sendline(".explain SELECT count(*) FROM visits")
-        child.expect("Aggregate")
-        # Ctrl-C drops a half-typed statement; it is never run
-        child.send("SELECT nonsense FROM")
-        child.sendintr()
-        child.expect_exact("^C")
-        child.expect_exact("dodb ε 9.5/10> ")
-        child.sendline("SELECT 42 AS answer;")
-        child.expect(r"answer\r\n42\r\n")
-        child.expect_exact("dodb ε 9.5/10> ")  # readline reads again before Ctrl-D is typed
-        child.sendeof()  # Ctrl-D leaves
-        child.expect(pexpect.EOF)
+        _drive(child)
+    except pexpect.TIMEOUT:
+        raise AssertionError(f"the shell stopped answering; the terminal showed:\n{seen.getvalue()[-1500:]}") from None
     finally:
         child.close(force=True)
     assert child.exitstatus == 0 and "Traceback" not in seen.getvalue()
     hist = (tmp_path / "hist").read_text()
     assert "FROM visits GROUP BY ward ORDER BY ward;" in hist and ".tables" in hist
     assert "SELECT nonsense" not in hist  # the interrupted line never reached the history
+
+
+def _drive(child) -> None:
+    """Type into the shell and read what it shows (each expect waits for its text)."""
+    child.expect(r"each query is charged ε=0\.5")
+    child.expect_exact("dodb ε 10/10> ")  # nothing spent yet: all of the budget left
+    # a statement over two lines: the second line gets the continuation prompt
+    child.sendline("SELECT ward, count(*) AS n")
+    child.expect_exact("...> ")
+    child.sendline("FROM visits GROUP BY ward ORDER BY ward;")
+    child.expect(r"│\s+2\s+│\s+10\s+│")  # DuckDB's box
+    child.expect(r"3 rows in [\d.]+s; charged ε=0\.5, δ=[\d.e-]+ \(query #1; asked ε=0\.5\)")
+    child.expect_exact("dodb ε 9.5/10> ")  # the prompt shows what is left
+    child.sendline(".tables")
+    child.expect(r"visits\s+\|\s+private\s+\|\s+visits \(id\)\s+\|\s+40 slots \(declared\)")
+    child.expect_exact("> ")
+    child.sendline(".mode csv")
+    child.expect_exact("mode: csv")
+    child.sendline("SELECT name FROM wards WHERE ward = 1;")
+    child.expect(r"name\r\nw1\r\n")
+    child.expect(r"charged nothing \(public tables only\)")
+    # errors: one line each, the shell keeps running, nothing charged
+    child.sendline("SELECT wardd FROM visits;")
+    child.expect(r"Error: [^\r\n]*Candidate bindings[^\r\n]*\r\n")
+    child.sendline(".bogus")
+    child.expect(r"Error: unknown command '\.bogus'")
+    child.sendline(".epsilon 1e9")
+    child.expect_exact("each query is charged ε=1e+09")
+    child.sendline("SELECT count(*) FROM visits GROUP BY ward;")
+    child.expect(r"Error: privacy budget exceeded[^\r\n]*nothing was charged")
+    child.sendline(".epsilon 0.25")
+    child.sendline(".budget")
+    child.expect(r"spent\s+ε 0\.5 of 10 under the best of basic, advanced and Rényi")
+    child.expect(r"plain sum of the 1 charges")
+    child.sendline(".explain SELECT count(*) FROM visits")
+    child.expect("Aggregate")
+    child.expect_exact("dodb ε 9.5/10> ")  # readline is reading before the next keys come
+    # Ctrl-C drops a half-typed statement; it is never run
+    child.send("SELECT nonsense FROM")
+    child.expect_exact("nonsense FROM")  # readline has the keys (a ^C before that finds none to drop)
+    child.sendintr()
+    child.expect_exact("^C")
+    child.expect_exact("dodb ε 9.5/10> ")
+    child.sendline("SELECT 42 AS answer;")
+    child.expect(r"answer\r\n42\r\n")
+    child.expect_exact("dodb ε 9.5/10> ")  # readline reads again before Ctrl-D is typed
+    child.sendeof()  # Ctrl-D leaves
+    child.expect(pexpect.EOF)
 
 
 def test_shell_help_and_quit_when_piped(dbfile, tmp_path):
