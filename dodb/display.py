@@ -68,6 +68,28 @@ def html_table(columns: Iterable[Any], rows: Iterable[Iterable[Any]]) -> str:
     return f"<table><thead><tr>{cells(columns, 'th')}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def database_html(db: Any) -> str:
+    """``Database._repr_html_``: its tables (protection, unit path, capacity) under the
+    budget's headline.  A display never raises: what cannot be read is said instead."""
+    from .errors import one_line
+
+    if db._closed:
+        return "<p>dodb.Database (closed)</p>"
+    try:
+        tables = db.tables()
+    except Exception as e:
+        return f"<p>dodb.Database (cannot list its tables: {html.escape(one_line(e))})</p>"
+    rows = [(t["name"], t["protection"], " -> ".join(t["unit"]) if t.get("unit") else "",
+             "" if t.get("capacity") is None else f"{t['capacity']:,}") for t in tables]
+    try:
+        budget = html.escape(budget_headline(db.budget))
+    except Exception:  # no budget set yet
+        budget = "no budget set"
+    flags = "".join([", read-only" if db.read_only else "", ", plain mode allowed" if db.allow_insecure else ""])
+    return (f"<p><b>dodb.Database</b>{flags}: {len(rows)} table(s); budget {budget}</p>"
+            + html_table(["table", "protection", "privacy unit (path)", "capacity (slots)"], rows))
+
+
 class BudgetInfo(dict):
     """``db.budget``: the plain dict it always was (``info["remaining"]``, JSON), printed in
     words (``repr``) and as an HTML table in a notebook."""

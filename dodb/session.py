@@ -104,25 +104,9 @@ class Database:
 
     def _repr_html_(self) -> str:
         """A notebook's view: the tables (protection, unit, capacity) and the budget's headline."""
-        import html
+        from .display import database_html
 
-        from .display import budget_headline, html_table
-
-        if self._closed:
-            return "<p>dodb.Database (closed)</p>"
-        try:
-            tables = self.tables()
-        except Exception as e:  # a display never raises: say what failed instead
-            return f"<p>dodb.Database (cannot list its tables: {html.escape(one_line(e))})</p>"
-        rows = [(t["name"], t["protection"], " -> ".join(t["unit"]) if t.get("unit") else "",
-                 "" if t.get("capacity") is None else f"{t['capacity']:,}") for t in tables]
-        try:
-            budget = html.escape(budget_headline(self.budget))
-        except Exception:  # no budget set yet
-            budget = "no budget set"
-        flags = "".join([", read-only" if self.read_only else "", ", plain mode allowed" if self.allow_insecure else ""])
-        return (f"<p><b>dodb.Database</b>{flags}: {len(rows)} table(s); budget {budget}</p>"
-                + html_table(["table", "protection", "privacy unit (path)", "capacity (slots)"], rows))
+        return database_html(self)
 
     def _writable(self, action: str) -> None:
         if self._closed:

@@ -81,6 +81,7 @@ class Shell:
         self.out = output or (lambda s: print(s, flush=True))
         self.err = errors or (lambda s: print(s, file=sys.stderr, flush=True))
         self.done = False
+        self.failed = False  # any error: a script fed through a pipe exits with status 1
 
     # -- the prompt --------------------------------------------------------------------------
     def prompt(self) -> str:
@@ -151,16 +152,19 @@ class Shell:
 
         try:
             action()
+            return
         except KeyboardInterrupt:
             self.err("Interrupted (a query admitted before it was stopped keeps its charge: see .budget)")
         except (DodbError, AccountantError, ValueError, duckdb.Error) as e:
             self.err(f"Error: {_first_line(e)}")
         except Exception as e:  # never a traceback in an interactive session
             self.err(f"Error: {type(e).__name__}: {_first_line(e)}")
+        self.failed = True
 
     # -- the loop ------------------------------------------------------------------------------
     def loop(self, read: Callable[[str], str] = input, *, interactive: bool = True) -> int:
-        """Read, run and print until ``.quit`` or end of input.  Ctrl-C at any moment (typing,
+        """Read, run and print until ``.quit`` or end of input; the exit status (1 if a piped
+        script met an error).  Ctrl-C at any moment (typing,
         a running query, the prompt being computed) drops the pending input, never the shell."""
         pending = ""
         while not self.done:
@@ -187,7 +191,9 @@ class Shell:
                 pending = ""
         if pending.strip():
             self.err("Error: the last statement has no ';' and was not run")
-        return 0
+            self.failed = True
+        # a script through a pipe reports failure as DuckDB's shell does; a person saw each error
+        return 1 if self.failed and not interactive else 0
 
 
 def _positive(text: str, what: str) -> float:

@@ -109,11 +109,27 @@ def test_shell_help_and_quit_when_piped(dbfile, tmp_path):
     db = connect(dbfile)
     try:
         shell = Shell(db, epsilon=0.5, mode="line", output=out.append, errors=err.append)
-        lines = iter([".help", "SELECT 'a;b' AS s, -- a ; in a comment", "2 AS n;", ".quit", "SELECT 1;"])
-        shell.loop(lambda prompt: next(lines), interactive=False)
+        lines = [".help", "SELECT 'a;b' AS s, -- a ; in a comment", "2 AS n;", ".quit", "SELECT 1;"]
+        assert shell.loop(_reader(lines), interactive=False) == 0
+        assert any(".budget" in o for o in out) and "s = a;b\nn = 2" in out and not err  # .quit: no SELECT 1
+        failing = Shell(db, epsilon=0.5, output=out.append, errors=err.append)
+        assert failing.loop(_reader(["SELECT nope FROM wards;", "SELECT 1"]), interactive=False) == 1  # a piped script's status
     finally:
         db.close()
-    assert any(".budget" in o for o in out) and "s = a;b\nn = 2" in out and not err  # .quit stops before SELECT 1
+    assert len(err) == 2 and "nope" in err[0] and "no ';'" in err[1]
+
+
+def _reader(lines: list[str]):
+    """``input`` over ``lines``: EOFError at their end, as a closed pipe gives."""
+    it = iter(lines)
+
+    def read(prompt: str) -> str:
+        try:
+            return next(it)
+        except StopIteration:
+            raise EOFError from None
+
+    return read
 
 
 def test_statements_split_at_semicolons_outside_quotes_and_comments():
