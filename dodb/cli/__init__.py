@@ -77,6 +77,8 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"the query's ε (required; each release uses at most {_cap():g}, see the report)")
     ex.add_argument("--epsilon", type=float, default=1.0, help="the ε to plan with (nothing is charged)")
     q.add_argument("--limit", type=int, default=50, help="rows to print")
+    q.add_argument("--format", choices=["box", "table", "csv", "json", "line"], default="box",
+                   help="how to print the answer: DuckDB's box, or as DuckDB's shell modes (--json: rows and report)")
     q.add_argument("--verbose", action="store_true", help="privacy report with every release's ε/δ and theorems")
     q.add_argument("--allow-insecure", action="store_true", help="needed for --mode plain on private tables")
     tb = sub.add_parser("tables", help="the tables: private or public, privacy unit path, capacity")

@@ -171,14 +171,22 @@ def _query(args) -> int:
             print(json.dumps({"columns": res.columns, "rows": res.arrow().to_pylist(), "epsilon_used": rep.charged_epsilon,
                               "delta_used": rep.charged_delta, "privacy": rep.as_dict()}, default=str))
         else:
-            _print_table(res.arrow(), limit=args.limit)
-            print(rep.verbose() if args.verbose else rep)
+            from .render import render
+
+            print(render(res, args.format, limit=args.limit))
+            # csv and json keep standard output to the data (a pipe to a file or another tool)
+            print(rep.verbose() if args.verbose else rep, file=sys.stderr if _data_only(args) else sys.stdout)
         used = f"ε used: {rep.charged_epsilon:.4g} (δ {rep.charged_delta:.3g}" + \
             (f", query #{rep.query_id})" if rep.query_id else f"; {_why_free(rep)}: nothing charged)")
-        print(used, file=sys.stderr if args.json else sys.stdout)
+        print(used, file=sys.stderr if args.json or _data_only(args) else sys.stdout)
     finally:
         db.close()
     return 0
+
+
+def _data_only(args) -> bool:
+    """Whether standard output carries the answer alone (``--format csv`` or ``json``)."""
+    return getattr(args, "format", "box") in ("csv", "json")
 
 
 def _explain(args) -> int:

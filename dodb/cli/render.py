@@ -62,10 +62,13 @@ def render(result, mode: str, *, limit: int | None = None) -> str:
     from ..compare import table_rows
 
     if mode == "box":
-        return str(result.relation).rstrip("\n")
+        rel = result.relation
+        more = len(result) - limit if limit is not None and len(result) > limit else 0
+        text = str(rel.limit(limit) if more else rel).rstrip("\n")
+        return text + (f"\n… {more} more rows" if more else "")
     cols = result.columns
     rows = table_rows(result.arrow())
-    if limit is not None and mode != "box":
+    if limit is not None:
         more, rows = max(0, len(rows) - limit), rows[:limit]
     else:
         more = 0

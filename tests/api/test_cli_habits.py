@@ -114,3 +114,16 @@ def test_history_rounds_floats_and_keeps_one_line_per_entry(tmp_path):
     out = run_cli("history", path, cwd=tmp_path).stdout
     assert '"epsilon": 0.3,' in out and "0.30000000000000004" not in out
     assert "completed: SELECT count(*) FROM t GROUP BY id % 2" in out
+
+
+def test_query_prints_duckdbs_box_or_a_data_format(renyi):
+    d, path, _ = renyi
+    r = run_cli("query", path, "SELECT g, count(*) AS n FROM t GROUP BY g ORDER BY g", "--epsilon", "0.01", cwd=d)
+    assert r.returncode == 0, r.stderr
+    box = str(duckdb.connect().sql("SELECT range AS g, 10::BIGINT AS n FROM range(3)"))  # the same answer
+    assert r.stdout.startswith(box.rstrip("\n") + "\n")
+    r = run_cli("query", path, "SELECT g, count(*) AS n FROM t GROUP BY g ORDER BY g", "--epsilon", "0.01",
+                "--format", "csv", "--limit", "2", cwd=d)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "g,n\n0,10\n1,10\n… 1 more rows\n"  # the report and the ε used go to stderr
+    assert "privacy report" in r.stderr and "ε used: 0.01" in r.stderr
