@@ -391,9 +391,13 @@ class Database:
             charge = None
             if p.events:
                 self._writable("run a query that charges the privacy budget")
-                charge = self.ledger.admit(p.events, sql=p.sql, operators=[e.operator for e in p.events],
-                                           delta=p.delta, neighbour=p.neighbour, session=session,
-                                           partitions=p.partitions, account=account, standing=True)
+                try:
+                    charge = self.ledger.admit(p.events, sql=p.sql, operators=[e.operator for e in p.events],
+                                               delta=p.delta, neighbour=p.neighbour, session=session,
+                                               partitions=p.partitions, account=account, standing=True)
+                except BudgetExceededError as e:
+                    e.note_cap(epsilon)  # 1e9 is refused as 'requests ε=40': say why
+                    raise
             try:
                 padded = p.execute(rng=self._rng, executor=self.executor, memory_limit=adaptive)
             except BaseException as e:

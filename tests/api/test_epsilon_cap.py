@@ -70,3 +70,22 @@ def test_a_node_with_two_releases_shows_its_output_size_as_padded():
     assert join["bin_counts"]["padded"] is None
     assert f"rows out of {size['operator']}: 88 (the noise drew {size['value']}" in str(rep)
     db.close()
+
+
+def test_a_refused_epsilon_above_the_cap_names_the_cap():
+    """Asking ε=1e9 of a budget of 10 is refused as 'requests ε=40': the refusal says why."""
+    import pytest
+
+    db = dodb.connect()
+    db.con.execute("CREATE TABLE t AS SELECT range AS id, range % 3 AS g FROM range(30)")
+    db.set_budget(epsilon=10, delta=1e-6)
+    db.protect("t", "id", max_contributions=1, capacity=40)
+    with pytest.raises(dodb.BudgetExceededError) as e:
+        db.sql("SELECT g, count(*) FROM t GROUP BY g", epsilon=1e9)
+    msg = str(e.value)
+    assert f"asked ε=1e+09, and each release's ε is capped at {MAX_RELEASE_EPSILON:g}; nothing was charged" in msg
+    assert "the charges so far sum to" in msg and db.budget["spent"][0] == 0
+    with pytest.raises(dodb.BudgetExceededError) as e:
+        db.sql("SELECT g, count(*) FROM t GROUP BY g", epsilon=20)  # below the cap: no word of it
+    assert "capped" not in str(e.value)
+    db.close()
