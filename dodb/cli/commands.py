@@ -31,8 +31,9 @@ DEMO_QUERIES = [
 
 
 @contextmanager
-def _progress(label: str) -> Iterator[None]:
-    """A spinner with elapsed seconds on stderr while a long query runs (terminals only)."""
+def _progress(label: str, after: float = 1.0) -> Iterator[None]:
+    """A spinner with elapsed seconds on stderr once a query has run ``after`` seconds
+    (terminals only: a quick answer is not preceded by a flicker)."""
     if not sys.stderr.isatty():
         yield
         return
@@ -40,6 +41,8 @@ def _progress(label: str) -> Iterator[None]:
     start = time.time()
 
     def spin() -> None:
+        if done.wait(after):
+            return
         frames = "|/-\\"
         i = 0
         while not done.wait(0.2):

@@ -95,8 +95,11 @@ class Shell:
     # -- one input -----------------------------------------------------------------------------
     def run_sql(self, sql: str) -> None:
         """Run one statement, print its answer in the current mode and the ε it was charged."""
+        from .commands import _progress
+
         t0 = time.monotonic()
-        res = self.db.sql(sql, epsilon=self.epsilon, delta=self.delta)
+        with _progress("running"):  # a spinner on a terminal once the query passes a second
+            res = self.db.sql(sql, epsilon=self.epsilon, delta=self.delta)
         secs = time.monotonic() - t0
         self.out(render.render(res, self.mode))
         rep = res.privacy

@@ -127,3 +127,23 @@ def test_query_prints_duckdbs_box_or_a_data_format(renyi):
     assert r.returncode == 0, r.stderr
     assert r.stdout == "g,n\n0,10\n1,10\n… 1 more rows\n"  # the report and the ε used go to stderr
     assert "privacy report" in r.stderr and "ε used: 0.01" in r.stderr
+
+
+def test_progress_shows_only_for_a_query_past_its_threshold(monkeypatch):
+    import io
+    import time
+
+    from dodb.cli.commands import _progress
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    quick, slow = Tty(), Tty()
+    monkeypatch.setattr("sys.stderr", quick)
+    with _progress("running", after=0.3):
+        pass
+    monkeypatch.setattr("sys.stderr", slow)
+    with _progress("running", after=0.05):
+        time.sleep(0.5)
+    assert quick.getvalue() == "" and "running" in slow.getvalue() and slow.getvalue().endswith("\r")
