@@ -36,9 +36,11 @@ class AnalystSession:
         padded, report, p = self.db.run(query, epsilon=epsilon, delta=delta, mode=mode, allocation=allocation,
                                         params=params, account=self.name)
         try:
-            return Result(padded, report, self.db.con, p)
+            res = Result(padded, report, self.db.con, p)
         except QueryRuntimeError as e:
             raise QueryRuntimeError(f"{e}{charged_note(report)}") from None
+        self.db.last_result = res  # kept, as Database.sql keeps it
+        return res
 
     def explain(self, query: str, *, epsilon: float = 1.0, delta: float | None = None, mode: str = "do",
                 as_dict: bool = False, params: Any = None):

@@ -82,6 +82,7 @@ class RemoteDatabase:
         if not token:
             raise AuthenticationError("a dodb server needs token= (the owner issues one: dodb token add FILE NAME)")
         self.location = location
+        self.last_result: Result | None = None  # the last answer of sql(), kept (see sql)
         self._client = flight.FlightClient(location, tls_root_certs=tls_root_certs)
         self._opts = flight.FlightCallOptions(headers=[(b"authorization", f"Bearer {token}".encode())],
                                               timeout=timeout)
@@ -136,8 +137,10 @@ class RemoteDatabase:
 
         ``params`` travel as typed values and the server binds them as constants of the
         parsed query, exactly as :meth:`dodb.Database.sql` does (planner/params.py)."""
-        return self._get({"op": "query", "format": "padded", "sql": query, "epsilon": epsilon, "delta": delta, "mode": mode,
-                          "params": params_to_wire(params)})
+        res = self._get({"op": "query", "format": "padded", "sql": query, "epsilon": epsilon, "delta": delta,
+                         "mode": mode, "params": params_to_wire(params)})
+        self.last_result = res  # a charged answer is not lost to a failing chained .df() (Result._missing)
+        return res
 
     def fetch(self, query_id: int) -> Result:
         """A recent answer of yours again, without a new charge (e.g. after a lost connection)."""
@@ -150,10 +153,13 @@ class RemoteDatabase:
 
     @property
     def budget(self) -> dict[str, Any]:
+        from .display import BudgetInfo
+
         b = self._action("budget")
-        for k in ("budget", "spent", "remaining"):
-            b[k] = tuple(b[k])
-        return b
+        for k in ("budget", "spent", "remaining", "filter_spent"):
+            if b.get(k) is not None:  # a server before filter_spent had none
+                b[k] = tuple(b[k])
+        return BudgetInfo(b)
 
     def tables(self) -> list[dict[str, Any]]:
         """The tables you can query: name, kind, protection (``private``/``public``), privacy

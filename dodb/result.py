@@ -83,15 +83,71 @@ class PrivacyReport:
         if capped:
             lines.append(f"  {capped}")
         if self.remaining is not None:
-            lines.append(f"  budget: spent ε={self.spent[0]:.4g}, δ={self.spent[1]:.3g}; "
-                         f"remaining ε={self.remaining[0]:.4g}, δ={self.remaining[1]:.3g}")
+            lines.append(f"  budget: {self.budget_words()}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
         return str(self)  # a notebook shows the plain words, not the dataclass's fields
 
     def _repr_html_(self) -> str:
-        return f"<pre>{html.escape(str(self))}</pre>"
+        """The report in a notebook: its summary, a table of the sizes an observer saw, the
+        private tables' capacities and the budget."""
+        from .display import html_table, num
+
+        parts = [f"<p><b>privacy report</b> for this {html.escape(_MODE_WORDS.get(self.mode, self.mode))} query: "
+                 f"{html.escape(self.summary())}</p>"]
+        if self.operators:
+            rows = []
+            for op in self.operators:
+                v = op.get("value")
+                drawn = f"{sum(v)} in {len(v)} bins" if isinstance(v, list) and len(v) > 1 else \
+                    (v[0] if isinstance(v, list) and v else v)
+                seen = op["padded"] if op.get("padded") is not None else drawn
+                rows.append((op["operator"], _RELEASE_NOUNS.get(op["release"], op["release"]),
+                             seen, drawn if op.get("padded") is not None else "", op["sensitivity"],
+                             num(op["epsilon"]), num(op["delta"], 3)))
+            parts.append(html_table(["operator", "released", "size seen", "noise drew (cut to the bound)",
+                                     "sensitivity", "ε", "δ"], rows))
+        for t in self.tables:
+            parts.append(f"<p>size of {html.escape(t['table'])}: {t['capacity']} slots ({html.escape(_origin(t))})</p>")
+        for extra in (self.capped_note(), None if self.remaining is None else f"budget: {self.budget_words()}"):
+            if extra:
+                parts.append(f"<p>{html.escape(extra)}</p>")
+        return "".join(parts)
+
+    def summary(self) -> str:
+        """The report in one line: the charge (or why none), the sizes released, the ε left."""
+        if self.query_id is None and not self.charged_epsilon:
+            return f"charged nothing ({self.free_reason()})"
+        line = f"charged ε={self.charged_epsilon:.4g}, δ={self.charged_delta:.3g}" + \
+            (f" (query #{self.query_id})" if self.query_id else "")
+        if self.capped_note():
+            from .oblivious.noise import MAX_RELEASE_EPSILON
+
+            line += f" of ε={self.epsilon:.4g} asked (each release is capped at {MAX_RELEASE_EPSILON:g})"
+        n = len(self.operators)
+        line += f"; {n} padded size{'s' if n != 1 else ''} released"
+        if self.remaining is not None:
+            line += f"; ε={self.remaining[0]:.4g} left for the next query"
+        return line
+
+    def free_reason(self) -> str:
+        """Why a query charged nothing (it may still have read private tables)."""
+        if not self.tables:
+            return "public tables only"
+        if self.mode == "plain":
+            return "plain mode, which protects nothing"
+        if self.mode == "oblivious":
+            return "fully oblivious: it released no size"
+        return "it released no size"
+
+    def budget_words(self) -> str:
+        """What is left and what was spent, each named for what it is: ``remaining`` is what the
+        admitting filter still grants the next query; ``spent`` is the plain sum of the charges,
+        which the filter composes more tightly (so spent + remaining need not be the budget)."""
+        return (f"ε={self.remaining[0]:.4g}, δ={self.remaining[1]:.3g} left for the next query; "
+                f"the charges so far sum to ε={self.spent[0]:.4g}, δ={self.spent[1]:.3g} "
+                "(a plain sum: the admitting filter composes them more tightly)")
 
     def capped_note(self) -> str | None:
         """Why less ε was charged than asked for, when a release's ε was capped
@@ -136,12 +192,13 @@ class PrivacyReport:
         if capped:
             lines.append(f"  {capped}")
         if self.remaining is not None:
-            lines.append(f"  budget spent ε={self.spent[0]:.4g}, δ={self.spent[1]:.3g}; "
-                         f"remaining ε={self.remaining[0]:.4g}, δ={self.remaining[1]:.3g}")
+            lines.append(f"  budget: {self.budget_words()}")
         return "\n".join(lines)
 
 
 _MODE_WORDS = {"do": "differentially oblivious", "oblivious": "fully oblivious", "plain": "unprotected (plain)"}
+_RELEASE_NOUNS = {"bin_counts": "rows kept (bins)", "groups": "groups", "rows": "distinct rows",
+                  "output_size": "output rows"}
 _RELEASE_WORDS = {"bin_counts": "rows kept by", "groups": "groups made by", "rows": "distinct rows of",
                   "output_size": "rows out of"}
 
@@ -212,10 +269,8 @@ class Result:
     def df(self):
         """The answer as a pandas DataFrame, converted by DuckDB as its own ``.df()`` does
         (nullable integers as ``Int64``, DATE as ``datetime64``; needs pandas)."""
-        try:
-            import pandas  # noqa: F401
-        except ImportError:
-            raise DodbError("Result.df() needs pandas: pip install pandas (or use .arrow() / .pl())") from None
+        if not _importable("pandas"):
+            raise DodbError(self._missing("df", "pandas"))
         return self.relation.df()
 
     fetchdf = df
@@ -241,11 +296,21 @@ class Result:
 
     def pl(self):
         """The answer as a polars DataFrame (needs polars: ``pip install polars``)."""
-        try:
-            import polars
-        except ImportError:
-            raise DodbError("Result.pl() needs polars: pip install polars (or use .arrow() / .df())") from None
+        if not _importable("polars"):
+            raise DodbError(self._missing("pl", "polars"))
+        import polars
+
         return polars.from_arrow(self._table)
+
+    def _missing(self, method: str, module: str) -> str:
+        """The one-line error of ``.df()``/``.pl()`` without its library: the answer is not lost
+        (it is in this Result, and in ``db.last_result``), and only what is installed is offered."""
+        others = [".arrow()", ".fetchall()", ".show()"] + \
+            [f".{m}()" for m, mod in (("df", "pandas"), ("pl", "polars")) if mod != module and _importable(mod)]
+        kept = "" if self.privacy.query_id is None else f" (query #{self.privacy.query_id})"
+        return (f"Result.{method}() needs {module}: pip install {module} (or dodb[{module}]); the answer{kept} is "
+                f"kept in this Result and in db.last_result: {', '.join(others)} give it now, and .{method}() "
+                "once it is installed, without a new charge")
 
     def fetchall(self) -> list[tuple]:
         """The rows as tuples, like DuckDB's ``fetchall()``: one value per column, also when
@@ -289,20 +354,30 @@ class Result:
             return f"{head}\n{self._table}"
 
     def _repr_html_(self, max_rows: int = 50) -> str:
-        """An HTML table for notebooks (the first ``max_rows`` rows), with the charge under it."""
-        cells = lambda row, tag: "".join(f"<{tag}>{html.escape(str(v))}</{tag}>" for v in row)  # noqa: E731
+        """An HTML table for notebooks (the first ``max_rows`` rows) over a one-line privacy
+        summary (the charge, the sizes released, the ε left)."""
+        from .display import html_table
+
         rows = table_rows(self._table.slice(0, max_rows))
-        body = "".join(f"<tr>{cells(['NULL' if v is None else v for v in r], 'td')}</tr>" for r in rows)
         more = f"; first {max_rows} shown" if self._table.num_rows > max_rows else ""
-        return (f"<table><thead><tr>{cells(self._table.column_names, 'th')}</tr></thead><tbody>{body}</tbody>"
-                f"</table><p>{self._table.num_rows} rows × {self._table.num_columns} columns{more}; "
-                f"{html.escape(self._charged_words())} (<code>.privacy</code> for the report)</p>")
+        return (html_table(self._table.column_names, rows)
+                + f"<p>{self._table.num_rows} rows × {self._table.num_columns} columns{more}; "
+                f"{html.escape(self.privacy.summary())} (<code>.privacy</code> for the report)</p>")
 
     def explain(self) -> str:
         """The plan with the padded sizes measured in this run."""
         if isinstance(self.plan, str):
             return self.plan
         return self.plan.explain() if self.plan is not None else ""
+
+
+def _importable(module: str) -> bool:
+    """Whether ``module`` imports (a test hides one by putting ``None`` in ``sys.modules``)."""
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
 
 
 def _answer(padded: PaddedAnswer) -> pa.Table:

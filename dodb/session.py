@@ -52,6 +52,7 @@ REMOTE_SCHEMES = ("grpc://", "grpc+tcp://", "grpc+tls://")
 
 
 
+_OUTPUT_SIZE_RELEASES = ("output_size", "groups", "rows")  # releases that size a node's output
 LOAD_EPSILON_SHARE = 0.05  # an owner action's default epsilon: 5% of the dataset's epsilon
 NO_BUDGET_EXPLAIN_DELTA = 1e-6  # EXPLAIN before any budget is set (sql would refuse to run)
 
@@ -73,6 +74,7 @@ class Database:
         self._lock = threading.RLock()  # one query / owner action at a time on this connection
         self._tmp_shards: str | None = None  # an in-memory database's shard folder (removed at close)
         self._closed = False
+        self.last_result: Result | None = None  # the last answer of sql(), kept (see sql)
         self.ledger = Ledger(con)
         self.read_only = self.ledger.read_only
         if neighbour is not None:
@@ -99,6 +101,12 @@ class Database:
         private = sorted(t for t, i in self.catalog.tables.items() if i.private and not t.startswith("dodb_"))
         flags = "".join([", read-only" if self.read_only else "", ", plain mode allowed" if self.allow_insecure else ""])
         return f"<dodb.Database: {len(private)} protected table(s) {private}{flags}>"
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the tables (protection, unit, capacity) and the budget's headline."""
+        from .display import database_html
+
+        return database_html(self)
 
     def _writable(self, action: str) -> None:
         if self._closed:
@@ -229,16 +237,27 @@ class Database:
     @property
     def budget(self) -> dict[str, Any]:
         """Budget; spent = the sum of the charges in :meth:`history` that the worst
-        neighbouring change affects (all of them without partitions); remaining = what the
+        neighbouring change affects (all of them without partitions), a plain sum;
+        ``filter_spent`` = what the admitting filter counts as spent (it composes the charges
+        more tightly, so the plain sum may exceed the budget while the filter admits queries); remaining = what the
         next query over all partitions can still be charged; the default query δ
         (docs/design.md §Budget defaults); ``partitions``: per charged partition, its spent
         and remaining, and ``partition_max_spent`` the largest (docs/design.md §Partitions)."""
         st = self.ledger.status()
         parts = {p: {k: tuple(v) for k, v in d.items()} for p, d in st["partitions"].items()}
         top = max((d["spent"] for d in parts.values()), default=None, key=lambda b: (b[0], b[1]))
-        return {"budget": tuple(st["budget"]), "spent": tuple(st["spent"]), "remaining": tuple(st["remaining"]),
-                "filter": st["filter"], "queries": st["totals"].get("queries"), "horizon": st["horizon"],
-                "default_delta": st["default_delta"], "partitions": parts, "partition_max_spent": top}
+        from .display import BudgetInfo  # a dict that prints in words and as HTML in a notebook
+
+        return BudgetInfo({"budget": tuple(st["budget"]), "spent": tuple(st["spent"]), "remaining": tuple(st["remaining"]),
+                "filter_spent": tuple(st["filter_spent"]), "filter": st["filter"], "queries": st["totals"].get("queries"), "horizon": st["horizon"],
+                "default_delta": st["default_delta"], "partitions": parts, "partition_max_spent": top})
+
+    def tables(self) -> list[dict[str, Any]]:
+        """The tables an analyst can query: name, kind, protection (``private``/``public``),
+        privacy unit path, public capacity and typed columns (as ``RemoteDatabase.tables``)."""
+        from .serve import table_listing
+
+        return table_listing(self)["tables"]
 
     def history(self, *, owner_actions: bool = False) -> list[dict[str, Any]]:
         """Charged queries and owner releases, oldest first; with ``owner_actions=True`` the
@@ -331,9 +350,13 @@ class Database:
         padded, report, p = self.run(query, epsilon=epsilon, delta=delta, mode=mode, allocation=allocation,
                                      params=params)
         try:
-            return Result(padded, report, self.con, p)
+            res = Result(padded, report, self.con, p)
         except QueryRuntimeError as e:
             raise QueryRuntimeError(f"{e}{charged_note(report)}") from None
+        # kept so that a charged answer is never lost to a failing chained call (db.sql(...).df()
+        # without pandas): the error names db.last_result
+        self.last_result = res
+        return res
 
     def run(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do",
             allocation: str = "cost", session: str | None = None,
@@ -368,9 +391,13 @@ class Database:
             charge = None
             if p.events:
                 self._writable("run a query that charges the privacy budget")
-                charge = self.ledger.admit(p.events, sql=p.sql, operators=[e.operator for e in p.events],
-                                           delta=p.delta, neighbour=p.neighbour, session=session,
-                                           partitions=p.partitions, account=account, standing=True)
+                try:
+                    charge = self.ledger.admit(p.events, sql=p.sql, operators=[e.operator for e in p.events],
+                                               delta=p.delta, neighbour=p.neighbour, session=session,
+                                               partitions=p.partitions, account=account, standing=True)
+                except BudgetExceededError as e:
+                    e.note_cap(epsilon)  # 1e9 is refused as 'requests ε=40': say why
+                    raise
             try:
                 padded = p.execute(rng=self._rng, executor=self.executor, memory_limit=adaptive)
             except BaseException as e:
@@ -397,9 +424,11 @@ class Database:
             events = sum(1 for e in p.event_nodes if e[0] is node)
             # releases of one node come in plan order; a binned filter releases one value per bin
             value = leaked if len(leaked) != events else leaked[i]
-            # what the observer sees is the padded size: a draw above the node's public bound is cut to it
-            single = isinstance(value, int) and events == 1
-            padded = stats.padded_out if single and stats.padded_out < value else None
+            # what the observer sees is the padded size: a draw above the node's public bound is cut to
+            # it.  The node's output size is its only release, or the one named for it (a LEFT join also
+            # releases bin counts, which are not its output size)
+            sized = isinstance(value, int) and stats is not None and (events == 1 or name in _OUTPUT_SIZE_RELEASES)
+            padded = stats.padded_out if sized and stats.padded_out < value else None
             ops.append({"operator": f"{node.kind}#{node.node_id}", "release": name, "sensitivity": s,
                         "epsilon": eps, "delta": delta, "scale": float(mech.scale), "shift": mech.shift,
                         "value": value, "padded": padded})

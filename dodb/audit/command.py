@@ -39,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tpch", help="TPC-H query numbers to audit, comma-separated, or 'all'")
     p.add_argument("--scale", type=float, default=0.002, help="TPC-H scale factor of the audited data")
     p.add_argument("--pairs", type=int, default=3, help="neighbour pairs (sampled privacy units) per query")
-    p.add_argument("--mode", choices=["do", "oblivious", "plain"], default="do")
+    p.add_argument("--mode", choices=["do", "oblivious", "plain"], default="do", help="the execution mode audited")
     p.add_argument("--allow-insecure", action="store_true", help="required for --mode plain")
     p.add_argument("--neighbour", choices=["add_remove", "replace"], default=None,
                    help="neighbour relation (default: add_remove; with --database, the file's own setting)")

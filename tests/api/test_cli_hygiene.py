@@ -30,7 +30,7 @@ def _error(r: subprocess.CompletedProcess, text: str) -> None:
 
 def test_missing_file_needs_create(tmp_path):
     missing = str(tmp_path / "nope.duckdb")
-    _error(_dodb("query", missing, "SELECT 1", cwd=tmp_path), "no database file")
+    _error(_dodb("query", missing, "SELECT 1", "--epsilon", "1", cwd=tmp_path), "no database file")
     _error(_dodb("budget", missing, cwd=tmp_path), "no database file")
     _error(_dodb("history", missing, cwd=tmp_path), "no database file")
     assert not os.path.exists(missing)  # nothing was created
@@ -50,15 +50,15 @@ def test_plain_mode_budget_history_and_epsilon_used(tmp_path):
     assert out.startswith("protected t: privacy unit reached via t, at most 1 row(s) per unit") and "{" not in out
     assert "capacity: 40 slots (declared; nothing charged)" in out
     # plain mode on a private table needs --allow-insecure
-    _error(_dodb("query", db, GROUPED, "--mode", "plain", cwd=tmp_path), "allow_insecure")
-    plain = _ok(_dodb("query", db, GROUPED, "--mode", "plain", "--allow-insecure", cwd=tmp_path))
+    _error(_dodb("query", db, GROUPED, "--mode", "plain", "--epsilon", "1", cwd=tmp_path), "allow_insecure")
+    plain = _ok(_dodb("query", db, GROUPED, "--mode", "plain", "--allow-insecure", "--epsilon", "1", cwd=tmp_path))
     assert plain.stdout.splitlines()[-1] == "ε used: 0 (δ 0; plain mode, which protects nothing: nothing charged)"
-    obl = _ok(_dodb("query", db, "SELECT count(*) FROM t", "--mode", "oblivious", cwd=tmp_path))
+    obl = _ok(_dodb("query", db, "SELECT count(*) FROM t", "--mode", "oblivious", "--epsilon", "1", cwd=tmp_path))
     assert obl.stdout.splitlines()[-1] == "ε used: 0 (δ 0; fully oblivious: it released no size: nothing charged)"
     # the ε a query used is always printed, private or public, text or JSON
     r = _ok(_dodb("query", db, GROUPED, "--epsilon", "0.5", cwd=tmp_path))
     assert "ε used: 0.5" in r.stdout and "query #1" in r.stdout
-    r = _ok(_dodb("query", db, "SELECT k FROM pub", cwd=tmp_path))
+    r = _ok(_dodb("query", db, "SELECT k FROM pub", "--epsilon", "1", cwd=tmp_path))
     assert r.stdout.splitlines()[-1] == "ε used: 0 (δ 0; public tables only: nothing charged)"
     r = _ok(_dodb("query", db, GROUPED, "--epsilon", "0.25", "--json", cwd=tmp_path))
     assert json.loads(r.stdout)["epsilon_used"] <= 0.25 + 1e-9 and "ε used" in r.stderr

@@ -18,7 +18,7 @@ def db():
                   "FROM range(30)")
     d.con.execute("CREATE TABLE wards AS SELECT range AS ward FROM range(3)")
     d.set_budget(epsilon=3, delta=1e-6)
-    d.protect("visits", "id", max_contributions=1, widths={"tag": 4})
+    d.protect("visits", "id", max_contributions=1, widths={"tag": 4}, capacity=40)
     yield d
     d.close()
 
@@ -31,9 +31,35 @@ def test_a_result_renders_as_a_table_with_its_charge(db):
     page = res._repr_html_()
     assert page.count("<tr>") == 4 and "<th>tag</th>" in page and "w&lt;0" in page  # escaped
     assert "3 rows × 3 columns" in page and "charged ε=" in page
+    # one line of privacy: the charge, the sizes released, what is left
+    assert f"(query #{res.privacy.query_id}); 1 padded size released; ε=" in page and "left for the next query" in page
     assert res._repr_html_(max_rows=2).count("<tr>") == 3 and "first 2 shown" in res._repr_html_(max_rows=2)
     assert repr(res.privacy) == str(res.privacy) and "dataclass" not in repr(res.privacy)
-    assert res.privacy._repr_html_().startswith("<pre>privacy report")
+
+
+def test_the_privacy_report_renders_its_releases_as_a_table(db):
+    rep = db.sql("SELECT ward, count(*) FROM visits GROUP BY ward", epsilon=0.01).privacy
+    (op,) = rep.operators
+    assert op["padded"] is not None  # ε = 0.01: the draw is cut to the node's bound
+    page = rep._repr_html_()
+    assert page.startswith("<p><b>privacy report</b> for this differentially oblivious query: charged ε=0.01")
+    row = f"<tr><td>{op['operator']}</td><td>groups</td><td>{op['padded']}</td><td>{op['value']}</td>"
+    assert row in page and "size of visits:" in page and "left for the next query" in page
+    free = db.sql("SELECT count(*) FROM wards", epsilon=0.5).privacy
+    assert free.summary() == "charged nothing (public tables only)" and "<table>" not in free._repr_html_()
+
+
+def test_the_database_and_its_budget_render_for_notebooks(db):
+    db.sql("SELECT count(*) FROM visits GROUP BY ward", epsilon=0.5)
+    page = db._repr_html_()
+    assert page.startswith("<p><b>dodb.Database</b>: 2 table(s); budget ε 0.5 of 3 under the best of")
+    assert "<tr><td>visits</td><td>private</td><td>visits</td><td>40</td></tr>" in page
+    assert "<tr><td>wards</td><td>public</td><td></td><td></td></tr>" in page
+    info = db.budget
+    assert isinstance(info, dict) and info["budget"] == (3.0, 1e-6)  # still the dict it was
+    assert repr(info).startswith("spent    ε 0.5 of 3 under") and "plain sum of the" in repr(info)
+    html = info._repr_html_()
+    assert "<tr><td>left</td><td>2.5</td>" in html and "<tr><td>plain sum</td><td>0.5</td>" in html
 
 
 def test_a_database_says_what_it_holds(db):
@@ -65,3 +91,21 @@ def test_a_locked_file_names_its_holder(tmp_path):
             dodb.connect(path, wait=0.2)
     finally:
         holder.communicate("\n", timeout=30)
+
+
+def test_a_missing_dataframe_library_loses_no_charged_answer(db, monkeypatch):
+    """db.sql(...).df() without pandas: the charge was made, so the answer must not be lost.
+    The error says where it is kept (db.last_result) and offers only what is installed."""
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import fails as if not installed
+    monkeypatch.setitem(sys.modules, "polars", None)
+    with pytest.raises(dodb.DodbError) as e:
+        db.sql("SELECT ward, count(*) AS n FROM visits GROUP BY ward ORDER BY ward", epsilon=0.5).df()
+    msg = str(e.value)
+    assert "needs pandas: pip install pandas" in msg and "db.last_result" in msg and "\n" not in msg
+    assert ".pl()" not in msg  # polars is missing too: never suggest it
+    spent = db.budget["spent"]
+    kept = db.last_result
+    assert kept.fetchall() == [(0, 10), (1, 10), (2, 10)] and kept.privacy.query_id is not None
+    assert db.budget["spent"] == spent  # reading the kept answer charges nothing
+    monkeypatch.delitem(sys.modules, "pandas")
+    assert kept.df()["n"].tolist() == [10, 10, 10]  # once pandas imports, the same Result converts

@@ -81,7 +81,7 @@ def test_cli_end_to_end(tmp_path):
     assert r.returncode == 2 and "budget exceeded" in r.stderr and "Traceback" not in r.stderr
     r = run_cli("budget", db, "--json", cwd=tmp_path)
     assert json.loads(r.stdout)["spent"][0] == pytest.approx(spent)
-    r = run_cli("query", db, "SELEC nonsense", cwd=tmp_path)
+    r = run_cli("query", db, "SELEC nonsense", "--epsilon", "1", cwd=tmp_path)
     assert r.returncode == 2 and "malformed SQL" in r.stderr and "Traceback" not in r.stderr
     r = run_cli("explain", db, "SELECT count(*) FROM t WHERE x > 3", cwd=tmp_path)
     assert r.returncode == 0 and "Filter" in r.stdout

@@ -20,20 +20,20 @@ def test_shard_then_query_on_workers_gives_the_embedded_answer(tmp_path, capsys)
     assert main(["protect", db, "t", "--privacy-unit", "id", "--max-contributions", "1"]) == 0
     # before any shard exists, a cluster query is refused with a one-line error, nothing charged
     capsys.readouterr()
-    assert main(["query", db, SQL, "--cluster", "inline:2"]) == 2
+    assert main(["query", db, SQL, "--epsilon", "1", "--cluster", "inline:2"]) == 2
     assert "shard" in capsys.readouterr().err
     assert main(["shard", db, "--workers", "2", "--json"]) == 0
     (report,) = json.loads(capsys.readouterr().out)
     assert report["table"] == "t" and report["workers"] == 2 and len(report["capacities"]) == 2
     assert sum(report["capacities"]) >= 200
     for args in ([], ["--cluster", "inline:2"]):
-        assert main(["query", db, SQL, "--json", *args]) == 0
+        assert main(["query", db, SQL, "--epsilon", "1", "--json", *args]) == 0
         got = json.loads(capsys.readouterr().out)
         # JSON writes the HUGEINT sum as text
         assert [tuple(str(x) for x in r.values()) for r in got["rows"]] == [tuple(map(str, r)) for r in want]
     assert main(["explain", db, SQL, "--cluster", "inline:2"]) == 0
     assert "worker" in capsys.readouterr().out
-    assert main(["query", "grpc://127.0.0.1:1", SQL, "--cluster", "inline:2"]) == 2
+    assert main(["query", "grpc://127.0.0.1:1", SQL, "--epsilon", "1", "--cluster", "inline:2"]) == 2
     assert "--cluster is for a database file" in capsys.readouterr().err
-    assert main(["query", db, SQL, "--cluster", "mars:3"]) == 2
+    assert main(["query", db, SQL, "--epsilon", "1", "--cluster", "mars:3"]) == 2
     assert "is not one of" in capsys.readouterr().err

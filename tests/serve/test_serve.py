@@ -233,7 +233,7 @@ def test_cli_serve_token_and_remote_query(tmp_path):
         assert len(h.stdout.splitlines()) == 1 and "ε=0.5" in h.stdout and GROUPED[:30] in h.stdout
         b = run_cli("budget", location, "--token", toks["alice"], cwd=tmp_path)
         assert b.returncode == 0 and "spent" in b.stdout, b.stderr
-        bad = subprocess.run([sys.executable, "-m", "dodb", "query", location, GROUPED, "--token", "dodb_nope"],
+        bad = subprocess.run([sys.executable, "-m", "dodb", "query", location, GROUPED, "--epsilon", "0.5", "--token", "dodb_nope"],
                              capture_output=True, text=True, env=env, timeout=120)
         assert bad.returncode == 2 and "refused the token" in bad.stderr and "Traceback" not in bad.stderr
         server.send_signal(signal.SIGTERM)

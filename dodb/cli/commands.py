@@ -1,4 +1,4 @@
-"""The ``dodb`` command line: demo, warmup, query, explain, budget, history, protect, unprotect,
+"""The ``dodb`` commands' handlers: demo, warmup, query, explain, budget, history, protect, unprotect,
 token, serve, gateway, audit.
 
 User errors (bad SQL, unknown tables, budget exceeded, invalid parameters) print one
@@ -19,7 +19,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from .errors import DodbError
+from ..errors import DodbError
 
 CLI_WAIT = 60.0  # seconds a command waits for another process to release the database file
 
@@ -31,8 +31,9 @@ DEMO_QUERIES = [
 
 
 @contextmanager
-def _progress(label: str) -> Iterator[None]:
-    """A spinner with elapsed seconds on stderr while a long query runs (terminals only)."""
+def _progress(label: str, after: float = 1.0) -> Iterator[None]:
+    """A spinner with elapsed seconds on stderr once a query has run ``after`` seconds
+    (terminals only: a quick answer is not preceded by a flicker)."""
     if not sys.stderr.isatty():
         yield
         return
@@ -40,6 +41,8 @@ def _progress(label: str) -> Iterator[None]:
     start = time.time()
 
     def spin() -> None:
+        if done.wait(after):
+            return
         frames = "|/-\\"
         i = 0
         while not done.wait(0.2):
@@ -58,7 +61,7 @@ def _progress(label: str) -> Iterator[None]:
 
 
 def _print_table(table, limit: int = 20) -> None:
-    from .compare import table_rows
+    from ..compare import table_rows
 
     rows = table_rows(table)
     cols = table.column_names
@@ -74,9 +77,9 @@ def _print_table(table, limit: int = 20) -> None:
 
 def _demo(args: argparse.Namespace) -> int:
     import dodb
-    from .accountant import BudgetExceededError
-    from .compare import same_answer, snapshot
-    from .datasets import generate_tpch, protect_tpch, tpch_query
+    from ..accountant import BudgetExceededError
+    from ..compare import same_answer, snapshot
+    from ..datasets import generate_tpch, protect_tpch, tpch_query
 
     print(f"dodb demo: building a TPC-H sample (scale factor {args.scale}) in {args.db or 'memory'} …")
     db = dodb.connect(args.db or ":memory:")
@@ -105,20 +108,22 @@ def _demo(args: argparse.Namespace) -> int:
         print(str(res.privacy).replace("\n", "\n  "))
         print()
     b = db.budget
-    print(f"budget now: spent ε={b['spent'][0]:.3f}, remaining ε={b['remaining'][0]:.3f}")
+    from .render import budget_headline
+
+    print(f"budget now: {budget_headline(b)}; ε={b['remaining'][0]:.3g} left for the next query")
     print("== asking for more than is left (ε=100):")
     try:
         db.sql("SELECT o_orderpriority, count(*) AS n FROM orders GROUP BY o_orderpriority", epsilon=100.0)
     except BudgetExceededError as e:
         print(f"  refused before running: {e}")
         after = db.budget
-        print(f"  nothing was charged: spent ε still {after['spent'][0]:.3f}")
+        print(f"  nothing was charged: the charges still sum to ε={after['spent'][0]:.3f}")
     return 0
 
 
 def _warmup(args: argparse.Namespace) -> int:
-    from .oblivious.kernel_cache import cache_dir, quiet
-    from .warmup import warmup
+    from ..oblivious.kernel_cache import cache_dir, quiet
+    from ..warmup import warmup
 
     quiet()  # this command says what it compiles itself
 
@@ -163,26 +168,35 @@ def _query(args) -> int:
     db = _open(args, allow_insecure=args.allow_insecure)
     try:
         with _progress("running"):
-            res = db.sql(args.sql, epsilon=args.epsilon, delta=args.delta, mode=args.mode)
+            res = db.sql(args.sql, epsilon=args.epsilon, delta=args.delta, mode=args.mode, params=_params(args))
         rep = res.privacy
         if args.json:
             print(json.dumps({"columns": res.columns, "rows": res.arrow().to_pylist(), "epsilon_used": rep.charged_epsilon,
                               "delta_used": rep.charged_delta, "privacy": rep.as_dict()}, default=str))
         else:
-            _print_table(res.arrow(), limit=args.limit)
-            print(rep.verbose() if args.verbose else rep)
+            from .render import render
+
+            print(render(res, args.format, limit=args.limit))
+            # csv and json keep standard output to the data (a pipe to a file or another tool)
+            print(rep.verbose() if args.verbose else rep, file=sys.stderr if _data_only(args) else sys.stdout)
         used = f"ε used: {rep.charged_epsilon:.4g} (δ {rep.charged_delta:.3g}" + \
             (f", query #{rep.query_id})" if rep.query_id else f"; {_why_free(rep)}: nothing charged)")
-        print(used, file=sys.stderr if args.json else sys.stdout)
+        print(used, file=sys.stderr if args.json or _data_only(args) else sys.stdout)
     finally:
         db.close()
     return 0
 
 
+def _data_only(args) -> bool:
+    """Whether standard output carries the answer alone (``--format csv`` or ``json``)."""
+    return getattr(args, "format", "box") in ("csv", "json")
+
+
 def _explain(args) -> int:
     db = _open(args)
     try:
-        out = db.explain(args.sql, epsilon=args.epsilon, delta=args.delta, mode=args.mode, as_dict=args.json)
+        out = db.explain(args.sql, epsilon=args.epsilon, delta=args.delta, mode=args.mode, as_dict=args.json,
+                         params=_params(args))
         print(json.dumps(out, default=str) if args.json else out)
     finally:
         db.close()
@@ -201,7 +215,7 @@ def _budget(args) -> int:
             raise DodbError("--force only applies to --set")
         info: dict[str, Any] = db.budget
         if args.plot:
-            from .budgetplot import plot_budget
+            from ..budgetplot import plot_budget
 
             drawn = plot_budget(db.history(), info["budget"], args.plot)
             print(json.dumps({"plot": args.plot, "charges": drawn}) if args.json
@@ -210,20 +224,45 @@ def _budget(args) -> int:
         if args.json:
             print(json.dumps(info, default=str))
         else:
-            print(f"budget ε={info['budget'][0]:g} δ={info['budget'][1]:g} (filter {info['filter']})")
-            print(f"spent  ε={info['spent'][0]:.4g} δ={info['spent'][1]:.3g} (the sum of the charges in "
-                  f"'dodb history', {info['queries']} charges)")
-            print(f"left   ε={info['remaining'][0]:.4g} δ={info['remaining'][1]:.3g} (what the next query can get)")
-            print(f"default query δ={info['default_delta']:.3g} (sized for {info['horizon']} queries)")
-            parts = info.get("partitions") or {}
-            if parts:  # docs/design.md §Partitions
-                top = info["partition_max_spent"]
-                print(f"partitions: {len(parts)} charged, the most spent ε={top[0]:.4g} δ={top[1]:.3g}")
-                for name, p in sorted(parts.items()):
-                    print(f"  {name}: spent ε={p['spent'][0]:.4g}, left ε={p['remaining'][0]:.4g}")
+            from .render import budget_lines
+
+            print("\n".join(budget_lines(info)))
     finally:
         db.close()
     return 0
+
+
+def _params(args) -> list | dict | None:
+    """``--params JSON``: a list for ``?``/``$1`` placeholders, an object for ``$name`` ones."""
+    if getattr(args, "params", None) is None:
+        return None
+    try:
+        value = json.loads(args.params)
+    except ValueError as e:
+        raise DodbError(f"--params is not JSON ({e}): give a list like '[1, \"a\"]' or an object like "
+                        "'{\"n\": 1}'") from None
+    if not isinstance(value, (list, dict)):
+        raise DodbError("--params: give a JSON list (for ? or $1) or a JSON object (for $name)")
+    return value
+
+
+def _tables(args) -> int:
+    """``dodb tables``: each table's protection, privacy unit path and capacity."""
+    from .render import table_listing_lines
+
+    db = _open(args)
+    try:
+        tables = db.tables()
+    finally:
+        db.close()
+    print(json.dumps(tables, default=str) if args.json else "\n".join(table_listing_lines(tables)))
+    return 0
+
+
+def _shell(args) -> int:
+    from .shell import run_shell
+
+    return run_shell(args)
 
 
 def _history(args) -> int:
@@ -241,7 +280,7 @@ def _history(args) -> int:
             print("no queries charged to you yet")
         for r in rows[-args.limit:] if args.limit else rows:
             print(f"{str(r['charged_at'])[:19]}  query  #{r['query_id']} ε={r['epsilon']:.4g} δ={r['delta']:.3g} "
-                  f"{r['status']}: {r['sql']}")
+                  f"{r['status']}: {_one_line(r['sql'])}")
         return 0
     if not rows:
         print("no queries and no owner actions yet")
@@ -254,12 +293,29 @@ def _history(args) -> int:
             print(f"{at}  owner    {r['what']}: {change}{charge}{forced}")
         else:
             who = "owner " if r["type"] == "owner release" else "query "
-            print(f"{at}  {who} #{r['id']} ε={r['epsilon']:.4g} δ={r['delta']:.3g} {r['status']}: {r['what']}")
+            print(f"{at}  {who} #{r['id']} ε={r['epsilon']:.4g} δ={r['delta']:.3g} {r['status']}: {_one_line(r['what'])}")
     return 0
 
 
+def _rounded(v: Any) -> Any:
+    """``v`` with its floats at 6 significant digits, for display (a stored 0.15 may read
+    0.14999999284338458)."""
+    if isinstance(v, float):
+        return float(f"{v:.6g}")
+    if isinstance(v, dict):
+        return {k: _rounded(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_rounded(x) for x in v]
+    return v
+
+
+def _one_line(sql: str) -> str:
+    """A statement on one line of the history listing."""
+    return " ".join(str(sql).split())
+
+
 def _short(v: Any, limit: int = 100) -> str:
-    text = json.dumps(v, default=str) if not isinstance(v, str) else v
+    text = json.dumps(_rounded(v), default=str) if not isinstance(v, str) else v
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -274,7 +330,7 @@ def _unprotect(args) -> int:
 
 
 def _token(args) -> int:
-    from . import tokens
+    from .. import tokens
 
     db = _open(args)
     try:
@@ -294,7 +350,7 @@ def _token(args) -> int:
 
 
 def _serve(args) -> int:
-    from .serve import is_loopback, open_server
+    from ..serve import is_loopback, open_server
 
     server = open_server(args.db, args.host, args.port, tls_cert=args.tls_cert, tls_key=args.tls_key)
     if not is_loopback(args.host) and args.tls_cert is None:
@@ -323,8 +379,8 @@ def _serve_until_stopped(server, started: str, stopped: str) -> int:
 
 def _gateway(args) -> int:
     """``dodb gateway``: Flight SQL for local tools, forwarding to a dodb engine (docs/served.md)."""
-    from .gateway.server import open_gateway
-    from .serve import is_loopback
+    from ..gateway.server import open_gateway
+    from ..serve import is_loopback
 
     host = args.host if args.host is not None else "127.0.0.1"
     if args.host is not None and not is_loopback(host):
@@ -376,13 +432,7 @@ def _protect(args) -> int:
 
 def _why_free(rep) -> str:
     """Why a query charged nothing (it may still have read private tables)."""
-    if not rep.tables:
-        return "public tables only"
-    if rep.mode == "plain":
-        return "plain mode, which protects nothing"
-    if rep.mode == "oblivious":
-        return "fully oblivious: it released no size"
-    return "it released no size"
+    return rep.free_reason()
 
 
 def _protected_words(msg: dict) -> str:
@@ -419,137 +469,3 @@ def _shard(args) -> int:
     finally:
         db.close()
     return 0
-
-
-def _version() -> str:
-    from . import __version__
-
-    return __version__
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dodb", description="Differentially oblivious SQL for DuckDB")
-    p.add_argument("--version", action="version", version=f"dodb {_version()}")
-    sub = p.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("demo", help="private query session on a built-in TPC-H sample")
-    d.add_argument("--scale", type=float, default=0.01)
-    d.add_argument("--db", default=None, help="database file (default: in memory)")
-    d.add_argument("--budget", type=float, default=5.0)
-    sub.add_parser("warmup", help="compile the oblivious kernels once, ahead of the first query (cached per user)")
-    q = sub.add_parser("query", help="run a private query")
-    ex = sub.add_parser("explain", help="show the plan without running or charging")
-    for sp in (q, ex):
-        sp.add_argument("db", help="database file, or grpc://host:port of a dodb server")
-        sp.add_argument("sql")
-        sp.add_argument("--epsilon", type=float, default=1.0, help="the query's ε (default 1.0)")
-        sp.add_argument("--delta", type=float, default=None, help="default: the dataset's default query δ")
-        sp.add_argument("--mode", choices=["do", "oblivious", "plain"], default="do")
-        sp.add_argument("--json", action="store_true")
-        sp.add_argument("--token", help="analyst token for a dodb server (or DODB_TOKEN)")
-    for sp in (q, ex):
-        sp.add_argument("--cluster", metavar="SPEC", help="run on workers over the shards ('dodb shard' first): "
-                        "local:P starts P Ray workers here, inline:P runs them in this process, ray://HOST:PORT joins "
-                        "a cluster (docs/distributed.md)")
-    q.add_argument("--limit", type=int, default=50)
-    q.add_argument("--verbose", action="store_true", help="privacy report with every release's ε/δ and theorems")
-    q.add_argument("--allow-insecure", action="store_true", help="needed for --mode plain on private tables")
-    b = sub.add_parser("budget", help="show (or set: an owner action, recorded) the dataset's privacy budget")
-    b.add_argument("db")
-    b.add_argument("--set", nargs=2, type=float, metavar=("EPSILON", "DELTA"))
-    b.add_argument("--horizon", type=int, help="queries the default query δ is sized for (default 10000)")
-    b.add_argument("--force", action="store_true", help="allow lowering the budget below what was spent (recorded)")
-    b.add_argument("--json", action="store_true")
-    b.add_argument("--plot", metavar="FILE", help="draw spending over time to FILE (.png/.svg/.pdf; needs matplotlib)")
-    b.add_argument("--token", help="analyst token for a dodb server (or DODB_TOKEN)")
-    h = sub.add_parser("history", help="past queries, owner releases and owner actions")
-    h.add_argument("db")
-    h.add_argument("--limit", type=int, default=0, help="only the last N entries")
-    h.add_argument("--json", action="store_true")
-    h.add_argument("--token", help="analyst token for a dodb server (or DODB_TOKEN): your own queries")
-    u = sub.add_parser("unprotect", help="make a private table public again (owner action, recorded)")
-    u.add_argument("db")
-    u.add_argument("table")
-    u.add_argument("--force", action="store_true", help="needed once anything was charged (recorded)")
-    t = sub.add_parser("token", help="issue, revoke or list analyst tokens for 'dodb serve'")
-    t.add_argument("action", choices=["add", "revoke", "list"])
-    t.add_argument("db")
-    t.add_argument("name", nargs="?", default=None)
-    sv = sub.add_parser("serve", help="serve the database to analysts over Arrow Flight (token auth)")
-    sv.add_argument("db")
-    sv.add_argument("--host", default="127.0.0.1")
-    sv.add_argument("--port", type=int, default=47470, help="0 picks a free port (printed)")
-    sv.add_argument("--tls-cert", help="PEM certificate (with --tls-key): serve grpc+tls://")
-    sv.add_argument("--tls-key")
-    gw = sub.add_parser("gateway", help="serve Flight SQL (ADBC, JDBC, BI tools) on this machine, forwarding "
-                        "queries to a dodb server with your token",
-                        description="An analyst-side Arrow Flight SQL endpoint: local tools connect to it; it sends "
-                        "each query to the dodb server at --engine with your token, charges every query the "
-                        "--epsilon given here, strips the dummy rows and answers. 'SELECT * FROM dodb_last_report' "
-                        "shows the last query's privacy report. See docs/served.md.")
-    gw.add_argument("--engine", required=True, metavar="URL", help="the dodb server, grpc://HOST:PORT (or grpc+tls://)")
-    gw.add_argument("--token", default=None, help="your analyst token (default: $DODB_TOKEN)")
-    gw.add_argument("--epsilon", type=float, required=True, help="ε charged for every query (required)")
-    gw.add_argument("--delta", type=float, default=None,
-                    help="δ for every query (default: the dataset's default query δ)")
-    gw.add_argument("--port", type=int, default=47471, help="port to listen on (default: 47471; 0 picks a free one, printed)")
-    gw.add_argument("--host", default=None, help="address to listen on (default: 127.0.0.1; "
-                    "anything else warns: whoever reaches the gateway spends your budget)")
-    gw.add_argument("--tls-root-certs", metavar="PEM", default=None, help="CA certificate of a grpc+tls:// engine")
-    sh = sub.add_parser("shard", help="cut the private tables into shards by privacy unit, for --cluster "
-                                       "(owner action; the shard sizes are released and charged)")
-    sh.add_argument("db")
-    sh.add_argument("--workers", type=int, required=True)
-    sh.add_argument("--epsilon", type=float, help="ε for the released shard sizes (default: as for protect)")
-    sh.add_argument("--json", action="store_true")
-    pr = sub.add_parser("protect", help="declare a table private")
-    pr.add_argument("db")
-    pr.add_argument("table")
-    pr.add_argument("--privacy-unit", required=True)
-    pr.add_argument("--parent", help="TABLE.KEY the privacy unit column references")
-    pr.add_argument("--max-contributions", type=int)
-    pr.add_argument("--key", action="append", help="unique key columns, comma-separated (repeatable)")
-    pr.add_argument("--max-degree", action="append", help="COL=N (or COL= for a bound released under DP)")
-    pr.add_argument("--width", action="append", help="COL=BYTES: public width of a string column (repeatable)")
-    pr.add_argument("--capacity", type=int, help="a public capacity (>= rows): nothing is charged for the size")
-    pr.add_argument("--epsilon", type=float, help="ε for the released size (default: 5%% of the budget)")
-    pr.add_argument("--orphans", choices=["keep", "refuse"], default="keep",
-                    help="rows whose --parent key names no parent row: kept in the unit their key names (default)")
-    pr.add_argument("--null-units", choices=["keep", "refuse"], default="keep",
-                    help="rows whose unit key is NULL: each a unit of its own (default)")
-    pr.add_argument("--json", action="store_true")
-    for sp in (q, ex, b, h, u, t, pr, sh):
-        sp.add_argument("--create", action="store_true", help="create the database file if it does not exist")
-    from .audit import command as audit_command
-
-    audit_command.add_arguments(sub.add_parser(
-        "audit", help="coupled-neighbour audit of queries on a TPC-H sample (exit 1 if any view differs)"))
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    # the engine loads only once a command runs: `dodb --help` stays fast (issue 26)
-    import duckdb
-
-    from .accountant import AccountantError
-    from .audit import command as audit_command
-
-    handlers = {"demo": _demo, "warmup": _warmup, "query": _query, "explain": _explain, "budget": _budget, "protect": _protect,
-                "history": _history, "unprotect": _unprotect, "token": _token, "serve": _serve, "gateway": _gateway,
-                "shard": _shard,
-                "audit": audit_command.run}
-    if args.command == "token" and args.action != "list" and not args.name:
-        print(f"dodb: error: dodb token {args.action} FILE NAME", file=sys.stderr)
-        return 2
-    try:
-        return handlers[args.command](args)
-    except (DodbError, AccountantError, ValueError, duckdb.Error) as e:
-        print(f"dodb: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("dodb: interrupted", file=sys.stderr)
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())
