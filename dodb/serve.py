@@ -42,7 +42,7 @@ from .result import PrivacyReport
 from .tokens import verify_token
 from .wire import PaddedAnswer
 
-__all__ = ["DodbServer", "encode_answer", "table_listing", "MAX_SQL", "KEEP_ANSWERS", "ANSWER_FORMAT"]
+__all__ = ["DodbServer", "encode_answer", "MAX_SQL", "KEEP_ANSWERS", "ANSWER_FORMAT"]
 
 MAX_SQL = 1 << 20      # bytes of SQL text accepted in one request
 KEEP_ANSWERS = 8       # recent answers kept per analyst for 'fetch' (in memory only)
@@ -228,7 +228,7 @@ class DodbServer(flight.FlightServerBase):
             return [{k: r[k] for k in ("query_id", "charged_at", "sql", "epsilon", "delta", "status", "error")}
                     for r in self.db.history() if r.get("session") == mine]
         if kind == "tables":
-            return table_listing(self.db)
+            return self.db.catalog_listing()
         raise DodbError(f"unknown action {kind!r}: explain, budget, history or tables")
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -240,28 +240,6 @@ class DodbServer(flight.FlightServerBase):
             self.db.close()
             self._answers.clear()
             self._auth.server = None
-
-
-def table_listing(db) -> dict[str, Any]:
-    """The tables an analyst can name in a query: per table its protection (``private`` or
-    ``public``), privacy unit path, public capacity (private tables) and columns with their
-    DuckDB types — all public facts of the catalog, never a row count of a private table."""
-    with db._lock:  # the catalog is read under the connection's lock, as a query's planning does
-        db.catalog.refresh(functions=False)
-        cat = db.catalog
-        out = []
-        for name in sorted(cat.tables):
-            info = cat.tables[name]
-            if name.startswith("dodb_"):
-                continue  # dodb's own bookkeeping, never queryable
-            out.append({"name": name, "kind": info.kind, "protection": "private" if info.private else "public",
-                        "unit": cat.unit_path(name) if info.private else None,
-                        "privacy_unit": info.privacy_unit if info.private else None,
-                        "capacity": info.capacity if info.private else None,
-                        "capacity_source": info.capacity_source if info.private else None,
-                        "columns": [{"name": c, "type": t, "nullable": c not in info.not_null}
-                                    for c, t in info.columns.items()]})
-        return {"database": cat.database, "schema": cat.schema, "tables": out}
 
 
 def open_server(path: str, host: str = "127.0.0.1", port: int = 0, *, tls_cert: str | None = None,

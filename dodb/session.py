@@ -255,9 +255,14 @@ class Database:
     def tables(self) -> list[dict[str, Any]]:
         """The tables an analyst can query: name, kind, protection (``private``/``public``),
         privacy unit path, public capacity and typed columns (as ``RemoteDatabase.tables``)."""
-        from .serve import table_listing
+        return self.catalog_listing()["tables"]
 
-        return table_listing(self)["tables"]
+    def catalog_listing(self) -> dict[str, Any]:
+        """:meth:`tables` with the database and schema they are in (``dodb serve``'s ``tables``
+        action), read under the connection's lock as a query's planning reads the catalog."""
+        with self._lock:
+            self.catalog.refresh(functions=False)
+            return self.catalog.listing()
 
     def history(self, *, owner_actions: bool = False) -> list[dict[str, Any]]:
         """Charged queries and owner releases, oldest first; with ``owner_actions=True`` the

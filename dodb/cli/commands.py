@@ -16,48 +16,17 @@ import signal
 import sys
 import threading
 import time
-from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from ..errors import DodbError
+from .common import open_database, progress
 
-CLI_WAIT = 60.0  # seconds a command waits for another process to release the database file
 
 DEMO_QUERIES = [
     ("pricing summary (TPC-H Q1)", 1),
     ("top unshipped orders by revenue (TPC-H Q3)", 3),
     ("customers by order count (TPC-H Q13)", 13),
 ]
-
-
-@contextmanager
-def _progress(label: str, after: float = 1.0) -> Iterator[None]:
-    """A spinner with elapsed seconds on stderr once a query has run ``after`` seconds
-    (terminals only: a quick answer is not preceded by a flicker)."""
-    if not sys.stderr.isatty():
-        yield
-        return
-    done = threading.Event()
-    start = time.time()
-
-    def spin() -> None:
-        if done.wait(after):
-            return
-        frames = "|/-\\"
-        i = 0
-        while not done.wait(0.2):
-            sys.stderr.write(f"\r{frames[i % 4]} {label} {time.time() - start:5.1f}s")
-            sys.stderr.flush()
-            i += 1
-        sys.stderr.write("\r" + " " * (len(label) + 12) + "\r")
-
-    t = threading.Thread(target=spin, daemon=True)
-    t.start()
-    try:
-        yield
-    finally:
-        done.set()
-        t.join()
 
 
 def _print_table(table, limit: int = 20) -> None:
@@ -97,7 +66,7 @@ def _demo(args: argparse.Namespace) -> int:
     print()
     for title, q in DEMO_QUERIES:
         print(f"== {title}, ε=1.0")
-        with _progress("running"):
+        with progress("running"):
             t0 = time.time()
             res = db.sql(tpch_query(q), epsilon=1.0)
         secs = time.time() - t0
@@ -146,28 +115,12 @@ def _warmup(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open(args, *, allow_insecure: bool = False):
-    """The database named on the command line: a file (it must exist unless ``--create``) or a server."""
-    import dodb
-
-    path = args.db
-    if path.startswith(("grpc://", "grpc+tcp://", "grpc+tls://")):
-        if getattr(args, "cluster", None):
-            raise DodbError("--cluster is for a database file: a dodb server runs its own executor")
-        return dodb.connect(path, token=getattr(args, "token", None) or os.environ.get("DODB_TOKEN"))
-    if getattr(args, "token", None):
-        raise DodbError("--token is for a dodb server (grpc://host:port)")
-    # short commands take turns on a file another process holds (docs/design.md §Concurrency)
-    return dodb.connect(path, allow_insecure=allow_insecure, create=getattr(args, "create", False), wait=CLI_WAIT,
-                        cluster=getattr(args, "cluster", None))
-
-
 def _query(args) -> int:
     if args.allow_insecure and args.mode != "plain":
         raise DodbError("--allow-insecure only applies to --mode plain")
-    db = _open(args, allow_insecure=args.allow_insecure)
+    db = open_database(args, allow_insecure=args.allow_insecure)
     try:
-        with _progress("running"):
+        with progress("running"):
             res = db.sql(args.sql, epsilon=args.epsilon, delta=args.delta, mode=args.mode, params=_params(args))
         rep = res.privacy
         if args.json:
@@ -180,7 +133,7 @@ def _query(args) -> int:
             # csv and json keep standard output to the data (a pipe to a file or another tool)
             print(rep.verbose() if args.verbose else rep, file=sys.stderr if _data_only(args) else sys.stdout)
         used = f"ε used: {rep.charged_epsilon:.4g} (δ {rep.charged_delta:.3g}" + \
-            (f", query #{rep.query_id})" if rep.query_id else f"; {_why_free(rep)}: nothing charged)")
+            (f", query #{rep.query_id})" if rep.query_id else f"; {rep.free_reason()}: nothing charged)")
         print(used, file=sys.stderr if args.json or _data_only(args) else sys.stdout)
     finally:
         db.close()
@@ -193,7 +146,7 @@ def _data_only(args) -> bool:
 
 
 def _explain(args) -> int:
-    db = _open(args)
+    db = open_database(args)
     try:
         out = db.explain(args.sql, epsilon=args.epsilon, delta=args.delta, mode=args.mode, as_dict=args.json,
                          params=_params(args))
@@ -204,7 +157,7 @@ def _explain(args) -> int:
 
 
 def _budget(args) -> int:
-    db = _open(args)
+    db = open_database(args)
     try:
         if args.set is not None or args.horizon is not None:
             if not hasattr(db, "set_budget"):
@@ -250,7 +203,7 @@ def _tables(args) -> int:
     """``dodb tables``: each table's protection, privacy unit path and capacity."""
     from .render import table_listing_lines
 
-    db = _open(args)
+    db = open_database(args)
     try:
         tables = db.tables()
     finally:
@@ -266,7 +219,7 @@ def _shell(args) -> int:
 
 
 def _history(args) -> int:
-    db = _open(args)
+    db = open_database(args)
     remote = db.__class__.__name__ == "RemoteDatabase"  # a server shows an analyst their own charges only
     try:
         rows = db.history() if remote else db.history(owner_actions=True)
@@ -320,7 +273,7 @@ def _short(v: Any, limit: int = 100) -> str:
 
 
 def _unprotect(args) -> int:
-    db = _open(args)
+    db = open_database(args)
     try:
         db.unprotect(args.table, force=args.force)
         print(f"{args.table} is public again (recorded in the owner history)")
@@ -332,7 +285,7 @@ def _unprotect(args) -> int:
 def _token(args) -> int:
     from .. import tokens
 
-    db = _open(args)
+    db = open_database(args)
     try:
         if args.action == "add":
             print(tokens.add_token(db, args.name))
@@ -401,7 +354,7 @@ def _gateway(args) -> int:
 
 
 def _protect(args) -> int:
-    db = _open(args)
+    db = open_database(args)
     parent = tuple(args.parent.split(".", 1)) if args.parent else None
     degrees = {}
     for item in args.max_degree or []:
@@ -430,11 +383,6 @@ def _protect(args) -> int:
     return 0
 
 
-def _why_free(rep) -> str:
-    """Why a query charged nothing (it may still have read private tables)."""
-    return rep.free_reason()
-
-
 def _protected_words(msg: dict) -> str:
     """What ``dodb protect`` declared and charged, in lines (``--json`` gives the fields)."""
     via = " -> ".join(msg["unit_path"])
@@ -456,7 +404,7 @@ def _protected_words(msg: dict) -> str:
 
 
 def _shard(args) -> int:
-    db = _open(args)
+    db = open_database(args)
     try:
         reports = db.shard(args.workers, epsilon=args.epsilon)
         if args.json:

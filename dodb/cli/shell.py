@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from ..errors import DodbError
 from . import render
+from .common import open_database, progress
 
 HELP = """\
 SQL statements end with ';' and may span several lines. Dot-commands:
@@ -95,10 +96,8 @@ class Shell:
     # -- one input -----------------------------------------------------------------------------
     def run_sql(self, sql: str) -> None:
         """Run one statement, print its answer in the current mode and the ε it was charged."""
-        from .commands import _progress
-
         t0 = time.monotonic()
-        with _progress("running"):  # a spinner on a terminal once the query passes a second
+        with progress("running"):  # a spinner on a terminal once the query passes a second
             res = self.db.sql(sql, epsilon=self.epsilon, delta=self.delta)
         secs = time.monotonic() - t0
         self.out(render.render(res, self.mode))
@@ -109,9 +108,7 @@ class Shell:
             self.out(f"{rows}; charged ε={render.num(rep.charged_epsilon)}, δ={render.num(rep.charged_delta, 3)} "
                      f"(query #{rep.query_id}; asked ε={render.num(self.epsilon)})" + (f"; {note}" if note else ""))
         else:
-            from .commands import _why_free
-
-            self.out(f"{rows}; charged nothing ({_why_free(rep)})")
+            self.out(f"{rows}; charged nothing ({rep.free_reason()})")
 
     def dot(self, line: str) -> None:
         """A dot-command (``.help`` lists them)."""
@@ -239,11 +236,9 @@ def _readline_history() -> Callable[[], None]:
 
 def run_shell(args: Any) -> int:
     """``dodb shell``: open the database, greet, loop, save the history."""
-    from .commands import _open
-
     if args.format not in render.MODES:
         raise DodbError(f"unknown mode {args.format!r}")
-    db = _open(args)
+    db = open_database(args)
     interactive = sys.stdin.isatty()
     if interactive:
         import signal

@@ -304,6 +304,24 @@ class Catalog:
             raise CatalogError(f"privacy-unit path of {name!r} is cyclic")
         return info.max_contributions * self.stability(info.parent[0], _seen + (name,))
 
+    def listing(self) -> dict[str, Any]:
+        """The tables an analyst can name in a query: per table its protection (``private`` or
+        ``public``), privacy unit path, public capacity (private tables) and columns with their
+        DuckDB types — all public facts of the catalog, never a row count of a private table."""
+        out = []
+        for name in sorted(self.tables):
+            info = self.tables[name]
+            if name.startswith("dodb_"):
+                continue  # dodb's own bookkeeping, never queryable
+            out.append({"name": name, "kind": info.kind, "protection": "private" if info.private else "public",
+                        "unit": self.unit_path(name) if info.private else None,
+                        "privacy_unit": info.privacy_unit if info.private else None,
+                        "capacity": info.capacity if info.private else None,
+                        "capacity_source": info.capacity_source if info.private else None,
+                        "columns": [{"name": c, "type": t, "nullable": c not in info.not_null}
+                                    for c, t in info.columns.items()]})
+        return {"database": self.database, "schema": self.schema, "tables": out}
+
     def unit_path(self, name: str) -> list[str]:
         info = self.table(name)
         path = [name]

@@ -133,7 +133,7 @@ def test_progress_shows_only_for_a_query_past_its_threshold(monkeypatch):
     import io
     import time
 
-    from dodb.cli.commands import _progress
+    from dodb.cli.common import progress
 
     class Tty(io.StringIO):
         def isatty(self) -> bool:
@@ -141,9 +141,9 @@ def test_progress_shows_only_for_a_query_past_its_threshold(monkeypatch):
 
     quick, slow = Tty(), Tty()
     monkeypatch.setattr("sys.stderr", quick)
-    with _progress("running", after=0.3):
+    with progress("running", after=0.3):
         pass
     monkeypatch.setattr("sys.stderr", slow)
-    with _progress("running", after=0.05):
+    with progress("running", after=0.05):
         time.sleep(0.5)
     assert quick.getvalue() == "" and "running" in slow.getvalue() and slow.getvalue().endswith("\r")
