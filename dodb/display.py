@@ -25,6 +25,11 @@ def filter_words(name: str | None) -> str:
     return _FILTER_WORDS.get(str(name), str(name))
 
 
+def _filter_spent(info: dict[str, Any]) -> tuple:
+    """(ε, δ) spent as the admitting filter counts them (the plain sum from an older server)."""
+    return info.get("filter_spent") or info["spent"]
+
+
 def budget_headline(info: dict[str, Any]) -> str:
     """``ε 9.94 of 10 under Rényi``: what the admitting filter counts as spent, of the total.
 
@@ -32,7 +37,7 @@ def budget_headline(info: dict[str, Any]) -> str:
     exceed the budget while the filter still admits queries (issue 29); the headline
     shows the filter's view, which is what decides the next admission."""
     total = info["budget"][0]
-    seen = info.get("filter_spent") or info["spent"]
+    seen = _filter_spent(info)
     return f"ε {num(seen[0], 3)} of {num(total)} under {filter_words(info.get('filter'))}"
 
 
@@ -40,7 +45,7 @@ def budget_lines(info: dict[str, Any]) -> list[str]:
     """``dodb budget`` / ``.budget`` / ``repr(db.budget)``: the filter's view first, then what
     the next query can get, then the plain sum labelled as such."""
     delta = info["budget"][1]
-    seen = info.get("filter_spent") or info["spent"]
+    seen = _filter_spent(info)
     lines = [f"spent    {budget_headline(info)}, δ {num(seen[1], 3)} of {num(delta, 3)} "
              "(as the admitting filter counts the charges)",
              f"left     ε={num(info['remaining'][0])} δ={num(info['remaining'][1], 3)} "
@@ -109,7 +114,7 @@ class BudgetInfo(dict):
 
 def budget_html(info: dict[str, Any]) -> str:
     """The budget as a notebook shows it: the filter's headline over ε and δ per line."""
-    seen = info.get("filter_spent") or info["spent"]
+    seen = _filter_spent(info)
     rows = [("budget", num(info["budget"][0]), num(info["budget"][1], 3), f"admitted by {filter_words(info.get('filter'))}"),
             ("spent", num(seen[0]), num(seen[1], 3), "as the admitting filter counts the charges"),
             ("left", num(info["remaining"][0]), num(info["remaining"][1], 3), "the most the next query can be charged"),

@@ -32,7 +32,7 @@ from .table import Column, PaddedTable
 from .wide_sums import avg_column, exceeds_38_digits, int128_parts, sum_column
 from ..oblivious.select import as_float64, select
 
-__all__ = ["Agg", "group_by", "takes_presorted", "needs_own_pass", "AGG_FUNCS", "SUM_OVERFLOW", "RANGE_OVERFLOW", "STATUS_MESSAGES"]
+__all__ = ["Agg", "group_by", "groups_presorted", "takes_presorted", "needs_own_pass", "AGG_FUNCS", "SUM_OVERFLOW", "RANGE_OVERFLOW", "STATUS_MESSAGES"]
 
 AGG_FUNCS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct", "string_agg", "list") + STATS_FUNCS
 _M32 = np.uint64(0xFFFFFFFF)
@@ -267,16 +267,20 @@ def group_by(
 PRESORTED_FUNCS = frozenset({"count_star", "count", "sum", "avg", "min", "max"})
 
 
+def groups_presorted(keys: list[str], aggs: list[Agg], sort_keys: list[str] | None) -> bool:
+    """What :func:`takes_presorted` asks of the plan alone (the planner asks it too): grouped
+    by every key (no key read from a run's row as payload) and only aggregates that mask each
+    row by its real flag."""
+    return bool(keys) and (sort_keys is None or set(sort_keys) == set(keys)) and \
+        all(a.func in PRESORTED_FUNCS for a in aggs)
+
+
 def takes_presorted(table: PaddedTable, keys: list[str], aggs: list[Agg], sort_keys: list[str] | None) -> bool:
     """Whether rows sorted by ``keys`` with non-real rows inside the runs can be grouped as
-    they are (``presorted``): grouped by every key (no key read from a run's row as payload),
-    no floating-point key (-0.0 and 0.0 share a run, and a non-real row's sign could show),
-    and only aggregates that mask each row by its real flag.  Types and names are public."""
-    if not keys or (sort_keys is not None and set(sort_keys) != set(keys)):
-        return False
-    if any(pa.types.is_floating(table.column(k).type) for k in keys):
-        return False
-    return all(a.func in PRESORTED_FUNCS for a in aggs)
+    they are (``presorted``): :func:`groups_presorted`, and no floating-point key (-0.0 and
+    0.0 share a run, and a non-real row's sign could show).  Types and names are public."""
+    return groups_presorted(keys, aggs, sort_keys) and \
+        not any(pa.types.is_floating(table.column(k).type) for k in keys)
 
 
 def needs_own_pass(a: Agg) -> bool:
@@ -300,11 +304,9 @@ def _group_pass(kern, ctx, table: PaddedTable, keys: list[str], aggs: list[Agg],
     flags of each group's output row (the last real row of its run).  ``distinct`` is a
     column name or a string_agg's ORDER BY (``(column, descending, nulls_first)`` triples).
     ``sort_keys`` (default ``keys``) determine the other keys (:func:`group_by`).
-    ``presorted``: no sort; runs are cut on the keys alone and a group's output row is the
-    last row of a run that holds a real row (its keys equal every row's in the run).
+    ``presorted``: no sort; runs are cut on the keys alone (non-real rows sit inside them) and
+    a group's output row is the last row of a run that holds a real row (:func:`_group_rows`).
     ``ordered``: rows already in ``(dummy, sort_keys)`` order up to the groups' order: no sort."""
-    if presorted:
-        return _presorted_pass(kern, ctx, table, keys, aggs)
     out_keys = keys
     keys = list(keys) if sort_keys is None else list(sort_keys)
     n = table.padded_size
@@ -317,12 +319,13 @@ def _group_pass(kern, ctx, table: PaddedTable, keys: list[str], aggs: list[Agg],
     nf = [False] * (len(sort_cols) - len(order)) + [f for _, _, f in order]
     dummy = KeyField((~table.is_real).astype(np.uint64), 1)
     payload = table.arrays()
-    if sort_cols and not ordered:
+    if sort_cols and not (ordered or presorted):
         enc = encode_keys(sort_cols, descending=desc, leading=[dummy], n=n, nulls_first=nf)
         _, payload = kern.sort(enc, payload)
     sorted_t = table.with_arrays(payload)
     real = sorted_t.is_real
-    gkey = encode_keys([sorted_t.column(k) for k in keys], leading=[KeyField((~real).astype(np.uint64), 1)], n=n)
+    lead = [] if presorted else [KeyField((~real).astype(np.uint64), 1)]
+    gkey = encode_keys([sorted_t.column(k) for k in keys], leading=lead, n=n)
     starts = _words_differ(gkey.words) if keys else _first_only(n)
     dstarts = None
     if distinct:
@@ -343,28 +346,16 @@ def _group_pass(kern, ctx, table: PaddedTable, keys: list[str], aggs: list[Agg],
     # one max over all rows, raised on the analyst's side (dodb.wire).  Each run's last row
     # holds its total (a global aggregate's may be a dummy slot); dummies add nothing.
     ctx.fold_errors((overflow & ends).astype(np.int64) * SUM_OVERFLOW)
-    return out_cols, ends & real
+    return out_cols, _group_rows(kern, real, starts, ends, presorted)
 
 
-def _presorted_pass(kern, ctx, table: PaddedTable, keys: list[str], aggs: list[Agg]):
-    """:func:`_group_pass` over rows already in key order with non-real rows inside runs."""
-    n = table.padded_size
-    real = table.is_real
-    starts = _words_differ(encode_keys([table.column(k) for k in keys], n=n).words)
-    ctx.trace.record("group_by:scan", -1, n, len(aggs))
-    out_cols = [table.column(k) for k in keys]
-    overflow = np.zeros(n, dtype=bool)
-    for a in aggs:
-        col = table.column(a.column) if a.column is not None else None
-        out_cols.append(_aggregate(kern, a, col, real, starts, None, overflow, None, grouped=True))
-    ends = np.zeros(n, dtype=bool)
-    if n:
-        ends[:-1] = starts[1:]
-        ends[-1] = True
-    # a run's count of real rows, read at its last row: a group exists where it is positive
-    has_real = kern.seg_reduce(real, starts, "count") > 0
-    ctx.fold_errors((overflow & ends).astype(np.int64) * SUM_OVERFLOW)
-    return out_cols, ends & has_real
+def _group_rows(kern, real: np.ndarray, starts: np.ndarray, ends: np.ndarray, presorted: bool) -> np.ndarray:
+    """Each group's output row, the last row of its run: in ``(dummy, keys)`` order the
+    dummies have runs of their own, so it is a group when it is real; presorted, non-real
+    rows sit inside runs, so a run is a group when its count of real rows is positive."""
+    if presorted:
+        return ends & (kern.seg_reduce(real, starts, "count") > 0)
+    return ends & real
 
 
 def _first_only(n: int) -> np.ndarray:

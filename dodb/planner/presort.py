@@ -55,10 +55,18 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..operators.aggregate import PRESORTED_FUNCS, needs_own_pass
+from ..operators.aggregate import groups_presorted, needs_own_pass
+from ..operators.expressions.types import parse_type
 from .logical import Aggregate, Filter, Join, Node, Project, ScalarRow, Scan, consumer_counts, walk
 
 __all__ = ["presort_sides"]
+
+
+def _renamed(node: Project, keys: list[str]) -> list[str] | None:
+    """The columns ``node`` passes through as ``keys``, by their names below it; ``None`` if
+    one of them is computed (the rows below are not in its order)."""
+    below = [node.exprs.get(k) for k in keys]
+    return [e.name for e in below] if all(isinstance(e, exp.Column) for e in below) else None
 
 
 def _chain(side: Node, keys: list[str], consumers: dict[int, int]) -> tuple[Scan, list[str], list] | None:
@@ -75,13 +83,9 @@ def _chain(side: Node, keys: list[str], consumers: dict[int, int]) -> tuple[Scan
         if isinstance(node, Filter):
             filters.append((node, list(keys)))
         elif isinstance(node, Project) and not isinstance(node, ScalarRow):
-            renamed = []
-            for k in keys:
-                e = node.exprs.get(k)
-                if not isinstance(e, exp.Column):  # a computed key: the scan is not sorted by it
-                    return None
-                renamed.append(e.name)
-            keys = renamed
+            keys = _renamed(node, keys)
+            if keys is None:  # a computed key: the scan is not sorted by it
+                return None
         else:
             return None
         node = node.children[0]
@@ -92,13 +96,7 @@ def _floating(catalog, scan: Scan, keys: list[str]) -> bool:
     if catalog is None:
         return True  # unknown types: do not presort a GROUP BY
     columns = catalog.table(scan.table).columns
-    return any(str(columns.get(k.split(".", 1)[-1], "")).upper() in ("FLOAT", "DOUBLE", "REAL", "FLOAT4", "FLOAT8")
-               for k in keys)
-
-
-def _groups_as_sorted(n: Aggregate) -> bool:
-    return bool(n.keys) and (n.sort_keys is None or set(n.sort_keys) == set(n.keys)) \
-        and all(a.func in PRESORTED_FUNCS for a in n.aggs)
+    return any(parse_type(columns.get(k.split(".", 1)[-1], "")).kind == "float" for k in keys)
 
 
 def _presort(side: Node, keys: list[str], consumers: dict[int, int], catalog, for_join: bool) -> bool:
@@ -128,13 +126,9 @@ def _inner_join_under(node: Node, keys: list[str]) -> Join | None:
     1) hold one row's values.  So ``keys`` are grouped when they hold every join key (from
     either side: equal on real rows) and otherwise only columns of a unique side."""
     while isinstance(node, Project) and not isinstance(node, ScalarRow):
-        renamed = []
-        for k in keys:
-            e = node.exprs.get(k)
-            if not isinstance(e, exp.Column):
-                return None
-            renamed.append(e.name)
-        keys = renamed
+        keys = _renamed(node, keys)
+        if keys is None:
+            return None
         node = node.children[0]
     if not (isinstance(node, Join) and node.method == "sort" and node.how == "inner"):
         return None
@@ -157,7 +151,7 @@ def presort_sides(root: Node, mode: str, workers: int, catalog=None) -> Node:
         if isinstance(n, Join) and n.method == "sort":
             n.left_presorted = _presort(n.left, n.left_keys, consumers, catalog, True)
             n.right_presorted = _presort(n.right, n.right_keys, consumers, catalog, True)
-        elif isinstance(n, Aggregate) and _groups_as_sorted(n):
+        elif isinstance(n, Aggregate) and groups_presorted(n.keys, n.aggs, n.sort_keys):
             n.presorted = _presort(n.child, n.keys, consumers, catalog, False)
         if isinstance(n, Aggregate) and n.keys and not n.presorted and not any(needs_own_pass(a) for a in n.aggs):
             join = _inner_join_under(n.child, list(n.sort_keys or n.keys))
