@@ -199,8 +199,9 @@ class Aggregate(Unary):
                                    f"{' NULLS FIRST' if nf else ''}" for i, (c, d, nf) in enumerate(a.order))
                          + (f" FILTER {a.column2}" if a.column2 else "") + f"; ≤{a.rows} rows/group of ≤{a.total})"
                          for a in self.aggs)
+        # no node id in the text: ids count the plans built so far, and the audit compares texts
         how = " (input sorted at the scan)" if self.presorted else \
-            f" (input in the order of Join#{self.ordered_by}'s keys)" if self.ordered_by is not None else ""
+            " (input in the order of the join's keys below)" if self.ordered_by is not None else ""
         return f"Aggregate by [{', '.join(self.keys)}] {aggs}{how}"
 
 

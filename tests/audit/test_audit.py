@@ -25,8 +25,10 @@ QUERIES = [
     "SELECT ward, count(DISTINCT age), sum(age) FROM patients WHERE age > 30 GROUP BY ward",
     "SELECT w.name, count(*) FROM visits v JOIN patients p ON v.pid = p.id JOIN wards w ON p.ward = w.ward "
     "WHERE v.amount > 10 GROUP BY w.name",
-    # grouped over the scan sorted at the scan (planner/presort.py): the filter only marks rows
+    # grouped over the scan sorted at the scan (planner/presort.py)
     "SELECT ward, count(*), sum(age) FROM patients WHERE age > 30 GROUP BY ward",
+    # grouped by the join's key and columns of its unique side: no sort (planner/presort.py)
+    "SELECT p.id, p.ward, count(*), sum(v.amount) FROM visits v JOIN patients p ON v.pid = p.id GROUP BY p.id, p.ward",
 ]
 
 
@@ -62,7 +64,7 @@ def test_do_plans_have_identical_views_on_coupled_neighbours(db):
     before = db.con.execute("SELECT * FROM dodb_private.patients ORDER BY ALL").fetchall()
     report = audit(db, QUERIES, pairs=2, seed=1)
     assert report.ok, "\n".join(report.lines())
-    assert report.lines()[-1] == "audit: 8 of 8 neighbour pairs identical"
+    assert report.lines()[-1] == "audit: 10 of 10 neighbour pairs identical"
     assert all(q.releases > 0 for q in report.queries[1:])  # the filtered queries released padded sizes
     # the audit restores the data and charges nothing
     assert db.con.execute("SELECT * FROM dodb_private.patients ORDER BY ALL").fetchall() == before
