@@ -32,7 +32,7 @@ from ..operators.join import max_key_multiplicity
 from .guard import pushable
 from .rules.one_row_source import is_one_row_source
 from .ownership import Owners, same_unit
-from .public_cache import content_fingerprints, scanned_tables, structural_key
+from .public_cache import content_fingerprints, public_base_tables, scanned_tables, structural_key
 from .rules.mark_scalar_sources import SCALAR_MARK
 from ..sqlpos import position_of
 from .widths import string_width
@@ -64,11 +64,11 @@ def side_key(node: Node) -> tuple[frozenset[str], tuple[str, ...]]:
 
 class PlanBuilder(ThetaJoins):
     def __init__(self, catalog: Catalog, neighbour: str = "add_remove",
-                 lookup_costs: dict[tuple, float] | None = None, tables: frozenset[str] = frozenset()):
+                 lookup_costs: dict[tuple, float] | None = None, tables: frozenset[str] = frozenset(),
+                 contents: dict[str, tuple] | None = None):
         self.catalog = catalog
         # the public base tables the query reads: their content fingerprints are read together
-        self.public_tables = sorted(t for t in tables if t in catalog.tables and not catalog.tables[t].private
-                                    and catalog.tables[t].kind == "table")
+        self.public_tables = public_base_tables(catalog, tables)
         self.neighbour = neighbour
         # per-pass lookup cost of public sides after column pruning (see plan.lookup_hints)
         self.lookup_costs = lookup_costs or {}
@@ -78,7 +78,8 @@ class PlanBuilder(ThetaJoins):
         self._public_degree_cache: dict[tuple, int] = {}
         self._rows_cache: dict[str, int] = {}
         self._public_results: dict[int, object] = {}
-        self._contents: dict[str, tuple] = {}
+        # content fingerprints of public tables, when the caller read them already (plan_cache.py)
+        self._contents: dict[str, tuple] = dict(contents or {})
         self._select_columns: dict[int, tuple] = {}
         self._shapes: dict[int, tuple] = {}  # structural keys of this plan's nodes (public_cache.py)
         self._public_keys: dict[int, tuple | None] = {}

@@ -152,6 +152,8 @@ class Catalog:
         self.schema_cache = PublicFacts()
         # facts of public data, keyed by content fingerprints (planner/public_cache.py)
         self.public_facts = PublicFacts()
+        # whole plans of repeated queries (planner/plan_cache.py): keyed by the fingerprint too
+        self.plan_cache = PublicFacts(max_entries=64)
         # decoded, verified slot arrays of private tables, keyed by the storage they came from
         # (docs/design.md §Slot cache); weights are bytes
         self.slot_cache = PublicFacts(max_entries=64, max_weight=slot_cache_bytes())

@@ -43,7 +43,8 @@ from .marking import mark_only_filters
 from .memory import BASE_BYTES, estimate_peak_bytes, expected_sizes, format_bytes
 from .presort import presort_sides
 from .prune import prune_columns
-from .public_cache import structural_key
+from .public_cache import content_fingerprints, structural_key
+from .plan_cache import params_key, reuse_or_build
 from .partitions import describe_partitions, query_partitions
 
 __all__ = ["QueryPlan", "plan_query", "ALLOCATIONS"]
@@ -434,11 +435,10 @@ def _front_end(sql: str, catalog: Catalog, params) -> tuple[exp.Expression, list
 
 def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, neighbour: str,
           allocation: str, params=None, public_fast: bool = False, workers: int = 1) -> QueryPlan:
-    if params is None:  # a pure function of the text and the catalog: kept per catalog fingerprint
-        parsed, schema, optimized, tables, public_sql = catalog.schema_cache.get_or_compute(
-            ("front end", sql, catalog.fingerprint), lambda: _front_end(sql, catalog, None))
-    else:
-        parsed, schema, optimized, tables, public_sql = _front_end(sql, catalog, params)
+    bound = params_key(params)
+    # a pure function of the text, the parameters and the catalog: kept per catalog fingerprint
+    parsed, schema, optimized, tables, public_sql = catalog.schema_cache.get_or_compute(
+        ("front end", sql, bound, catalog.fingerprint), lambda: _front_end(sql, catalog, params))
     names = [n for n, _ in schema]
     if public_fast and public_sql is not None and all(_scalar_type(t) for _, t in schema):
         # nothing private is read: DuckDB answers, the operators are built only if needed
@@ -448,7 +448,19 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
                          [f"__public_{i}" for i in range(len(names))], mode, float(epsilon), float(delta),
                          neighbour, {}, [], [], catalog, types=[t for _, t in schema], public_sql=public_sql,
                          tables=tables, build_later=later)
-    builder = PlanBuilder(catalog, neighbour, tables=tables)
+    key = ("plan", sql, bound, catalog.fingerprint, float(epsilon), float(delta), mode, neighbour, allocation,
+           workers)
+    return reuse_or_build(catalog, key, tables, lambda contents: _build(
+        sql, catalog, epsilon, delta, mode, neighbour, allocation, params, workers, parsed, schema, names,
+        optimized, tables, public_sql, contents), lambda wanted: content_fingerprints(catalog, wanted))
+
+
+def _build(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, neighbour: str, allocation: str,
+           params, workers: int, parsed: exp.Expression, schema: list[tuple[str, str]], names: list[str],
+           optimized: exp.Expression, tables: frozenset[str], public_sql: str | None,
+           contents: dict[str, tuple]) -> QueryPlan:
+    """The operator plan of a query the front end has bound (``_plan``), its releases priced."""
+    builder = PlanBuilder(catalog, neighbour, tables=tables, contents=contents)
     built = builder.build(optimized.copy())
     prune_columns(built.root)
     hints = lookup_hints(built.root, builder)

@@ -34,7 +34,7 @@ from sqlglot import exp
 from .. import sqlbuild
 from .logical import Node, Scan, walk
 
-__all__ = ["PublicFacts", "structural_key", "scanned_tables", "content_fingerprints"]
+__all__ = ["PublicFacts", "structural_key", "scanned_tables", "content_fingerprints", "public_base_tables"]
 
 MAX_ENTRIES = 256
 MAX_TOTAL_ROWS = 1 << 20  # rows of cached public results per database (memory over speed)
@@ -110,6 +110,13 @@ def structural_key(node: Node, memo: dict | None = None) -> tuple | None:
         return None
 
 
+def public_base_tables(catalog, tables) -> list[str]:
+    """The public base tables among ``tables`` (views are expanded already): the ones whose
+    rows planning may read."""
+    return sorted(t for t in tables if t in catalog.tables and not catalog.tables[t].private
+                  and catalog.tables[t].kind == "table")
+
+
 def scanned_tables(node: Node) -> list[str]:
     return sorted({n.table for n in walk(node) if isinstance(n, Scan)})
 
@@ -152,14 +159,31 @@ class PublicFacts:
             return self._entries[key][0]
         self.misses += 1
         value = compute()
-        w = weight(value)
-        if w <= self.max_weight:
-            self._entries[key] = (value, w)
-            self._weight += w
-            while len(self._entries) > self.max_entries or self._weight > self.max_weight:
-                _, (_, old) = self._entries.popitem(last=False)
-                self._weight -= old
+        self.put(key, value, weight(value))
         return value
+
+    def peek(self, key: tuple, valid: Callable[[Any], bool] = lambda _: True) -> Any:
+        """The value under ``key`` (now the most recently used), or ``None`` if there is none
+        or ``valid`` rejects it (counted as a miss)."""
+        hit = self._entries.get(key)
+        if hit is None or not valid(hit[0]):
+            self.misses += 1
+            return None
+        self._entries.move_to_end(key)
+        self.hits += 1
+        return hit[0]
+
+    def put(self, key: tuple, value: Any, weight: int = 0) -> None:
+        """Keep ``value`` under ``key`` (replacing any), evicting the least recently used."""
+        if key in self._entries:
+            self._weight -= self._entries.pop(key)[1]
+        if weight > self.max_weight:
+            return
+        self._entries[key] = (value, weight)
+        self._weight += weight
+        while len(self._entries) > self.max_entries or self._weight > self.max_weight:
+            _, (_, old) = self._entries.popitem(last=False)
+            self._weight -= old
 
     def clear(self) -> None:
         self._entries.clear()

@@ -126,6 +126,8 @@ def _as_arrow(con, rows: Any, like: pa.Schema | None) -> pa.Table:
             raise CatalogError(f"cannot read rows from table {rows!r}: {one_line(e)}") from None
     elif isinstance(rows, pa.Table):
         data = rows
+    elif isinstance(rows, pa.RecordBatchReader):  # what a DuckDB 2 relation's .arrow() returns
+        data = rows.read_all()
     elif isinstance(rows, duckdb.DuckDBPyRelation):
         data = rows.to_arrow_table()
     elif hasattr(rows, "to_arrow"):          # polars
@@ -134,8 +136,8 @@ def _as_arrow(con, rows: Any, like: pa.Schema | None) -> pa.Table:
         try:
             data = pa.Table.from_pandas(rows, preserve_index=False)
         except Exception as e:  # noqa: BLE001 - any unreadable input is the caller's error
-            raise CatalogError(f"cannot read rows of type {type(rows).__name__}: give an Arrow table, a "
-                               "pandas/polars DataFrame, a DuckDB relation or a table name") from e
+            raise CatalogError(f"cannot read rows of type {type(rows).__name__}: give an Arrow table or "
+                               "record batch reader, a pandas/polars DataFrame, a DuckDB relation or a table name") from e
     if like is not None:
         if data.column_names != like.names:
             raise CatalogError(f"rows have columns {data.column_names}, the table has {like.names}")

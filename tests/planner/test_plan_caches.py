@@ -46,10 +46,14 @@ def test_a_changed_public_table_is_recomputed(change):
     db = _db()
     first = db.plan(SQL, epsilon=1.0)
     assert _public_degree(first) == 1
-    hits = db.catalog.public_facts.hits
+    plans = db.catalog.plan_cache.hits
     again = db.plan(SQL, epsilon=1.0)
-    assert db.catalog.public_facts.hits > hits  # the unchanged public sub-plan was reused
+    assert db.catalog.plan_cache.hits > plans  # the same query over unchanged tables: the whole plan
     assert _public_degree(again) == 1
+    hits = db.catalog.public_facts.hits
+    other = db.plan(SQL, epsilon=2.0)  # another plan (another ε), the same public sub-plan
+    assert db.catalog.public_facts.hits > hits  # the unchanged public sub-plan was reused
+    assert _public_degree(other) == 1
     _both(db, change)
     after = db.plan(SQL, epsilon=1.0)
     assert _public_degree(after) == 2  # a duplicate key now: the exact degree went up
