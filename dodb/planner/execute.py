@@ -24,7 +24,7 @@ from ..operators import (
     ExecContext, PaddedTable, distinct, filter_table, from_arrow, group_by, join, order_by,
     predicate_mask, project, set_operation,
 )
-from ..operators.exchange import exchange_by_keys
+from ..operators.exchange import exchange_by_keys, lane_row_bytes
 from ..operators.join import sorted_side
 from ..operators.lookup import lookup_join
 from ..operators.scalar_row import SCALAR_ROWS, scalar_row
@@ -124,6 +124,7 @@ class Executor:
         self._consumers: dict[int, int] = {}
         self._scan_sources: dict[int, tuple] = {}  # private scans' slot-cache keys, by node id
         self._cast_joins: set[int] = set()  # joins that ran on keys cast to a common type
+        self.row_bytes: dict[int, int] = {}  # public bytes of a row each Exchange sends (exchange_cost.py)
 
     def run(self, node: Node) -> PaddedTable:
         """The output of ``node``: its sub-plan runs children first, in order (as
@@ -265,6 +266,7 @@ class Executor:
             return order_by(inputs[0], node.keys, limit=node.limit, offset=node.offset, ctx=ctx).table
         if isinstance(node, Exchange):  # in one process: the destination blocks one after another
             t = inputs[0]
+            self.row_bytes[node.node_id] = lane_row_bytes(t)
             ex = exchange_by_keys(t, node.keys, node.parts, epsilon=eps, delta=delta, ctx=ctx)
             return concat_tables(ex.blocks, stability=t.stability)
         if isinstance(node, Distinct):
