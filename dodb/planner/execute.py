@@ -123,7 +123,7 @@ class Executor:
         self.stats: dict[int, NodeStats] = {}
         self._consumers: dict[int, int] = {}
         self._scan_sources: dict[int, tuple] = {}  # private scans' slot-cache keys, by node id
-        self._cast_joins: set[int] = set()  # joins that ran on keys cast to a common type
+        self.cast_joins: set[int] = set()  # joins that ran on keys cast to a common type
         self.row_bytes: dict[int, int] = {}  # public bytes of a row each Exchange sends (exchange_cost.py)
 
     def run(self, node: Node) -> PaddedTable:
@@ -227,7 +227,7 @@ class Executor:
         if isinstance(node, Join):
             left, right, lk, rk = _unify_keys(inputs[0], inputs[1], node.left_keys, node.right_keys, ctx)
             if lk != node.left_keys or rk != node.right_keys:  # joined on cast keys: not in its keys' order
-                self._cast_joins.add(node.node_id)
+                self.cast_joins.add(node.node_id)
             if node.method == "lookup":
                 out = lookup_join(left, right, lk, rk, how=node.how, epsilon=eps, delta=delta, ctx=ctx).table
             else:
@@ -259,7 +259,7 @@ class Executor:
                 one = one.with_arrays([a[first] for a in one.arrays()])
             return _broadcast(inputs[0], one, node.stability)
         if isinstance(node, Aggregate):
-            ordered = node.ordered_by is not None and node.ordered_by not in self._cast_joins
+            ordered = node.ordered_by is not None and node.ordered_by not in self.cast_joins
             return group_by(inputs[0], node.keys, node.aggs, epsilon=eps, delta=delta, ctx=ctx,
                             sort_keys=node.sort_keys, presorted=node.presorted, ordered=ordered).table
         if isinstance(node, Sort):

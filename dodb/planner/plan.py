@@ -470,7 +470,8 @@ def _front_end(sql: str, catalog: Catalog, params) -> tuple[exp.Expression, list
 
 
 def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, neighbour: str,
-          allocation: str, params=None, public_fast: bool = False, workers: int = 1) -> QueryPlan:
+          allocation: str, params=None, public_fast: bool = False, workers: int = 1,
+          copartition: bool = True) -> QueryPlan:
     if params is None:  # a pure function of the text and the catalog: kept per catalog fingerprint
         parsed, schema, optimized, tables, public_sql = catalog.schema_cache.get_or_compute(
             ("front end", sql, catalog.fingerprint), lambda: _front_end(sql, catalog, None))
@@ -494,7 +495,7 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
         again.share_public_reads(builder)
         built = again.build(optimized.copy())
         prune_columns(built.root)
-    insert_exchanges(built.root, catalog, workers, neighbour)  # a cluster's group-by (planner/exchanges.py)
+    insert_exchanges(built.root, catalog, workers, neighbour, joins=copartition)  # a cluster's (planner/exchanges.py)
     presort_sides(built.root, mode, workers, catalog)
     mark_only_filters(built.root)
     mark_alignment(built.root, neighbour)
@@ -545,7 +546,10 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
     shape = structural_key(built.root)
     key = None if shape is None else ("dry run", shape, tuple(plan.names), tuple(plan.internal),
                                       tuple(plan.types or ()), mode, neighbour, catalog.fingerprint)
-    widths = catalog.schema_cache.get_or_compute(key, lambda: dry_run(plan))
+    widths, cast_keys = catalog.schema_cache.get_or_compute(key, lambda: dry_run(plan))
+    if cast_keys and copartition:  # a join's sides would hash equal values of two types apart
+        return _plan(sql, catalog, epsilon, delta, mode, neighbour, allocation, params, public_fast, workers,
+                     copartition=False)
     plan.row_bytes = {x.node_id: w for x, w in zip((n for n in walk(built.root) if isinstance(n, Exchange)), widths)
                       if w is not None}
     return plan
