@@ -23,6 +23,8 @@ from dodb.datasets import generate_tpch, protect_tpch, tpch_query
 from dodb.executors import sharded as sharded_mod
 from dodb.executors.worker import run_worker
 
+from ..executors.planted import plant_exact_size_exchange
+
 # every unit owns one customer row: its removal changes every exact size below
 EVERY_UNIT = "SELECT c_mktsegment, count(*) FROM customer WHERE c_acctbal > -10000 GROUP BY c_mktsegment"
 # ... and the rows the driver gathers for its sort are those rows themselves
@@ -98,16 +100,7 @@ def test_planted_exact_size_gathered_block_is_caught_in_the_log(db, monkeypatch)
 def test_planted_exact_size_exchange_blocks_are_caught(db, monkeypatch):
     """An exchange that sends each destination a block cut to its real rows (after making its
     release, so the release check passes) shows in the replayed view."""
-    from dodb.executors import worker as worker_mod
-
-    real = worker_mod.exchange_by_keys
-
-    def exact(table, keys, parts, **kw):
-        sent = real(table, keys, parts, **kw)
-        sent.blocks = [b.with_arrays([a[b.is_real] for a in b.arrays()]) for b in sent.blocks]
-        return sent
-
-    monkeypatch.setattr(worker_mod, "exchange_by_keys", exact)
+    plant_exact_size_exchange(monkeypatch)
     report = audit(db, [EVERY_UNIT], pairs=2, seed=1)
     assert not report.ok and report.identical == 0
     # the exchange log (docs/distributed.md §Exchange log) is where the views first part

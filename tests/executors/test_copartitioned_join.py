@@ -17,6 +17,7 @@ from dodb.datasets import generate_tpch, protect_tpch
 from dodb.planner.logical import Exchange, Join, walk
 
 from ..operators.util import assert_same_rows
+from .planted import plant_exact_size_exchange
 
 # orders meet lines by a key that is not the unit's (an order key against a supplier key),
 # an outer join, and a semi join
@@ -97,16 +98,7 @@ def test_cluster_audit_is_identical_on_coupled_neighbours(small):
 
 
 def test_planted_exact_size_join_exchange_is_caught(small, monkeypatch):
-    from dodb.executors import worker as worker_mod
-
-    real = worker_mod.exchange_by_keys
-
-    def exact(table, keys, parts, **kw):
-        sent = real(table, keys, parts, **kw)
-        sent.blocks = [b.with_arrays([a[b.is_real] for a in b.arrays()]) for b in sent.blocks]
-        return sent
-
-    monkeypatch.setattr(worker_mod, "exchange_by_keys", exact)
+    plant_exact_size_exchange(monkeypatch)
     report = audit(small, JOINS[1:2], pairs=2, seed=1)
     assert not report.ok and report.identical == 0
     assert all(p.difference.startswith("moves item") for p in report.queries[0].pairs), report.lines()
