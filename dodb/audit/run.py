@@ -116,6 +116,7 @@ def _run(db, sql: str, mode: str, epsilon: float, delta: float | None, seed: int
         rec.stop()
     view.trace, view.nodes, view.duckdb, view.random = list(ctx.trace.events), rec.nodes, log, rng.requests
     view.messages = said.messages
+    view.moves = list(ctx.moves)
     view.answer = (duckcalls.arrow_shape(padded.table), tuple(padded.status.shape))
     return view, ctx.true_log, ctx.trace.leaked_values()
 

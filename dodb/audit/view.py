@@ -80,9 +80,11 @@ class View:
     random: list = field(default_factory=list)
     answer: Any = None
     messages: list = field(default_factory=list)  # warnings, log records and stderr text (MessageRecorder)
+    # the blocks a sharded run moved between processes (docs/distributed.md §Exchange log)
+    moves: list = field(default_factory=list)
 
     def parts(self) -> dict[str, list]:
-        return {"plan": [_renumber(self.plan)], "trace": [str(e) for e in self.trace], "operators": self.nodes,
+        return {"plan": [_renumber(self.plan)], "moves": [str(m) for m in self.moves], "trace": [str(e) for e in self.trace], "operators": self.nodes,
                 "duckdb": self.duckdb, "random": self.random, "answer": [self.answer], "messages": self.messages}
 
 

@@ -28,6 +28,7 @@ from ..planner.execute import Executor, NodeStats
 from ..planner.logical import Scan, leaks, walk
 from ..planner.placement import Placement, place
 from ..storage.shards import ShardSet, StaleShardsError
+from .moves import DRIVER, block_move
 from .worker import WorkerResult, WorkerTask, run_worker
 
 __all__ = ["Runner", "InlineRunner", "ShardedExecutor"]
@@ -139,6 +140,11 @@ class ShardedExecutor:
             ctx.error_messages.update(r.error_messages)
         return results
 
+    @staticmethod
+    def _log_gathers(ctx: ExecContext, gathers: list, results: list[WorkerResult], stage: dict[int, str]) -> None:
+        ctx.moves.extend(block_move(stage[g.node_id], r.worker, DRIVER, r.outputs[i])
+                         for i, g in enumerate(gathers) for r in results)
+
     def run(self, plan, ctx: ExecContext, bin_size: int | None) -> tuple[PaddedTable, dict[int, NodeStats]]:
         placement, shards, scanned = self.check(plan)
         self.last_placement = placement
@@ -168,6 +174,11 @@ class ShardedExecutor:
         ran = [n for r in sharded_gathers + [x.child for x in exchanges] for n in walk(r)
                if n.node_id in placement.sharded] + exchanges
         first = self._round(ctx, 1, [task(p, sharded_gathers, inputs, exchanges) for p in range(self.workers)], ran)
+        stage = {g.node_id: f"gather {i}" for i, g in enumerate(placement.gathers)}
+        self._log_gathers(ctx, sharded_gathers, first, stage)
+        for i, x in enumerate(exchanges):  # every block, to the driver and on to its destination
+            ctx.moves.extend(block_move(f"exchange {i}", r.worker, d, b) for r in first
+                             for d, b in enumerate(r.blocks[x.node_id]))
         gathered = {g.node_id: self.gather(g, [r.outputs[i] for r in first]) for i, g in enumerate(sharded_gathers)}
         results = list(first)
         # round 2: every worker over the rows the exchanges sent it
@@ -182,6 +193,7 @@ class ShardedExecutor:
 
             ran = [n for g in keyed_gathers for n in walk(g) if n.node_id in placement.keyed]
             second = self._round(ctx, 2, [task(d, keyed_gathers, received(d), []) for d in range(self.workers)], ran)
+            self._log_gathers(ctx, keyed_gathers, second, stage)
             gathered.update({g.node_id: self.gather(g, [r.outputs[i] for r in second])
                              for i, g in enumerate(keyed_gathers)})
             results += second

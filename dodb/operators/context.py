@@ -102,6 +102,9 @@ class ExecContext:
     errors: np.ndarray = field(default_factory=lambda: np.zeros((), dtype=np.int64))
     # the message of every code the query's expressions can set (public: fixed by the plan)
     error_messages: dict = field(default_factory=dict)
+    # blocks a sharded run sent between processes (docs/distributed.md §Exchange log): the
+    # driver's log, beside the workers' traces; empty in one process
+    moves: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

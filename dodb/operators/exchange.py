@@ -44,7 +44,7 @@ from .keys import EncodedKey, KeyField, column_fields, normalise_key, pack_field
 from .table import Column, PaddedTable
 from ..oblivious.select import select
 
-__all__ = ["Exchange", "exchange", "exchange_by_keys", "partition_of", "exchange_sensitivity"]
+__all__ = ["Exchange", "exchange", "exchange_by_keys", "partition_of", "exchange_sensitivity", "lane_row_bytes"]
 
 _GOLDEN = 0x9E3779B97F4A7C15
 _WORD = (1 << 64) - 1
@@ -105,6 +105,13 @@ def partition_of(columns: Sequence[Column], parts: int, salt: int = 0) -> np.nda
 def exchange_sensitivity(stability: int, neighbour: str) -> int:
     """L1 distance of the per-destination count vector between coupled neighbours."""
     return release_sensitivity(stability, True, neighbour)
+
+
+def lane_row_bytes(table: PaddedTable) -> int:
+    """Bytes a row of ``table`` takes in a block sent between workers: every lane's item size
+    times its per-row shape (fixed by the schema and the public string widths, never by a
+    value); the cost model's row width (dodb/planner/exchange_cost.py)."""
+    return int(sum(a.dtype.itemsize * int(np.prod(a.shape[1:], dtype=np.int64)) for a in table.arrays()))
 
 
 @dataclass

@@ -109,6 +109,19 @@ class Column:
         cols = self if keep is None else self.with_arrays([a[keep] for a in self.arrays()])
         return _column_to_arrow(cols)
 
+    def __reduce__(self):
+        """Pickled — sent to another process: a cluster's blocks — as its lanes, so a narrow
+        DECIMAL crosses the network as its low word only (docs/distributed.md §Exchange log)."""
+        return (_column_of_lanes, (self.type, self.huge, self.lengths is not None,
+                                  [np.ascontiguousarray(a) for a in self.arrays()]))
+
+
+def _column_of_lanes(type_: pa.DataType, huge: bool, string: bool, lanes: list[np.ndarray]) -> Column:
+    """The column :meth:`Column.__reduce__` sent (the lanes' owner rebuilds the high words)."""
+    empty = np.zeros((0, 2), dtype=np.uint64)
+    shell = Column(type_, empty, np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int32) if string else None, huge=huge)
+    return shell.with_arrays(lanes)
+
 
 def _fixed_width_numpy(arr: pa.Array, dtype: np.dtype) -> np.ndarray:
     buf = arr.buffers()[1]

@@ -36,6 +36,7 @@ from ..operators import ExecContext
 from ..operators.table import column_from_arrow
 from .catalog import Catalog
 from .guard import Guarded
+from .logical import Exchange, Join, walk
 from ..sqlpos import position_of
 
 __all__ = ["result_schema", "check_window_defaults", "duckdb_names", "check_type", "dry_run", "public_query_sql"]
@@ -228,19 +229,26 @@ def check_type(duck_type: str, what: str) -> None:
                                     "BOOLEAN, DATE, TIME, TIMESTAMP, VARCHAR and BLOB are supported)")
 
 
-def dry_run(plan) -> None:
+def dry_run(plan) -> tuple[list[int | None], bool]:
     """Run ``plan`` (a :class:`~dodb.planner.plan.QueryPlan`) over no data, as the real run will.
 
     Raises a :class:`~dodb.errors.DodbError` naming the failure; reads no private row
-    and releases nothing.
+    and releases nothing.  Returns the public row width of every Exchange's rows, in walk
+    order (the cost model's, docs/distributed.md §Exchange cost), and whether a join of two
+    exchanged sides had to cast its keys to a common type (then the two sides' hashes of
+    equal values may differ: the planner does not exchange them, §Joins).
     """
     from ..wire import encode
     from .execute import Executor
 
     ctx = ExecContext(mode="plain" if plan.mode == "plain" else "oblivious", neighbour=plan.neighbour)
     try:
-        out = Executor(plan.catalog, ctx, {}, dry_run=True).run(plan.root)
+        ex = Executor(plan.catalog, ctx, {}, dry_run=True)
+        out = ex.run(plan.root)
         plan.answer(encode(out, plan.internal, plan.names, plan.types, 0))
+        cast = any(isinstance(n, Join) and n.node_id in ex.cast_joins and isinstance(n.left, Exchange)
+                   for n in walk(plan.root))
+        return [ex.row_bytes.get(n.node_id) for n in walk(plan.root) if isinstance(n, Exchange)], cast
     except UnsupportedQueryError:
         raise
     except DodbError as e:

@@ -24,7 +24,7 @@ from ..operators import (
     ExecContext, PaddedTable, distinct, filter_table, from_arrow, group_by, join, order_by,
     predicate_mask, project, set_operation,
 )
-from ..operators.exchange import exchange_by_keys
+from ..operators.exchange import exchange_by_keys, lane_row_bytes
 from ..operators.join import sorted_side
 from ..operators.lookup import lookup_join
 from ..operators.scalar_row import SCALAR_ROWS, scalar_row
@@ -123,7 +123,8 @@ class Executor:
         self.stats: dict[int, NodeStats] = {}
         self._consumers: dict[int, int] = {}
         self._scan_sources: dict[int, tuple] = {}  # private scans' slot-cache keys, by node id
-        self._cast_joins: set[int] = set()  # joins that ran on keys cast to a common type
+        self.cast_joins: set[int] = set()  # joins that ran on keys cast to a common type
+        self.row_bytes: dict[int, int] = {}  # public bytes of a row each Exchange sends (exchange_cost.py)
 
     def run(self, node: Node) -> PaddedTable:
         """The output of ``node``: its sub-plan runs children first, in order (as
@@ -226,7 +227,7 @@ class Executor:
         if isinstance(node, Join):
             left, right, lk, rk = _unify_keys(inputs[0], inputs[1], node.left_keys, node.right_keys, ctx)
             if lk != node.left_keys or rk != node.right_keys:  # joined on cast keys: not in its keys' order
-                self._cast_joins.add(node.node_id)
+                self.cast_joins.add(node.node_id)
             if node.method == "lookup":
                 out = lookup_join(left, right, lk, rk, how=node.how, epsilon=eps, delta=delta, ctx=ctx).table
             else:
@@ -258,13 +259,14 @@ class Executor:
                 one = one.with_arrays([a[first] for a in one.arrays()])
             return _broadcast(inputs[0], one, node.stability)
         if isinstance(node, Aggregate):
-            ordered = node.ordered_by is not None and node.ordered_by not in self._cast_joins
+            ordered = node.ordered_by is not None and node.ordered_by not in self.cast_joins
             return group_by(inputs[0], node.keys, node.aggs, epsilon=eps, delta=delta, ctx=ctx,
                             sort_keys=node.sort_keys, presorted=node.presorted, ordered=ordered).table
         if isinstance(node, Sort):
             return order_by(inputs[0], node.keys, limit=node.limit, offset=node.offset, ctx=ctx).table
         if isinstance(node, Exchange):  # in one process: the destination blocks one after another
             t = inputs[0]
+            self.row_bytes[node.node_id] = lane_row_bytes(t)
             ex = exchange_by_keys(t, node.keys, node.parts, epsilon=eps, delta=delta, ctx=ctx)
             return concat_tables(ex.blocks, stability=t.stability)
         if isinstance(node, Distinct):

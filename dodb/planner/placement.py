@@ -7,8 +7,8 @@ each unit's own rows (``unit_local``: scans, row-wise filters and projections, j
 the unit path or with a public side, UNION ALL) runs on every worker over its shard, and
 the workers' outputs together are the node's output.  An :class:`~.logical.Exchange` over
 such a node runs on every worker too and sends each row to the worker its keys hash to;
-the aggregate above it (and row-wise nodes above that) then run on every worker over the
-rows it received (*keyed*).  Every other node that reads private rows runs on the driver,
+the aggregate above it, or the join above two of them (co-partitioned by the join keys), and
+row-wise nodes above that then run on every worker over the rows it received (*keyed*).  Every other node that reads private rows runs on the driver,
 on the gathered outputs; public sub-plans run on the driver and are broadcast to the
 workers that read them.  Each release of a sharded or keyed node is made by every worker
 over its own rows: one unit's rows sit on one shard, and a keyed node's rows on one worker
@@ -109,6 +109,8 @@ def place(root: Node, catalog: Catalog, workers: int) -> Placement:
             exchanges[n.node_id] = n
         elif isinstance(n, Aggregate) and n.child.node_id in exchanges:
             keyed.add(n.node_id)
+        elif isinstance(n, Join) and n.left.node_id in exchanges and n.right.node_id in exchanges:
+            keyed.add(n.node_id)  # a co-partitioned join: both sides exchanged by their keys
         elif isinstance(n, (Filter, Project)) and not isinstance(n, ScalarRow) and n.child.node_id in keyed:
             keyed.add(n.node_id)  # HAVING and the projection of a keyed aggregate: row-wise on its rows
     on_workers = sharded | keyed

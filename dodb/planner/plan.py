@@ -32,12 +32,13 @@ from .execute import Executor, NodeStats, cast_result
 from .overhead import padding_line, padding_overhead
 from .params import bind_parameters, number_positional
 from .sourcetext import quote_source
-from .logical import DuckDBQuery, Join, Node, Scan, leaks, upper_rows, walk
+from .logical import DuckDBQuery, Exchange, Join, Node, Scan, leaks, upper_rows, walk
 from .bind import check_window_defaults, dry_run, duckdb_names, public_query_sql, result_schema
 from .guard import guard
 from .optimize import optimize, parse
 from .rules import reject_unsupported, rewrite_grouping
 from .alignment import mark_alignment
+from .exchange_cost import stage_bytes
 from .exchanges import insert_exchanges
 from .marking import mark_only_filters
 from .memory import BASE_BYTES, estimate_peak_bytes, expected_sizes, format_bytes
@@ -143,6 +144,10 @@ class QueryPlan:
     # where each node runs on a cluster (dodb.planner.placement.Placement), set by the session
     # that runs the plan on one; None: in this process
     placement: Any = None
+    # public bytes of a row each Exchange sends, by node id (the dry run's lanes: exchange_cost.py)
+    row_bytes: dict[int, int] = field(default_factory=dict)
+    # the blocks the last run moved between processes (docs/distributed.md §Exchange log)
+    moves: list = field(default_factory=list)
     # a public query planned for DuckDB alone: builds the operator plan when one is needed
     build_later: Callable[[], "QueryPlan"] | None = field(default=None, repr=False)
 
@@ -195,6 +200,7 @@ class QueryPlan:
         else:
             out, self.stats = executor.run(self, ctx, bin_size)
         self.trace = ctx.trace
+        self.moves = list(ctx.moves)
         self.leaks = ctx.leaks
         # the status word stays an array into the answer (an int of it would branch on its value)
         return encode(out, self.internal, self.names, self.types, getattr(ctx, "errors", 0),
@@ -246,7 +252,8 @@ class QueryPlan:
                  "padded_out_bound": None if isinstance(n, DuckDBQuery) else upper_rows(n),
                  "padded_out": st.padded_out if st else None, "padded_in": st.padded_in if st else None,
                  "seconds": round(st.seconds, 4) if st else None, "leaks": by_node.get(n.node_id, []),
-                 "placement": self.placement.describe(n) if self.placement is not None else None}
+                 "placement": self.placement.describe(n) if self.placement is not None else None,
+                 "moves": self._stage_cost(n)}
             if n.node_id in seen:
                 d["shared"] = True
                 return d
@@ -265,6 +272,27 @@ class QueryPlan:
                 "memory": {"estimated_peak_bytes": self.memory_bytes, "expected_peak_bytes": self.memory_expected,
                            "limit_bytes": self.memory_limit},
                 "padding": [vars(o) for o in padding_overhead(self.event_nodes)]}
+
+    def _stage_cost(self, n: Node) -> dict[str, Any] | None:
+        """An exchange stage's cost model and, after a run, its measured bytes
+        (docs/distributed.md §Exchange cost); None for other nodes."""
+        if self.placement is None or not isinstance(n, Exchange) or n.node_id not in self.row_bytes:
+            return None
+        ids = [x.node_id for x in self.placement.exchanges]
+        if n.node_id not in ids:
+            return None
+        stage, width, blocks = f"exchange {ids.index(n.node_id)}", self.row_bytes[n.node_id], n.parts * n.parts
+        noise = sum(float(mech.shift) for node, *_, mech in self.event_nodes if node.node_id == n.node_id)
+        bound = upper_rows(n.child)
+        out = {"stage": stage, "rounds": 1, "blocks": blocks, "row_bytes": width, "bound_rows": bound,
+               "noise_mean": noise, "bound_bytes": int((bound + blocks * noise) * width)}
+        sent = [m for m in self.moves if m.stage == stage]
+        if sent:
+            out["rows"] = sum(m.rows for m in sent)
+            out["measured_bytes"] = sum(m.bytes for m in sent)
+            out["run_row_bytes"] = max(m.row_bytes for m in sent)  # the run's lanes (public strings' widths)
+            out["model_bytes"] = stage_bytes([m.rows for m in sent], out["run_row_bytes"])
+        return out
 
     def _mode_of(self, n: Node) -> str:
         public = n.stability == 0 and all(c.stability == 0 for c in n.children)
@@ -285,6 +313,15 @@ class QueryPlan:
             for lk in nd["leaks"]:
                 lines.append(f"{pad}    leaks {lk['release']}: sensitivity {lk['sensitivity']}, "
                              f"ε={lk['epsilon']:.4g}, δ={lk['delta']:.3g}, {lk['mechanism']}")
+            mv = nd.get("moves")
+            if mv:
+                lines.append(f"{pad}    moves ({mv['stage']}, {mv['rounds']} round): {mv['blocks']} blocks of the "
+                             f"released sizes × {mv['row_bytes']} B a row (cost model; the dry run's lanes); at the input's bound "
+                             f"≤ {mv['bound_rows']} rows + {mv['blocks']}·{mv['noise_mean']:g} noise ≈ "
+                             f"{format_bytes(mv['bound_bytes'])}")
+                if mv.get("measured_bytes") is not None:
+                    lines.append(f"{pad}    moved: {mv['rows']} rows × {mv['run_row_bytes']} B, "
+                                 f"{mv['measured_bytes']} B measured, {mv['model_bytes']} B by the cost model")
             if nd.get("shared"):
                 lines.append(f"{pad}    (shared sub-plan, shown above)")
             for c in nd.get("children", []):
@@ -434,7 +471,8 @@ def _front_end(sql: str, catalog: Catalog, params) -> tuple[exp.Expression, list
 
 
 def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, neighbour: str,
-          allocation: str, params=None, public_fast: bool = False, workers: int = 1) -> QueryPlan:
+          allocation: str, params=None, public_fast: bool = False, workers: int = 1,
+          copartition: bool = True) -> QueryPlan:
     bound = params_key(params)
     # a pure function of the text, the parameters and the catalog: kept per catalog fingerprint
     parsed, schema, optimized, tables, public_sql = catalog.schema_cache.get_or_compute(
@@ -449,17 +487,18 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
                          neighbour, {}, [], [], catalog, types=[t for _, t in schema], public_sql=public_sql,
                          tables=tables, build_later=later)
     key = ("plan", sql, bound, catalog.fingerprint, float(epsilon), float(delta), mode, neighbour, allocation,
-           workers)
+           workers, copartition)
     return reuse_or_build(catalog, key, tables, lambda contents: _build(
-        sql, catalog, epsilon, delta, mode, neighbour, allocation, params, workers, parsed, schema, names,
-        optimized, tables, public_sql, contents), lambda wanted: content_fingerprints(catalog, wanted))
+        sql, catalog, epsilon, delta, mode, neighbour, allocation, params, public_fast, workers, copartition,
+        (parsed, schema, names, optimized, tables, public_sql), contents),
+        lambda wanted: content_fingerprints(catalog, wanted))
 
 
 def _build(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, neighbour: str, allocation: str,
-           params, workers: int, parsed: exp.Expression, schema: list[tuple[str, str]], names: list[str],
-           optimized: exp.Expression, tables: frozenset[str], public_sql: str | None,
+           params, public_fast: bool, workers: int, copartition: bool, front: tuple,
            contents: dict[str, tuple]) -> QueryPlan:
     """The operator plan of a query the front end has bound (``_plan``), its releases priced."""
+    parsed, schema, names, optimized, tables, public_sql = front
     builder = PlanBuilder(catalog, neighbour, tables=tables, contents=contents)
     built = builder.build(optimized.copy())
     prune_columns(built.root)
@@ -469,7 +508,7 @@ def _build(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, 
         again.share_public_reads(builder)
         built = again.build(optimized.copy())
         prune_columns(built.root)
-    insert_exchanges(built.root, catalog, workers, neighbour)  # a cluster's group-by (planner/exchanges.py)
+    insert_exchanges(built.root, catalog, workers, neighbour, joins=copartition)  # a cluster's (planner/exchanges.py)
     presort_sides(built.root, mode, workers, catalog)
     mark_only_filters(built.root)
     mark_alignment(built.root, neighbour)
@@ -520,5 +559,10 @@ def _build(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, 
     shape = structural_key(built.root)
     key = None if shape is None else ("dry run", shape, tuple(plan.names), tuple(plan.internal),
                                       tuple(plan.types or ()), mode, neighbour, catalog.fingerprint)
-    catalog.schema_cache.get_or_compute(key, lambda: dry_run(plan) or True)
+    widths, cast_keys = catalog.schema_cache.get_or_compute(key, lambda: dry_run(plan))
+    if cast_keys and copartition:  # a join's sides would hash equal values of two types apart
+        return _plan(sql, catalog, epsilon, delta, mode, neighbour, allocation, params, public_fast, workers,
+                     copartition=False)
+    plan.row_bytes = {x.node_id: w for x, w in zip((n for n in walk(built.root) if isinstance(n, Exchange)), widths)
+                      if w is not None}
     return plan

@@ -5,8 +5,10 @@ tasks a Ray cluster runs, in this process so that runs replay): coupled neighbou
 unit removed from its shard, or replaced by a unit landing on the same shard — give
 identical views.  Each leak class of a cluster is planted and caught:
 
-- a gather that cuts a worker's block to its exact real rows (a block sized by its count);
-- an exchange whose blocks are cut to their real rows after its release;
+- a gather that cuts a worker's block to its exact real rows (a block sized by its count),
+  on the driver or in the worker (then the exchange log shows it first);
+- an exchange whose blocks are cut to their real rows after its release (the exchange log
+  shows it first);
 - a task whose placement depends on the data;
 - a retried task that draws fresh noise nobody charged.
 """
@@ -20,6 +22,8 @@ from dodb.audit import audit
 from dodb.datasets import generate_tpch, protect_tpch, tpch_query
 from dodb.executors import sharded as sharded_mod
 from dodb.executors.worker import run_worker
+
+from ..executors.planted import plant_exact_size_exchange
 
 # every unit owns one customer row: its removal changes every exact size below
 EVERY_UNIT = "SELECT c_mktsegment, count(*) FROM customer WHERE c_acctbal > -10000 GROUP BY c_mktsegment"
@@ -73,21 +77,35 @@ def test_planted_exact_size_gather_is_caught(db, monkeypatch):
     assert not report.ok and report.identical == 0
 
 
+def test_planted_exact_size_gathered_block_is_caught_in_the_log(db, monkeypatch):
+    """A worker that returns its output cut to its real rows: the logged block shows it."""
+    class Cutting(sharded_mod.InlineRunner):
+        def map(self, tasks):
+            out = []
+            for t in tasks:
+                r = run_worker(t)
+                r.outputs = [o.with_arrays([a[o.is_real] for a in o.arrays()]) for o in r.outputs]
+                out.append(r)
+            return out
+
+    monkeypatch.setattr(db.executor, "runner", Cutting(3))
+    try:
+        report = audit(db, [GATHERED], pairs=2, seed=1)
+    finally:
+        monkeypatch.undo()
+    assert not report.ok and all(p.difference.startswith("moves item") and "gather 0" in p.difference
+                                 for p in report.queries[0].pairs), report.lines()
+
+
 def test_planted_exact_size_exchange_blocks_are_caught(db, monkeypatch):
     """An exchange that sends each destination a block cut to its real rows (after making its
     release, so the release check passes) shows in the replayed view."""
-    from dodb.executors import worker as worker_mod
-
-    real = worker_mod.exchange_by_keys
-
-    def exact(table, keys, parts, **kw):
-        sent = real(table, keys, parts, **kw)
-        sent.blocks = [b.with_arrays([a[b.is_real] for a in b.arrays()]) for b in sent.blocks]
-        return sent
-
-    monkeypatch.setattr(worker_mod, "exchange_by_keys", exact)
+    plant_exact_size_exchange(monkeypatch)
     report = audit(db, [EVERY_UNIT], pairs=2, seed=1)
     assert not report.ok and report.identical == 0
+    # the exchange log (docs/distributed.md §Exchange log) is where the views first part
+    assert all(p.difference.startswith("moves item") and "exchange 0" in p.difference
+               for p in report.queries[0].pairs), report.lines()
 
 
 def test_planted_data_dependent_placement_is_caught(db, monkeypatch):
