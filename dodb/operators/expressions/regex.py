@@ -33,7 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Automaton", "compile_regex", "regex_match", "RegexRefused"]
+__all__ = ["Automaton", "compile_regex", "regex_match", "RegexRefused", "parse_pattern", "class_set", "byte_ranges",
+           "MULTIBYTE_CHAINS"]
 
 try:  # Python 3.11+
     import re._constants as _C
@@ -46,6 +47,8 @@ MAX_POSITIONS = 2048  # a bounded repeat is unrolled: more positions than this i
 
 Ranges = tuple[tuple[int, int], ...]
 _LEAD2, _LEAD3, _LEAD4, _CONT = ((0xC0, 0xDF),), ((0xE0, 0xEF),), ((0xF0, 0xF7),), ((0x80, 0xBF),)
+# the byte classes of one code point of two, three or four UTF-8 bytes
+MULTIBYTE_CHAINS = ((_LEAD2, _CONT), (_LEAD3, _CONT, _CONT), (_LEAD4, _CONT, _CONT, _CONT))
 # RE2's Perl classes are ASCII
 _CATEGORIES = {
     _C.CATEGORY_DIGIT: {*range(0x30, 0x3A)},
@@ -76,10 +79,10 @@ class Automaton:
     anchored_end: bool
 
 
-def _ranges(byte_set: set[int]) -> Ranges:
+def byte_ranges(byte_set: set[int]) -> Ranges:
     """Sorted, merged inclusive ranges of a set of bytes.
 
-    >>> _ranges({1, 2, 3, 7})
+    >>> byte_ranges({1, 2, 3, 7})
     ((1, 3), (7, 7))
     """
     out: list[list[int]] = []
@@ -132,23 +135,21 @@ class _Builder:
 
     def any_multibyte(self) -> tuple[set, set, bool]:
         """Any code point of two, three or four UTF-8 bytes (the strings are valid UTF-8)."""
-        return self.union([self.concat([self.leaf(_LEAD2), self.leaf(_CONT)]),
-                           self.concat([self.leaf(_LEAD3), self.leaf(_CONT), self.leaf(_CONT)]),
-                           self.concat([self.leaf(_LEAD4), self.leaf(_CONT), self.leaf(_CONT), self.leaf(_CONT)])])
+        return self.union([self.concat([self.leaf(c) for c in chain]) for chain in MULTIBYTE_CHAINS])
 
     def code_points(self, ascii_set: set[int], negated: bool, others: tuple[bytes, ...] = ()) -> tuple[set, set, bool]:
         """A class: its ASCII bytes and other code points (UTF-8), or every code point outside
         its ASCII bytes when ``negated``."""
         if not negated:
-            alts = ([self.leaf(_ranges(ascii_set))] if ascii_set else []) + [self.bytes_of(o) for o in others]
+            alts = ([self.leaf(byte_ranges(ascii_set))] if ascii_set else []) + [self.bytes_of(o) for o in others]
             if not alts:  # lint: public the query's pattern
                 raise RegexRefused("an empty character class")
             return self.union(alts)
         rest = set(range(0x80)) - ascii_set
-        return self.union(([self.leaf(_ranges(rest))] if rest else []) + [self.any_multibyte()])
+        return self.union(([self.leaf(byte_ranges(rest))] if rest else []) + [self.any_multibyte()])
 
 
-def _class_set(items) -> tuple[set[int], bool, tuple[bytes, ...]]:
+def class_set(items) -> tuple[set[int], bool, tuple[bytes, ...]]:
     """A ``[...]`` class's ASCII bytes, whether it is negated, and its non-ASCII characters
     (``\\D``, ``\\W``, ``\\S`` alone are the negated Perl classes)."""
     if len(items) == 1 and items[0][0] is _C.CATEGORY and items[0][1] in _NOT_CATEGORY:  # lint: public the query's pattern
@@ -189,7 +190,7 @@ def _build(b: _Builder, items) -> tuple[set, set, bool]:
         elif op is _C.ANY:
             pieces.append(b.code_points({0x0A}, negated=True))
         elif op is _C.IN:
-            pieces.append(b.code_points(*_class_set(av)))
+            pieces.append(b.code_points(*class_set(av)))
         elif op is _C.SUBPATTERN:
             _group, add_flags, del_flags, sub = av
             if add_flags or del_flags:
@@ -218,13 +219,10 @@ def _build(b: _Builder, items) -> tuple[set, set, bool]:
     return b.concat(pieces)
 
 
-def compile_regex(pattern: str) -> Automaton:
-    """The position automaton of a constant pattern; :class:`RegexRefused` outside the
-    supported syntax (including patterns Python's parser rejects).
-
-    >>> compile_regex("(ab|c)*").nullable
-    True
-    """
+def parse_pattern(pattern: str) -> tuple[list, bool, bool, int]:
+    """Python's syntax tree of a constant pattern (RE2's reading of it: refused where the two
+    differ), without its anchors: (items, ``^`` at the start, ``$`` at the end, the number of
+    capture groups)."""
     if _DIFFERENT_ESCAPE.search(pattern):
         raise RegexRefused("an escape or repeat form that RE2 and Python read differently")
     try:
@@ -240,6 +238,17 @@ def compile_regex(pattern: str) -> Automaton:
     items = items[1:] if start else items
     end = bool(items) and items[-1] == (_C.AT, _C.AT_END)
     items = items[:-1] if end else items
+    return items, start, end, parsed.state.groups - 1
+
+
+def compile_regex(pattern: str) -> Automaton:
+    """The position automaton of a constant pattern; :class:`RegexRefused` outside the
+    supported syntax (including patterns Python's parser rejects).
+
+    >>> compile_regex("(ab|c)*").nullable
+    True
+    """
+    items, start, end, _ = parse_pattern(pattern)
     b = _Builder()
     first, last, nullable = _build(b, items)
     return Automaton(tuple(b.classes), tuple(frozenset(f) for f in b.follow), frozenset(first), frozenset(last),
