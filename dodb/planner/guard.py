@@ -61,7 +61,7 @@ _SCALAR = _classes(
     "Replace", "Reverse", "StartsWith", "EndsWith", "Contains", "StrPosition", "Ascii", "Chr", "SplitPart",
     "Extract", "Year", "Month", "Day", "Quarter", "DayOfWeek", "DayOfWeekIso", "DayOfMonth", "DayOfYear",
     "Week", "WeekOfYear", "DateTrunc", "TimestampTrunc", "DateDiff", "DateAdd", "DateSub", "LastDay",
-    "Monthname", "Dayname", "TimeToStr", "StrToTime", "StrToDate", "DateFromParts", "TsOrDsToDate",
+    "Monthname", "Dayname", "TimeToStr", "StrToTime", "StrToDate", "DateFromParts", "TimeFromParts", "TimestampFromParts", "TsOrDsToDate",
     "IsNan", "IsInf", "RegexpLike", "RegexpFullMatch", "SimilarTo", "RegexpReplace", "RegexpExtract", "Anonymous", "Cbrt", "Sin", "Cos", "Tan", "Cot", "Asin", "Acos", "Atan",
     "Atan2", "Sinh", "Cosh", "Tanh", "Asinh", "Acosh", "Atanh", "Degrees", "Radians", "Pi", "Hour", "Minute",
     "Second", "TimeToUnix", "UnixToTime", "MD5", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot",
