@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["Automaton", "compile_regex", "regex_match", "RegexRefused", "parse_pattern", "class_set", "byte_ranges",
-           "MULTIBYTE_CHAINS"]
+           "MULTIBYTE_CHAINS", "build_tree"]
 
 try:  # Python 3.11+
     import re._constants as _C
@@ -130,6 +130,24 @@ class _Builder:
             self.follow[x] |= f  # lint: public the query's pattern
         return f, l, n
 
+    def group(self, piece, _group) -> tuple[set, set, bool]:
+        return piece  # a verdict needs no capture positions
+
+    def counted(self, sub, lo: int, hi: int | None, greedy: bool) -> tuple[set, set, bool]:
+        """``x{lo,hi}`` (``hi`` None: no bound); greedy or lazy: the same set of matches."""
+        reps = [build_tree(self, sub) for _ in range(lo)]
+        if hi is None:
+            if reps:
+                reps[-1] = self.plus(reps[-1])
+            else:
+                f, l, _ = self.plus(build_tree(self, sub))
+                reps.append((f, l, True))
+        else:
+            for _ in range(hi - lo):
+                f, l, _ = build_tree(self, sub)
+                reps.append((f, l, True))
+        return self.concat(reps)
+
     def bytes_of(self, data: bytes) -> tuple[set, set, bool]:
         return self.concat([self.leaf(((b, b),)) for b in data])
 
@@ -178,7 +196,10 @@ def class_set(items) -> tuple[set[int], bool, tuple[bytes, ...]]:
     return out, negated, tuple(others)
 
 
-def _build(b: _Builder, items) -> tuple[set, set, bool]:
+def build_tree(b, items):
+    """A piece of builder ``b`` for a parsed pattern: the pattern's nodes in order, each made
+    by the builder's ``bytes_of``, ``code_points``, ``union``, ``group`` and ``counted`` and
+    joined by its ``concat`` (shared by the unordered and the ordered construction)."""
     pieces = []
     for op, av in items:
         if op is _C.LITERAL:
@@ -192,28 +213,17 @@ def _build(b: _Builder, items) -> tuple[set, set, bool]:
         elif op is _C.IN:
             pieces.append(b.code_points(*class_set(av)))
         elif op is _C.SUBPATTERN:
-            _group, add_flags, del_flags, sub = av
+            group, add_flags, del_flags, sub = av
             if add_flags or del_flags:
                 raise RegexRefused("inline options in a group")
-            pieces.append(_build(b, sub))
+            pieces.append(b.group(build_tree(b, sub), group))
         elif op is _C.BRANCH:
-            pieces.append(b.union([_build(b, alt) for alt in av[1]]))
-        elif op in (_C.MAX_REPEAT, _C.MIN_REPEAT):  # greedy or lazy: the same set of matches
+            pieces.append(b.union([build_tree(b, alt) for alt in av[1]]))
+        elif op in (_C.MAX_REPEAT, _C.MIN_REPEAT):
             lo, hi, sub = av
             if hi is not _C.MAXREPEAT and hi > 1000 or lo > 1000:
                 raise RegexRefused("a repeat count above 1000")
-            reps = [_build(b, sub) for _ in range(lo)]
-            if hi is _C.MAXREPEAT:
-                if reps:
-                    reps[-1] = b.plus(reps[-1])
-                else:
-                    f, l, _ = b.plus(_build(b, sub))
-                    reps.append((f, l, True))
-            else:
-                for _ in range(hi - lo):
-                    f, l, _ = _build(b, sub)
-                    reps.append((f, l, True))
-            pieces.append(b.concat(reps))
+            pieces.append(b.counted(sub, lo, None if hi is _C.MAXREPEAT else hi, greedy=op is _C.MAX_REPEAT))
         else:
             raise RegexRefused(f"the construct {str(op).lower()}")
     return b.concat(pieces)
@@ -250,7 +260,7 @@ def compile_regex(pattern: str) -> Automaton:
     """
     items, start, end, _ = parse_pattern(pattern)
     b = _Builder()
-    first, last, nullable = _build(b, items)
+    first, last, nullable = build_tree(b, items)
     return Automaton(tuple(b.classes), tuple(frozenset(f) for f in b.follow), frozenset(first), frozenset(last),
                      nullable, start, end)
 

@@ -32,14 +32,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .regex import MULTIBYTE_CHAINS, RegexRefused, byte_ranges, class_set, parse_pattern
+from .regex import MULTIBYTE_CHAINS, RegexRefused, build_tree, byte_ranges, parse_pattern
 from .strings import compact
 from ...oblivious.select import select
-
-try:  # Python 3.11+
-    import re._constants as _C
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_constants as _C  # type: ignore[no-redef]
 
 __all__ = ["OrderedAutomaton", "compile_ordered", "leftmost_first", "extract_group", "replace_matches", "parse_rewrite"]
 
@@ -124,7 +119,26 @@ class _Ordered:
     def union(self, alts: list) -> tuple[list[Item], list[int]]:
         return _dedup([i for f, _ in alts for i in f]), [p for _, ps in alts for p in ps]
 
-    def group(self, piece, g: int) -> tuple[list[Item], list[int]]:
+    def bytes_of(self, data: bytes) -> tuple[list[Item], list[int]]:
+        return self.concat([self.leaf(((x, x),)) for x in data])
+
+    def counted(self, sub, lo: int, hi: int | None, greedy: bool) -> tuple[list[Item], list[int]]:
+        """RE2's expansion of ``x{lo,hi}``: lo copies then nested optionals ``(x(x)?)?``, or with
+        no bound lo − 1 copies then ``x+`` (``x*`` when lo is 0)."""
+        if hi is None:
+            if lo == 0:
+                return self.repeat(build_tree(self, sub), greedy, at_least_once=False)
+            return self.concat([build_tree(self, sub) for _ in range(lo - 1)]
+                               + [self.repeat(build_tree(self, sub), greedy, True)])
+        reps = [build_tree(self, sub) for _ in range(lo)]
+        tail = self.concat([])
+        for _ in range(hi - lo):
+            tail = self.optional(self.concat([build_tree(self, sub), tail]), greedy)
+        return self.concat(reps + [tail])
+
+    def group(self, piece, g: int | None) -> tuple[list[Item], list[int]]:
+        if g is None:  # lint: public the query's pattern
+            return piece
         f, ps = piece
         opened, closed = frozenset({2 * g}), frozenset({2 * g + 1})
         for p in ps:
@@ -158,51 +172,6 @@ class _Ordered:
                           + [self.concat([self.leaf(c) for c in chain]) for chain in MULTIBYTE_CHAINS])
 
 
-def _counted(b: _Ordered, sub, lo: int, hi, greedy: bool):
-    """RE2's expansion of ``x{lo,hi}``: lo copies then nested optionals ``(x(x)?)?``, or for
-    an open count lo − 1 copies then ``x+`` (``x*`` when lo is 0)."""
-    if hi is _C.MAXREPEAT:
-        if lo == 0:
-            return b.repeat(_build(b, sub), greedy, at_least_once=False)
-        return b.concat([_build(b, sub) for _ in range(lo - 1)] + [b.repeat(_build(b, sub), greedy, True)])
-    reps = [_build(b, sub) for _ in range(lo)]
-    tail = b.concat([])
-    for _ in range(hi - lo):
-        tail = b.optional(b.concat([_build(b, sub), tail]), greedy)
-    return b.concat(reps + [tail])
-
-
-def _build(b: _Ordered, items) -> tuple[list[Item], list[int]]:
-    pieces = []
-    for op, av in items:
-        if op is _C.LITERAL:
-            pieces.append(b.concat([b.leaf(((x, x),)) for x in chr(av).encode()]))
-        elif op is _C.NOT_LITERAL:
-            if av >= 0x80:
-                raise RegexRefused("a negated non-ASCII character")
-            pieces.append(b.code_points({av}, negated=True))
-        elif op is _C.ANY:
-            pieces.append(b.code_points({0x0A}, negated=True))
-        elif op is _C.IN:
-            pieces.append(b.code_points(*class_set(av)))
-        elif op is _C.SUBPATTERN:
-            group, add_flags, del_flags, sub = av
-            if add_flags or del_flags:
-                raise RegexRefused("inline options in a group")
-            piece = _build(b, sub)
-            pieces.append(piece if group is None else b.group(piece, group))
-        elif op is _C.BRANCH:
-            pieces.append(b.union([_build(b, alt) for alt in av[1]]))
-        elif op in (_C.MAX_REPEAT, _C.MIN_REPEAT):
-            lo, hi, sub = av
-            if hi is not _C.MAXREPEAT and hi > 1000 or lo > 1000:
-                raise RegexRefused("a repeat count above 1000")
-            pieces.append(_counted(b, sub, lo, hi, greedy=op is _C.MAX_REPEAT))
-        else:
-            raise RegexRefused(f"the construct {str(op).lower()}")
-    return b.concat(pieces)
-
-
 def _min_length(start: list[Item], follow: list[list[Item]], m: int) -> int:
     """The fewest positions on a path from the start to the match (breadth first)."""
     frontier, seen, depth = {t for t, _ in start}, set(), 0
@@ -218,7 +187,7 @@ def compile_ordered(pattern: str) -> OrderedAutomaton:
     the supported syntax."""
     items, start, end, groups = parse_pattern(pattern)
     b = _Ordered()
-    first, _ = _build(b, items)
+    first, _ = build_tree(b, items)
     m = len(b.classes)
     first = [(m if t == EXIT else t, s | {0}) for t, s in first]
     follow = [[(m if t == EXIT else t, s) for t, s in f] for f in b.follow]
