@@ -143,6 +143,10 @@ EXPRS = {
     "date_sub": "date_sub('month', dt, ts) + date_sub('hour', ts, dt) + datesub('year', dt, dt)",
     "time": "tm < TIME '12:00:00' OR hour(tm) + minute(tm) + second(tm) > 70 OR epoch(tm) > 3600",
     "regex": "regexp_matches(s, '(a|é)+[0-9]?$') OR regexp_full_match(n, '\\d+') OR s SIMILAR TO '.*_.' OR n ~ '^x'",
+    "date_text": "TRY_CAST(s AS DATE) < TRY_CAST(n AS DATE) OR CAST(s AS DATE) IS NULL",
+    "make_time": "make_time(t8 % 25, t16 % 61, f) < TIME '12:00:00' OR make_timestamp(i, t8, t16, 1, 2, f) < ts",
+    "regex_rewrite": "regexp_extract(s, '(a|é)(b*?)_?', 2) || regexp_replace(n, 'x*', '-', 'g') "
+                     "|| regexp_replace(s, '(a)|b', '<\\1>')",
 }
 
 

@@ -97,3 +97,69 @@ def test_options_and_per_row_patterns_are_refused():
     for sql in ["regexp_matches(s, 'a', 'i')", "regexp_matches(s, p)", "regexp_matches(s, '(?i)a')"]:
         with pytest.raises(UnsupportedQueryError):
             E.evaluate(pt, {"r": sql})
+
+
+def _evaluate_text(values: list, dummies: list, sql: str, width: int = 12) -> list:
+    """dodb's string answer for the real rows, the dummies' slots interleaved before them."""
+    t = pa.table({"s": pa.array(dummies + values, pa.string())})
+    is_real = np.array([False] * len(dummies) + [True] * len(values), dtype=bool)
+    pt = from_arrow(t, stability=1, widths={"s": width}, is_real=is_real)
+    cols, codes = E.evaluate(pt, {"r": sql})
+    assert not codes.any()
+    col = cols["r"]
+    return [bytes(col.values[i, :col.lengths[i]]).decode() if col.valid[i] else None for i in np.flatnonzero(is_real)]
+
+
+SHORT = st.text(alphabet=ALPHABET, max_size=5)  # five characters of up to four bytes: within the width 20
+_REWRITES = ["", "#", "<\\0>", "\\\\", "x\\1y", "\\2\\1", "é"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(pattern=patterns(), values=st.lists(SHORT | st.none(), max_size=6), dummies=st.lists(SHORT, max_size=3),
+       rewrite=st.sampled_from(_REWRITES), group=st.integers(0, 3), everywhere=st.booleans())
+def test_random_extracts_and_replacements_match_duckdb(pattern, values, dummies, rewrite, group, everywhere):
+    """RE2's leftmost-first match and groups, with and without 'g', over multi-byte text,
+    NULLs and empty strings among dummy slots; what dodb refuses it names, never answers wrong."""
+    quoted, rw = pattern.replace("'", "''"), rewrite.replace("'", "''")
+    for sql in [f"regexp_extract(s, '{quoted}', {group})",
+                f"regexp_replace(s, '{quoted}', '{rw}'{', ' + repr('g') if everywhere else ''})"]:
+        try:
+            want = _duckdb(values, sql)
+        except duckdb.Error:
+            continue
+        try:
+            got = _evaluate_text(values, dummies, sql, width=20)
+        except UnsupportedQueryError as e:
+            assert "REGEXP" in str(e), e
+            continue
+        assert got == want, (sql, values)
+
+
+@pytest.mark.parametrize("sql", [
+    "regexp_extract(s, '(a|ab)(c|bcd)(d*)', 3)", "regexp_extract(s, '(a+?)(b*)', 1)", "regexp_extract(s, '[0-9]+')",
+    "regexp_extract(s, '(?:(a)|b)+', 1)", "regexp_extract(s, 'é(.)', 1)", "regexp_extract(s, 'x', 5)",
+    "regexp_replace(s, 'x*', '-', 'g')", "regexp_replace(s, 'b|', '-', 'g')", "regexp_replace(s, '(a)(b)?', '\\2\\1', 'g')",
+    "regexp_replace(s, '^', '>', 'g')", "regexp_replace(s, '$', '<', 'g')", "regexp_replace(s, '.', '\\0\\0', 'g')",
+    "regexp_replace(s, 'a{1,3}?', '!', 'g')", "regexp_replace(s, 'é+', '')", "regexp_replace(s, NULL, 'x')",
+    "regexp_extract(s, NULL)"])
+def test_extract_and_replace_edge_cases_match_duckdb(sql):
+    values = ["abcd", "", None, "aébé", "abab", "xx", "aaab", "é", "b12a"]
+    assert _evaluate_text(values, ["zzz", ""], sql) == _duckdb(values, sql)
+
+
+@pytest.mark.parametrize("sql", ["regexp_replace(s, 'a', 'b', 'i')", "regexp_replace(s, '(a*)*', 'b')",
+                                 "regexp_replace(s, 'a', '\\1')", "regexp_replace(s, 'a', '\\x')",
+                                 "regexp_extract(s, 'a', 10)", "regexp_extract(s, p)", "regexp_replace(s, 'a', p)"])
+def test_extract_and_replace_refusals(sql):
+    t = pa.table({"s": ["ab"], "p": ["a"]})
+    pt = from_arrow(t, stability=1, widths={"s": 4, "p": 4}, is_real=np.ones(1, bool))
+    with pytest.raises(UnsupportedQueryError, match="(?i)regexp"):
+        E.evaluate(pt, {"r": sql})
+
+
+def test_compiled_order_follows_re2_priorities():
+    """Alternatives in order, greedy before lazy: the start lists say which successor comes first."""
+    from dodb.operators.expressions.regex_search import compile_ordered
+    greedy, lazy = compile_ordered("a?"), compile_ordered("a??")
+    assert [t for t, _ in greedy.start] == [0, 1] and [t for t, _ in lazy.start] == [1, 0]
+    assert compile_ordered("(a)|b").groups == 1 and compile_ordered("ab+").min_length == 2

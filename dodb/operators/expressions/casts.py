@@ -73,6 +73,12 @@ def cast(ev, v: Val, to: SqlType, try_: bool) -> Val:
         fails = [(bad, f"Conversion Error: Could not convert string to {INT_NAME[to.bits]}")]
         err_always = ev.fail(unread & v.valid, "Not implemented Error: dodb reads integers only as "
                                                "[sign]digits[.digits] (no hexadecimal, binary, exponent or '_')")
+    elif src.kind == "str" and to.kind == "date":
+        from .date_text import parse_date
+        data, bad, timed = parse_date(v.data, v.lengths)
+        fails = [(bad, "Conversion Error: invalid date field format, expected format is (YYYY-MM-DD)")]
+        err_always = ev.fail(timed & v.valid, "Not implemented Error: dodb reads a date from text without a time "
+                                              "part")
     elif src.kind == "date" and to.kind == "ts":  # ±infinity stays ±infinity, in both directions
         data, bad = dates.to_us(v.data, "date")
         data = dates.keep_infinities(v.data, "date", data, "ts")

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Automaton", "compile_regex", "regex_match", "RegexRefused"]
+__all__ = ["Automaton", "compile_regex", "regex_match", "RegexRefused", "parse_pattern", "class_set", "byte_ranges",
+           "MULTIBYTE_CHAINS", "build_tree"]
 
 try:  # Python 3.11+
     import re._constants as _C
@@ -46,6 +47,8 @@ MAX_POSITIONS = 2048  # a bounded repeat is unrolled: more positions than this i
 
 Ranges = tuple[tuple[int, int], ...]
 _LEAD2, _LEAD3, _LEAD4, _CONT = ((0xC0, 0xDF),), ((0xE0, 0xEF),), ((0xF0, 0xF7),), ((0x80, 0xBF),)
+# the byte classes of one code point of two, three or four UTF-8 bytes
+MULTIBYTE_CHAINS = ((_LEAD2, _CONT), (_LEAD3, _CONT, _CONT), (_LEAD4, _CONT, _CONT, _CONT))
 # RE2's Perl classes are ASCII
 _CATEGORIES = {
     _C.CATEGORY_DIGIT: {*range(0x30, 0x3A)},
@@ -76,10 +79,10 @@ class Automaton:
     anchored_end: bool
 
 
-def _ranges(byte_set: set[int]) -> Ranges:
+def byte_ranges(byte_set: set[int]) -> Ranges:
     """Sorted, merged inclusive ranges of a set of bytes.
 
-    >>> _ranges({1, 2, 3, 7})
+    >>> byte_ranges({1, 2, 3, 7})
     ((1, 3), (7, 7))
     """
     out: list[list[int]] = []
@@ -127,28 +130,44 @@ class _Builder:
             self.follow[x] |= f  # lint: public the query's pattern
         return f, l, n
 
+    def group(self, piece, _group) -> tuple[set, set, bool]:
+        return piece  # a verdict needs no capture positions
+
+    def counted(self, sub, lo: int, hi: int | None, greedy: bool) -> tuple[set, set, bool]:
+        """``x{lo,hi}`` (``hi`` None: no bound); greedy or lazy: the same set of matches."""
+        reps = [build_tree(self, sub) for _ in range(lo)]
+        if hi is None:
+            if reps:
+                reps[-1] = self.plus(reps[-1])
+            else:
+                f, l, _ = self.plus(build_tree(self, sub))
+                reps.append((f, l, True))
+        else:
+            for _ in range(hi - lo):
+                f, l, _ = build_tree(self, sub)
+                reps.append((f, l, True))
+        return self.concat(reps)
+
     def bytes_of(self, data: bytes) -> tuple[set, set, bool]:
         return self.concat([self.leaf(((b, b),)) for b in data])
 
     def any_multibyte(self) -> tuple[set, set, bool]:
         """Any code point of two, three or four UTF-8 bytes (the strings are valid UTF-8)."""
-        return self.union([self.concat([self.leaf(_LEAD2), self.leaf(_CONT)]),
-                           self.concat([self.leaf(_LEAD3), self.leaf(_CONT), self.leaf(_CONT)]),
-                           self.concat([self.leaf(_LEAD4), self.leaf(_CONT), self.leaf(_CONT), self.leaf(_CONT)])])
+        return self.union([self.concat([self.leaf(c) for c in chain]) for chain in MULTIBYTE_CHAINS])
 
     def code_points(self, ascii_set: set[int], negated: bool, others: tuple[bytes, ...] = ()) -> tuple[set, set, bool]:
         """A class: its ASCII bytes and other code points (UTF-8), or every code point outside
         its ASCII bytes when ``negated``."""
         if not negated:
-            alts = ([self.leaf(_ranges(ascii_set))] if ascii_set else []) + [self.bytes_of(o) for o in others]
+            alts = ([self.leaf(byte_ranges(ascii_set))] if ascii_set else []) + [self.bytes_of(o) for o in others]
             if not alts:  # lint: public the query's pattern
                 raise RegexRefused("an empty character class")
             return self.union(alts)
         rest = set(range(0x80)) - ascii_set
-        return self.union(([self.leaf(_ranges(rest))] if rest else []) + [self.any_multibyte()])
+        return self.union(([self.leaf(byte_ranges(rest))] if rest else []) + [self.any_multibyte()])
 
 
-def _class_set(items) -> tuple[set[int], bool, tuple[bytes, ...]]:
+def class_set(items) -> tuple[set[int], bool, tuple[bytes, ...]]:
     """A ``[...]`` class's ASCII bytes, whether it is negated, and its non-ASCII characters
     (``\\D``, ``\\W``, ``\\S`` alone are the negated Perl classes)."""
     if len(items) == 1 and items[0][0] is _C.CATEGORY and items[0][1] in _NOT_CATEGORY:  # lint: public the query's pattern
@@ -177,7 +196,10 @@ def _class_set(items) -> tuple[set[int], bool, tuple[bytes, ...]]:
     return out, negated, tuple(others)
 
 
-def _build(b: _Builder, items) -> tuple[set, set, bool]:
+def build_tree(b, items):
+    """A piece of builder ``b`` for a parsed pattern: the pattern's nodes in order, each made
+    by the builder's ``bytes_of``, ``code_points``, ``union``, ``group`` and ``counted`` and
+    joined by its ``concat`` (shared by the unordered and the ordered construction)."""
     pieces = []
     for op, av in items:
         if op is _C.LITERAL:
@@ -189,42 +211,28 @@ def _build(b: _Builder, items) -> tuple[set, set, bool]:
         elif op is _C.ANY:
             pieces.append(b.code_points({0x0A}, negated=True))
         elif op is _C.IN:
-            pieces.append(b.code_points(*_class_set(av)))
+            pieces.append(b.code_points(*class_set(av)))
         elif op is _C.SUBPATTERN:
-            _group, add_flags, del_flags, sub = av
+            group, add_flags, del_flags, sub = av
             if add_flags or del_flags:
                 raise RegexRefused("inline options in a group")
-            pieces.append(_build(b, sub))
+            pieces.append(b.group(build_tree(b, sub), group))
         elif op is _C.BRANCH:
-            pieces.append(b.union([_build(b, alt) for alt in av[1]]))
-        elif op in (_C.MAX_REPEAT, _C.MIN_REPEAT):  # greedy or lazy: the same set of matches
+            pieces.append(b.union([build_tree(b, alt) for alt in av[1]]))
+        elif op in (_C.MAX_REPEAT, _C.MIN_REPEAT):
             lo, hi, sub = av
             if hi is not _C.MAXREPEAT and hi > 1000 or lo > 1000:
                 raise RegexRefused("a repeat count above 1000")
-            reps = [_build(b, sub) for _ in range(lo)]
-            if hi is _C.MAXREPEAT:
-                if reps:
-                    reps[-1] = b.plus(reps[-1])
-                else:
-                    f, l, _ = b.plus(_build(b, sub))
-                    reps.append((f, l, True))
-            else:
-                for _ in range(hi - lo):
-                    f, l, _ = _build(b, sub)
-                    reps.append((f, l, True))
-            pieces.append(b.concat(reps))
+            pieces.append(b.counted(sub, lo, None if hi is _C.MAXREPEAT else hi, greedy=op is _C.MAX_REPEAT))
         else:
             raise RegexRefused(f"the construct {str(op).lower()}")
     return b.concat(pieces)
 
 
-def compile_regex(pattern: str) -> Automaton:
-    """The position automaton of a constant pattern; :class:`RegexRefused` outside the
-    supported syntax (including patterns Python's parser rejects).
-
-    >>> compile_regex("(ab|c)*").nullable
-    True
-    """
+def parse_pattern(pattern: str) -> tuple[list, bool, bool, int]:
+    """Python's syntax tree of a constant pattern (RE2's reading of it: refused where the two
+    differ), without its anchors: (items, ``^`` at the start, ``$`` at the end, the number of
+    capture groups)."""
     if _DIFFERENT_ESCAPE.search(pattern):
         raise RegexRefused("an escape or repeat form that RE2 and Python read differently")
     try:
@@ -240,8 +248,19 @@ def compile_regex(pattern: str) -> Automaton:
     items = items[1:] if start else items
     end = bool(items) and items[-1] == (_C.AT, _C.AT_END)
     items = items[:-1] if end else items
+    return items, start, end, parsed.state.groups - 1
+
+
+def compile_regex(pattern: str) -> Automaton:
+    """The position automaton of a constant pattern; :class:`RegexRefused` outside the
+    supported syntax (including patterns Python's parser rejects).
+
+    >>> compile_regex("(ab|c)*").nullable
+    True
+    """
+    items, start, end, _ = parse_pattern(pattern)
     b = _Builder()
-    first, last, nullable = _build(b, items)
+    first, last, nullable = build_tree(b, items)
     return Automaton(tuple(b.classes), tuple(frozenset(f) for f in b.follow), frozenset(first), frozenset(last),
                      nullable, start, end)
 

@@ -1,4 +1,5 @@
-"""Parts of a DATE/TIMESTAMP by function name, epoch, and MAKE_DATE (docs/design.md §Expressions).
+"""Parts of a DATE/TIMESTAMP by function name, epoch, MAKE_DATE, MAKE_TIME and MAKE_TIMESTAMP
+(docs/design.md §Expressions).
 
 ``hour(ts)``, ``millisecond(ts)``, ``century(dt)`` … are :func:`~.functions.part_of` under
 DuckDB's function names; ``epoch`` is seconds as DOUBLE and ``epoch_us`` microseconds as
@@ -112,3 +113,85 @@ def _ev_make_date(ev, node):
     exists &= dates.finite_date(days)
     err = np.maximum(err, ev.fail(~exists & valid, "Conversion Error: Date out of range"))
     return Val(rt, select(exists, days, 0), valid, err)
+
+
+_I32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def _clock(ev, hour: Val, minute: Val, second: Val) -> tuple[np.ndarray, np.ndarray]:
+    """DuckDB's MakeTime on whole columns: (microseconds since midnight, no such time).
+
+    Seconds are a DOUBLE: their floor is the second and the rest, rounded to the nearest
+    microsecond (half away from zero), the microseconds (so 59.9999999 carries to the next
+    minute); hour 0–24, minute 0–59, second 0–60, and 24 only as 24:00:00."""
+    from .numeric import as_f64, round_half_away
+    h, m = hour.data, minute.data
+    ss = as_f64(second)
+    finite = np.isfinite(ss) & (np.abs(ss) < 1e15)
+    ss = select(finite, ss, 0.0)
+    whole = np.floor(ss)
+    micros = round_half_away((ss - whole) * 1e6).astype(np.int64)
+    s = whole.astype(np.int64)
+    ok = finite & (h >= 0) & (h <= 24) & (m >= 0) & (m < 60) & (s >= 0) & (s <= 60) & (micros >= 0) \
+        & (micros <= 1_000_000) & ((h < 24) | ((m == 0) & (s == 0) & (micros == 0)))
+    us = ((np.clip(h, 0, 24) * 60 + np.clip(m, 0, 59)) * 60 + np.clip(s, 0, 60)) * 1_000_000 + np.clip(micros, 0, 10 ** 6)
+    return select(ok, us, 0), ~ok
+
+
+def _int_parts(ev, node, names: tuple[str, ...], what: str) -> list[Val]:
+    parts = [node.args.get(k) for k in names]
+    extra = [k for k in ("milli", "nano", "zone", "fractions", "precision") if node.args.get(k) is not None]
+    if None in parts or extra:  # lint: public the query's shape
+        raise Unsupported(f"{what} with these arguments")
+    vals = [ev.ev(p) for p in parts]
+    kinds = [v.type.kind for v in vals]
+    if set(kinds[:-1]) != {"int"} or kinds[-1] not in ("int", "dec", "float"):  # lint: public types only
+        raise Unsupported(f"{what} of {', '.join(str(v.type) for v in vals)}")
+    return vals
+
+
+def _joined(vals: list[Val]) -> tuple[np.ndarray, np.ndarray]:
+    valid, err = vals[0].valid, vals[0].err
+    for v in vals[1:]:
+        valid, err = valid & v.valid, np.maximum(err, v.err)
+    return valid, err
+
+
+@handles(exp.TimeFromParts)
+def _ev_make_time(ev, node):
+    """``make_time(hour, minute, seconds)``: the TIME, an error where there is none (DuckDB:
+    'Time out of range')."""
+    vals = _int_parts(ev, node, ("hour", "min", "sec"), "MAKE_TIME")
+    rt = ev.type_of(node)
+    if rt.kind != "time":  # lint: public types only
+        raise Unsupported(f"MAKE_TIME giving {rt}")
+    valid, err = _joined(vals)
+    us, bad = _clock(ev, *vals)
+    err = np.maximum(err, ev.fail(bad & valid, "Conversion Error: Time out of range"))
+    return Val(rt, us, valid, err)
+
+
+@handles(exp.TimestampFromParts)
+def _ev_make_timestamp(ev, node):
+    """``make_timestamp(y, m, d, hour, minute, seconds)``: MAKE_DATE's day plus MAKE_TIME's
+    time (24:00:00 is the next midnight), an error outside either or the TIMESTAMP range."""
+    vals = _int_parts(ev, node, ("year", "month", "day", "hour", "min", "sec"), "MAKE_TIMESTAMP")
+    rt = ev.type_of(node)
+    if rt.kind != "ts":  # lint: public types only
+        raise Unsupported(f"MAKE_TIMESTAMP giving {rt}")
+    y, m, d = vals[:3]
+    valid, err = _joined(vals)
+    yv = np.clip(y.data, -dates.DATE_MAX // 365, dates.DATE_MAX // 365)
+    mv = np.clip(m.data, 1, 12)
+    dv = np.clip(d.data, 1, dates.month_days(yv, mv))
+    days = dates.days_from_civil(yv, mv, dv)
+    date_ok = (yv == y.data) & (mv == m.data) & (dv == d.data) & dates.finite_date(days)
+    us, bad_time = _clock(ev, *vals[3:])
+    days = select(date_ok, days, 0)
+    in_range = (days >= dates.TS_MIN_US // dates.US_PER_DAY - 1) & (days <= dates.TS_MAX_US // dates.US_PER_DAY + 1)
+    total = select(in_range, days, 0) * dates.US_PER_DAY + us
+    bad_ts = date_ok & ~bad_time & (~in_range | (total < dates.TS_MIN_US) | (total > dates.TS_MAX_US))
+    err = np.maximum(err, ev.fail(~date_ok & valid, "Conversion Error: Date out of range"))
+    err = np.maximum(err, ev.fail(date_ok & bad_time & valid, "Conversion Error: Time out of range"))
+    err = np.maximum(err, ev.fail(bad_ts & valid, "Conversion Error: Date and time not in timestamp range"))
+    return Val(rt, select(date_ok & ~bad_time & ~bad_ts, total, 0), valid, err)
