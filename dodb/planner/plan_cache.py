@@ -61,7 +61,7 @@ def fresh(plan):
         value = getattr(plan, name, None)
         if value is not None:
             setattr(out, name, copy.copy(value))
-    out.stats = {}
+    out.stats, out.moves = {}, []
     for name in ("trace", "leaks"):  # set by QueryPlan.execute
         out.__dict__.pop(name, None)
     return out
