@@ -55,23 +55,61 @@ def _select(mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return select(m, a, b)
 
 
-def _run_compiled(kernel: str, flags: np.ndarray, dist: np.ndarray, payload: Sequence[np.ndarray], n: int,
-                  rounds: int) -> tuple[np.ndarray, list[np.ndarray]]:
-    """The shifting rounds as a compiled kernel (:mod:`.compiled`) on payload word columns."""
+PARALLEL_MIN_ROWS = 1 << 16  # binned compactions this large run their halves on two threads
+SPLIT_MIN_WORDS = 4  # a compaction with this many payload words splits them between threads
+
+
+def word_groups(words: int, n: int, count: int) -> list[tuple[int, int]]:
+    """Contiguous groups of the ``words`` payload word columns, one per thread, for a
+    compaction of ``n`` rows on ``count`` threads (public sizes and the count only).
+
+    >>> word_groups(15, 1 << 20, 2)
+    [(0, 7), (7, 15)]
+    >>> word_groups(3, 1 << 20, 2), word_groups(15, 1000, 2)
+    ([(0, 3)], [(0, 15)])
+    """
+    parts = min(count, words // (SPLIT_MIN_WORDS // 2)) if n >= PARALLEL_MIN_ROWS and words >= SPLIT_MIN_WORDS else 1
+    parts = max(1, parts)
+    cuts = [g * words // parts for g in range(parts)] + [words]
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
+def _rounds_on_words(kernel: str, live: np.ndarray, dist: np.ndarray, cols: np.ndarray, n: int,
+                     rounds: int) -> None:
+    """One kernel call over the ``(words, n)`` block ``cols``, in place, with its own scratch."""
     from . import compiled
 
+    words = cols.shape[0]
+    chunk, wave = compiled.compact_blocking(n, words)  # cache blocking: public sizes only
+    mk, tmp = (np.empty(k, dtype=np.uint64) for k in compiled.scratch_rows(n, rounds, chunk, wave))
+    getattr(compiled, kernel)(live, dist, cols.reshape(-1), words, n, rounds, mk, tmp, chunk, wave)
+
+
+def _run_compiled(kernel: str, flags: np.ndarray, dist: np.ndarray, payload: Sequence[np.ndarray], n: int,
+                  rounds: int, split: bool = True) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The shifting rounds as a compiled kernel (:mod:`.compiled`) on payload word columns.
+
+    Every word column moves under the same masks, which only ``live`` and ``dist`` decide,
+    so the columns can be split between threads (``split``, docs/design.md §Threads): each
+    thread runs the rounds on its own copy of ``live``/``dist`` and its group of columns
+    (:func:`word_groups`); every copy of ``live`` ends the same, and every column gets the
+    selects it would get in one call."""
     payload = [np.asarray(p) for p in payload]
     live = flags.astype(np.uint8)
     dist = np.array(dist, dtype=np.int64, copy=True)
     block, widths = word_block(payload, n)
-    words = block.shape[0]
-    chunk, wave = compiled.compact_blocking(n, words)  # cache blocking: public sizes only
-    mk, tmp = (np.empty(k, dtype=np.uint64) for k in compiled.scratch_rows(n, rounds, chunk, wave))
-    getattr(compiled, kernel)(live, dist, block.reshape(-1), words, n, rounds, mk, tmp, chunk, wave)
+    groups = word_groups(block.shape[0], n, threads()) if split else [(0, block.shape[0])]
+    if len(groups) == 1:
+        _rounds_on_words(kernel, live, dist, block, n, rounds)
+    else:
+        # every copy is made before any thread starts changing the originals
+        states = [(live, dist)] + [(live.copy(), dist.copy()) for _ in groups[1:]]
+        workers = pool(len(groups))
+        futures = [workers.submit(_rounds_on_words, kernel, lv, ds, block[a:b], n, rounds)
+                   for (lv, ds), (a, b) in zip(states, groups)]
+        for f in futures:
+            f.result()
     return live.view(bool), from_word_block(block, payload, widths, n)
-
-
-PARALLEL_MIN_ROWS = 1 << 16  # binned compactions this large run their halves on two threads
 
 
 def _run_compiled_parts(flags: np.ndarray, dist: np.ndarray, payload: Sequence[np.ndarray], n: int, rounds: int,
@@ -90,7 +128,7 @@ def _run_compiled_parts(flags: np.ndarray, dist: np.ndarray, payload: Sequence[n
     groups = list(zip(cuts[:-1], cuts[1:]))
     workers = pool(parts)
     futures = [workers.submit(_run_compiled, "compact_rounds", flags[a:b], dist[a:b], [p[a:b] for p in payload],
-                              b - a, rounds) for a, b in groups]
+                              b - a, rounds, False) for a, b in groups]
     done = [f.result() for f in futures]
     return np.concatenate([live for live, _ in done]), [np.concatenate(cols) for cols in zip(*(pay for _, pay in done))]
 

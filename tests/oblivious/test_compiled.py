@@ -155,6 +155,36 @@ def test_binned_compaction_on_threads_matches_reference(monkeypatch, bins, span,
         set_threads(previous)
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3, 5])
+@pytest.mark.parametrize("n", [1000, 1023])
+def test_compaction_split_by_words_matches_reference(monkeypatch, threads, n):
+    """A compaction (and a distribution) with many payload words splits its word columns
+    between threads (compact.word_groups): every slot's bytes (unmarked ones included) and
+    the trace are the reference's, whatever the count; with two threads or more it does split."""
+    import importlib
+
+    from dodb.oblivious import threads as threads_mod
+
+    compact_mod = importlib.import_module("dodb.oblivious.compact")
+    monkeypatch.setattr(compact_mod, "PARALLEL_MIN_ROWS", 1)
+    monkeypatch.setattr(threads_mod, "_chosen", [threads])
+    rng = np.random.default_rng(n * threads)
+    m = rng.random(n) < 0.35
+    pay = [rng.integers(0, 2**62, n), np.array([b"w%d" % i for i in range(n)], dtype="S12"), rng.random((n, 3)),
+           rng.random(n) < 0.5, rng.integers(-9, 9, n).astype(np.int32)]
+    check(lambda t: compact(m, pay, trace=t))
+    k = int(m.sum())
+    live = np.arange(n) < k
+    target = np.sort(rng.choice(n, size=k, replace=False)).astype(np.int64)
+    check(lambda t: distribute(live, np.concatenate([target, np.zeros(n - k, np.int64)]), pay, trace=t))
+    groups = []
+    real = compact_mod._rounds_on_words
+    monkeypatch.setattr(compact_mod, "_rounds_on_words", lambda *a: groups.append(a[3].shape[0]) or real(*a))
+    with kernel_backend_scope("compiled"):
+        compact(m, pay)
+    assert len(groups) == min(threads, sum(groups) // 2) and sum(groups) >= 4
+
+
 @given(flags, st.data())
 def test_distribute_matches_reference(live_flags, data):
     n = len(live_flags)
