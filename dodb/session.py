@@ -26,7 +26,7 @@ import threading
 import time
 from concurrent.futures import wait
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import duckdb
 
@@ -366,10 +366,14 @@ class Database:
     def run(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do",
             allocation: str = "cost", session: str | None = None,
             params: Sequence[Any] | dict[str, Any] | None = None,
-            account: str | None = None) -> tuple[PaddedAnswer, PrivacyReport, QueryPlan]:
+            account: str | None = None,
+            on_admit: Callable[[Any], None] | None = None) -> tuple[PaddedAnswer, PrivacyReport, QueryPlan]:
         """The engine's side of :meth:`sql`: the padded answer (dummies still in it) and the
         report.  ``session`` names who asked in the ledger (served mode: the analyst's token);
-        ``account`` an analyst session whose own budget admits the query (:meth:`session`)."""
+        ``account`` an analyst session whose own budget admits the query (:meth:`session`).
+        ``on_admit`` is called with the ledger's charge (``None`` for a query that charges
+        nothing) once the query is admitted and before it runs: a server tells its client
+        then that the charge stands (docs/served.md §Queries)."""
         with self._lock:
             if self._closed:
                 raise DodbError("this dodb Database is closed")
@@ -404,6 +408,8 @@ class Database:
                     e.note_cap(epsilon)  # 1e9 is refused as 'requests ε=40': say why
                     raise
             try:
+                if on_admit is not None:
+                    on_admit(charge)
                 padded = p.execute(rng=self._rng, executor=self.executor, memory_limit=adaptive)
             except BaseException as e:
                 if charge is not None:

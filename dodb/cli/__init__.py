@@ -122,6 +122,8 @@ def _parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=int, default=47470, help="0 picks a free port (printed)")
     sv.add_argument("--tls-cert", help="PEM certificate (with --tls-key): serve grpc+tls://")
     sv.add_argument("--tls-key")
+    sv.add_argument("--request-log", metavar="PATH", default=None,
+                    help="one JSON line per request, nothing data-dependent (default: DB.requests.jsonl; 'none': off)")
     gw = sub.add_parser("gateway", help="serve Flight SQL (ADBC, JDBC, BI tools) on this machine, forwarding "
                         "queries to a dodb server with your token",
                         description="An analyst-side Arrow Flight SQL endpoint: local tools connect to it; it sends "
