@@ -37,6 +37,7 @@ from .accountant.standing import defer_standing, has_standing
 from .errors import (CatalogError, DatabaseBusyError, DodbError, InvalidParameterError, MemoryLimitError,
                      QueryExecutionError, ReadOnlyError, one_line)
 from .planner.memory import default_memory_limit, format_bytes
+from .oblivious.noise import MAX_RELEASE_EPSILON
 from .oblivious.rng import new_rng
 from .operators.context import MODES, check_privacy_params
 from .planner import Catalog, QueryPlan, plan_query
@@ -183,7 +184,8 @@ class Database:
         if info is None:
             raise BudgetNotSetError("set the dataset's budget (db.set_budget) before loading private data: "
                                     "the table's size is released under DP and charged (or declare capacity=)")
-        eps = LOAD_EPSILON_SHARE * info.epsilon if epsilon is None else epsilon
+        # the default is at most the sampler's cap (a budget of 1e9 asks nothing absurd); an ε given is checked
+        eps = min(LOAD_EPSILON_SHARE * info.epsilon, MAX_RELEASE_EPSILON) if epsilon is None else epsilon
         d = self._default_delta() if delta is None else delta
         check_privacy_params(eps, d)
         return float(eps), float(d)
@@ -400,13 +402,9 @@ class Database:
             charge = None
             if p.events:
                 self._writable("run a query that charges the privacy budget")
-                try:
-                    charge = self.ledger.admit(p.events, sql=p.sql, operators=[e.operator for e in p.events],
-                                               delta=p.delta, neighbour=p.neighbour, session=session,
-                                               partitions=p.partitions, account=account, standing=True)
-                except BudgetExceededError as e:
-                    e.note_cap(epsilon)  # 1e9 is refused as 'requests ε=40': say why
-                    raise
+                charge = self.ledger.admit(p.events, sql=p.sql, operators=[e.operator for e in p.events],
+                                           delta=p.delta, neighbour=p.neighbour, session=session,
+                                           partitions=p.partitions, account=account, standing=True)
             try:
                 if on_admit is not None:
                     on_admit(charge)

@@ -80,9 +80,9 @@ def _demo(args: argparse.Namespace) -> int:
     from .render import budget_headline
 
     print(f"budget now: {budget_headline(b)}; ε={b['remaining'][0]:.3g} left for the next query")
-    print("== asking for more than is left (ε=100):")
+    print("== asking for more than is left (ε=30):")
     try:
-        db.sql("SELECT o_orderpriority, count(*) AS n FROM orders GROUP BY o_orderpriority", epsilon=100.0)
+        db.sql("SELECT o_orderpriority, count(*) AS n FROM orders GROUP BY o_orderpriority", epsilon=30.0)
     except BudgetExceededError as e:
         print(f"  refused before running: {e}")
         after = db.budget
