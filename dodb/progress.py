@@ -60,7 +60,7 @@ def _terminal() -> bool:
 
 
 @contextmanager
-def progress(label: str, after: float = PROGRESS_AFTER) -> Iterator[Progress]:
+def progress(label: str, after: float | None = None) -> Iterator[Progress]:
     """Show ``label`` and the elapsed seconds once the body has run ``after`` seconds, until it ends.
     Inside another ``progress`` of this thread (the CLI around ``db.sql``) it is that one."""
     outer = getattr(_active, "shown", None)
@@ -76,6 +76,7 @@ def progress(label: str, after: float = PROGRESS_AFTER) -> Iterator[Progress]:
         yield shown
         return
     done = threading.Event()
+    after = PROGRESS_AFTER if after is None else after
 
     def terminal() -> None:
         if done.wait(after):

@@ -22,7 +22,7 @@ from .accountant.errors import Budget
 from .errors import DodbError
 from .planner.params import params_to_wire
 from .progress import progress
-from .result import PrivacyReport, Result
+from .result import PrivacyReport, Result, check_output
 from .wire import PaddedAnswer, QueryRuntimeError
 
 __all__ = ["RemoteDatabase", "RemoteSession", "RemoteError", "AuthenticationError", "ServerUnavailableError"]
@@ -193,11 +193,13 @@ class RemoteDatabase:
 
     # -- the Database API -------------------------------------------------------------------------
     def sql(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do",
-            params: Sequence[Any] | dict[str, Any] | None = None) -> Result:
+            params: Sequence[Any] | dict[str, Any] | None = None, output: str | None = None) -> Result:
         """Run a private query on the server; the answer arrives padded and is stripped here.
 
         ``params`` travel as typed values and the server binds them as constants of the
-        parsed query, exactly as :meth:`dodb.Database.sql` does (planner/params.py)."""
+        parsed query, exactly as :meth:`dodb.Database.sql` does (planner/params.py).  ``output``:
+        as for :meth:`dodb.Database.sql`, checked here before the query is sent."""
+        check_output(output)
         return self._query({"sql": query, "epsilon": epsilon, "delta": delta, "mode": mode,
                             "params": params_to_wire(params)})
 
@@ -267,8 +269,9 @@ class RemoteSession:
         self.name = name
 
     def sql(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do",
-            params: Sequence[Any] | dict[str, Any] | None = None) -> Result:
+            params: Sequence[Any] | dict[str, Any] | None = None, output: str | None = None) -> Result:
         """Run a query admitted by this session's filter (refused once it would exceed it)."""
+        check_output(output)
         return self.db._query({"sql": query, "epsilon": epsilon, "delta": delta, "mode": mode,
                                "params": params_to_wire(params), "session": self.name})
 

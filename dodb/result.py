@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from .accountant.standing import Standing
 from .compare import table_rows
-from .errors import DodbError
+from .errors import DodbError, InvalidParameterError
 from .wire import PaddedAnswer, decode
 
 __all__ = ["PrivacyReport", "Result", "charged_note"]
@@ -346,6 +346,22 @@ class Result:
         if isinstance(self.plan, str):
             return self.plan
         return self.plan.explain() if self.plan is not None else ""
+
+
+OUTPUTS = {"arrow": None, "df": "pandas", "pl": "polars"}  # sql(output=...): the library each needs
+
+
+def check_output(output: str | None) -> None:
+    """Refuse, before a query is planned or charged, an ``output`` whose library is missing:
+    ``db.sql(q, epsilon=e, output="df").df()`` never pays for an answer pandas cannot hold."""
+    if output is None:
+        return
+    if output not in OUTPUTS:
+        raise InvalidParameterError(f"output={output!r}: choose one of {', '.join(OUTPUTS)}")
+    module = OUTPUTS[output]
+    if module is not None and not _importable(module):
+        raise DodbError(f"output={output!r} needs {module}: pip install {module} (or dodb[{module}]); "
+                        "nothing was charged")
 
 
 def _importable(module: str) -> bool:

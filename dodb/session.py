@@ -41,7 +41,8 @@ from .oblivious.noise import MAX_RELEASE_EPSILON
 from .oblivious.rng import new_rng
 from .operators.context import MODES, check_privacy_params
 from .planner import Catalog, QueryPlan, plan_query
-from .result import PrivacyReport, Result, charged_note
+from .progress import progress
+from .result import PrivacyReport, Result, charged_note, check_output
 from .storage import ingest
 from .wire import PaddedAnswer, QueryRuntimeError
 
@@ -349,13 +350,18 @@ class Database:
         return p.to_dict() if as_dict else p.explain()
 
     def sql(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do",
-            allocation: str = "cost", params: Sequence[Any] | dict[str, Any] | None = None) -> Result:
+            allocation: str = "cost", params: Sequence[Any] | dict[str, Any] | None = None,
+            output: str | None = None) -> Result:
         """Run a private query: plan, admit (charge) before execution, execute, report.
 
         ``params`` binds ``?`` / ``$1`` (a list) or ``$name`` (a dict) placeholders to
-        values as constants of the parsed query, never as text (planner/params.py)."""
-        padded, report, p = self.run(query, epsilon=epsilon, delta=delta, mode=mode, allocation=allocation,
-                                     params=params)
+        values as constants of the parsed query, never as text (planner/params.py).
+        ``output="df"``/``"pl"`` checks that pandas/polars is installed before anything is
+        charged, for the ``.df()``/``.pl()`` to come (the answer is computed here, not lazily)."""
+        check_output(output)
+        with progress("running"):
+            padded, report, p = self.run(query, epsilon=epsilon, delta=delta, mode=mode, allocation=allocation,
+                                         params=params)
         try:
             res = Result(padded, report, self.con, p)
         except QueryRuntimeError as e:
