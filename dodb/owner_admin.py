@@ -90,7 +90,7 @@ class OwnerAdmin:
 def open_owner_admin(database: str) -> OwnerAdmin | None:
     """The running server's owner calls for ``database``, or ``None`` when no server holds it
     (no credential file, or one whose server does not answer)."""
-    from .remote import RemoteDatabase, ServerUnavailableError
+    from .remote import AuthenticationError, RemoteDatabase, ServerUnavailableError
 
     path = credential_path(database)
     try:
@@ -106,6 +106,6 @@ def open_owner_admin(database: str) -> OwnerAdmin | None:
             roots = f.read()
     try:
         remote = RemoteDatabase(cred["location"], token=cred["owner_token"], timeout=10.0, tls_root_certs=roots)
-    except ServerUnavailableError:
-        return None  # a credential left by a killed server
+    except (ServerUnavailableError, AuthenticationError):
+        return None  # a credential left by a killed server (its port free, or another server's now)
     return OwnerAdmin(remote, database)
