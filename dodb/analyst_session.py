@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .errors import DodbError, InvalidParameterError
+from .progress import progress
 from .wire import QueryRuntimeError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,12 +30,15 @@ class AnalystSession:
         self.name = name
 
     def sql(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do",
-            allocation: str = "cost", params: Any = None) -> "Result":
-        """Run a query admitted by this session's filter (refused once it would exceed it)."""
-        from .result import Result, charged_note
+            allocation: str = "cost", params: Any = None, output: str | None = None) -> "Result":
+        """Run a query admitted by this session's filter (refused once it would exceed it);
+        ``output`` as for :meth:`dodb.Database.sql`."""
+        from .result import Result, charged_note, check_output
 
-        padded, report, p = self.db.run(query, epsilon=epsilon, delta=delta, mode=mode, allocation=allocation,
-                                        params=params, account=self.name)
+        check_output(output)
+        with progress("running"):
+            padded, report, p = self.db.run(query, epsilon=epsilon, delta=delta, mode=mode, allocation=allocation,
+                                            params=params, account=self.name)
         try:
             res = Result(padded, report, self.db.con, p)
         except QueryRuntimeError as e:

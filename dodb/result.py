@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from .accountant.standing import Standing
 from .compare import table_rows
-from .errors import DodbError
+from .errors import DodbError, InvalidParameterError
 from .wire import PaddedAnswer, decode
 
 __all__ = ["PrivacyReport", "Result", "charged_note"]
@@ -79,9 +79,6 @@ class PrivacyReport:
                             if self.query_id and self.chosen else ""))
         else:
             lines.append("  charged: nothing")
-        capped = self.capped_note()
-        if capped:
-            lines.append(f"  {capped}")
         if self.remaining is not None:
             lines.append(f"  budget: {self.budget_words()}")
         return "\n".join(lines)
@@ -110,9 +107,8 @@ class PrivacyReport:
                                      "sensitivity", "ε", "δ"], rows))
         for t in self.tables:
             parts.append(f"<p>size of {html.escape(t['table'])}: {t['capacity']} slots ({html.escape(_origin(t))})</p>")
-        for extra in (self.capped_note(), None if self.remaining is None else f"budget: {self.budget_words()}"):
-            if extra:
-                parts.append(f"<p>{html.escape(extra)}</p>")
+        if self.remaining is not None:
+            parts.append(f"<p>{html.escape('budget: ' + self.budget_words())}</p>")
         return "".join(parts)
 
     def summary(self) -> str:
@@ -121,10 +117,6 @@ class PrivacyReport:
             return f"charged nothing ({self.free_reason()})"
         line = f"charged ε={self.charged_epsilon:.4g}, δ={self.charged_delta:.3g}" + \
             (f" (query #{self.query_id})" if self.query_id else "")
-        if self.capped_note():
-            from .oblivious.noise import MAX_RELEASE_EPSILON
-
-            line += f" of ε={self.epsilon:.4g} asked (each release is capped at {MAX_RELEASE_EPSILON:g})"
         n = len(self.operators)
         line += f"; {n} padded size{'s' if n != 1 else ''} released"
         if self.remaining is not None:
@@ -148,18 +140,6 @@ class PrivacyReport:
         return (f"ε={self.remaining[0]:.4g}, δ={self.remaining[1]:.3g} left for the next query; "
                 f"the charges so far sum to ε={self.spent[0]:.4g}, δ={self.spent[1]:.3g} "
                 "(a plain sum: the admitting filter composes them more tightly)")
-
-    def capped_note(self) -> str | None:
-        """Why less ε was charged than asked for, when a release's ε was capped
-        (``MAX_RELEASE_EPSILON``: beyond it the padding is already 0 with probability 1 − 8e-18)."""
-        from .oblivious.noise import MAX_RELEASE_EPSILON
-
-        if not any(op.get("epsilon", 0) >= MAX_RELEASE_EPSILON for op in self.operators) or \
-                self.charged_epsilon >= self.epsilon:
-            return None
-        return (f"asked for ε={self.epsilon:.4g}: each release's ε is capped at {MAX_RELEASE_EPSILON:g} "
-                f"(its padding is then already 0 with probability 1 − 8e-18), so ε={self.charged_epsilon:.4g} "
-                "was charged")
 
     def verbose(self) -> str:
         """Every release with its mechanism's ε/δ, every composition method with its
@@ -188,9 +168,6 @@ class PrivacyReport:
                      + (f" in session {self.session!r}" if self.session else "")
                      + ("; the view is (ε, δ)-differentially oblivious (004 Def 1.2), composed with earlier "
                         "queries by the ledger's adaptive filter (docs/design.md §Accounting)" if self.query_id else ""))
-        capped = self.capped_note()
-        if capped:
-            lines.append(f"  {capped}")
         if self.remaining is not None:
             lines.append(f"  budget: {self.budget_words()}")
         return "\n".join(lines)
@@ -369,6 +346,22 @@ class Result:
         if isinstance(self.plan, str):
             return self.plan
         return self.plan.explain() if self.plan is not None else ""
+
+
+OUTPUTS = {"arrow": None, "df": "pandas", "pl": "polars"}  # sql(output=...): the library each needs
+
+
+def check_output(output: str | None) -> None:
+    """Refuse, before a query is planned or charged, an ``output`` whose library is missing:
+    ``db.sql(q, epsilon=e, output="df").df()`` never pays for an answer pandas cannot hold."""
+    if output is None:
+        return
+    if output not in OUTPUTS:
+        raise InvalidParameterError(f"output={output!r}: choose one of {', '.join(OUTPUTS)}")
+    module = OUTPUTS[output]
+    if module is not None and not _importable(module):
+        raise DodbError(f"output={output!r} needs {module}: pip install {module} (or dodb[{module}]); "
+                        "nothing was charged")
 
 
 def _importable(module: str) -> bool:

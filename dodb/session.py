@@ -26,7 +26,7 @@ import threading
 import time
 from concurrent.futures import wait
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import duckdb
 
@@ -37,10 +37,12 @@ from .accountant.standing import defer_standing, has_standing
 from .errors import (CatalogError, DatabaseBusyError, DodbError, InvalidParameterError, MemoryLimitError,
                      QueryExecutionError, ReadOnlyError, one_line)
 from .planner.memory import default_memory_limit, format_bytes
+from .oblivious.noise import MAX_RELEASE_EPSILON
 from .oblivious.rng import new_rng
 from .operators.context import MODES, check_privacy_params
 from .planner import Catalog, QueryPlan, plan_query
-from .result import PrivacyReport, Result, charged_note
+from .progress import progress
+from .result import PrivacyReport, Result, charged_note, check_output
 from .storage import ingest
 from .wire import PaddedAnswer, QueryRuntimeError
 
@@ -183,7 +185,8 @@ class Database:
         if info is None:
             raise BudgetNotSetError("set the dataset's budget (db.set_budget) before loading private data: "
                                     "the table's size is released under DP and charged (or declare capacity=)")
-        eps = LOAD_EPSILON_SHARE * info.epsilon if epsilon is None else epsilon
+        # the default is at most the sampler's cap (a budget of 1e9 asks nothing absurd); an ε given is checked
+        eps = min(LOAD_EPSILON_SHARE * info.epsilon, MAX_RELEASE_EPSILON) if epsilon is None else epsilon
         d = self._default_delta() if delta is None else delta
         check_privacy_params(eps, d)
         return float(eps), float(d)
@@ -347,13 +350,18 @@ class Database:
         return p.to_dict() if as_dict else p.explain()
 
     def sql(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do",
-            allocation: str = "cost", params: Sequence[Any] | dict[str, Any] | None = None) -> Result:
+            allocation: str = "cost", params: Sequence[Any] | dict[str, Any] | None = None,
+            output: str | None = None) -> Result:
         """Run a private query: plan, admit (charge) before execution, execute, report.
 
         ``params`` binds ``?`` / ``$1`` (a list) or ``$name`` (a dict) placeholders to
-        values as constants of the parsed query, never as text (planner/params.py)."""
-        padded, report, p = self.run(query, epsilon=epsilon, delta=delta, mode=mode, allocation=allocation,
-                                     params=params)
+        values as constants of the parsed query, never as text (planner/params.py).
+        ``output="df"``/``"pl"`` checks that pandas/polars is installed before anything is
+        charged, for the ``.df()``/``.pl()`` to come (the answer is computed here, not lazily)."""
+        check_output(output)
+        with progress("running"):
+            padded, report, p = self.run(query, epsilon=epsilon, delta=delta, mode=mode, allocation=allocation,
+                                         params=params)
         try:
             res = Result(padded, report, self.con, p)
         except QueryRuntimeError as e:
@@ -366,10 +374,14 @@ class Database:
     def run(self, query: str, *, epsilon: float, delta: float | None = None, mode: str = "do",
             allocation: str = "cost", session: str | None = None,
             params: Sequence[Any] | dict[str, Any] | None = None,
-            account: str | None = None) -> tuple[PaddedAnswer, PrivacyReport, QueryPlan]:
+            account: str | None = None,
+            on_admit: Callable[[Any], None] | None = None) -> tuple[PaddedAnswer, PrivacyReport, QueryPlan]:
         """The engine's side of :meth:`sql`: the padded answer (dummies still in it) and the
         report.  ``session`` names who asked in the ledger (served mode: the analyst's token);
-        ``account`` an analyst session whose own budget admits the query (:meth:`session`)."""
+        ``account`` an analyst session whose own budget admits the query (:meth:`session`).
+        ``on_admit`` is called with the ledger's charge (``None`` for a query that charges
+        nothing) once the query is admitted and before it runs: a server tells its client
+        then that the charge stands (docs/served.md §Queries)."""
         with self._lock:
             if self._closed:
                 raise DodbError("this dodb Database is closed")
@@ -396,14 +408,12 @@ class Database:
             charge = None
             if p.events:
                 self._writable("run a query that charges the privacy budget")
-                try:
-                    charge = self.ledger.admit(p.events, sql=p.sql, operators=[e.operator for e in p.events],
-                                               delta=p.delta, neighbour=p.neighbour, session=session,
-                                               partitions=p.partitions, account=account, standing=True)
-                except BudgetExceededError as e:
-                    e.note_cap(epsilon)  # 1e9 is refused as 'requests ε=40': say why
-                    raise
+                charge = self.ledger.admit(p.events, sql=p.sql, operators=[e.operator for e in p.events],
+                                           delta=p.delta, neighbour=p.neighbour, session=session,
+                                           partitions=p.partitions, account=account, standing=True)
             try:
+                if on_admit is not None:
+                    on_admit(charge)
                 padded = p.execute(rng=self._rng, executor=self.executor, memory_limit=adaptive)
             except BaseException as e:
                 if charge is not None:

@@ -70,13 +70,3 @@ class BudgetExceededError(AccountantError):
             f"remaining {remaining} for a next query (the charges so far sum to {spent}, a plain sum the "
             "filter composes more tightly); nothing was charged"
         )
-
-    def note_cap(self, epsilon: float) -> None:
-        """Name the per-release ε cap when the query asked more (``oblivious.noise``): the
-        request then reads ε=40 for an ε of 1e9."""
-        from ..oblivious.noise import MAX_RELEASE_EPSILON
-
-        if epsilon > MAX_RELEASE_EPSILON:
-            head, sep, tail = str(self).rpartition("; nothing was charged")
-            note = f"; asked ε={epsilon:.4g}, and each release's ε is capped at {MAX_RELEASE_EPSILON:g}"
-            self.args = (f"{head}{note}{sep}{tail}" if sep else f"{self}{note}",)

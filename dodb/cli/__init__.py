@@ -74,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
                         "a cluster (docs/distributed.md)")
     # ε is never silently defaulted on a query that charges (issue 29); EXPLAIN charges nothing
     q.add_argument("--epsilon", type=float, required=True,
-                   help=f"the query's ε (required; each release uses at most {_cap():g}, see the report)")
+                   help=f"the query's ε (required; at most {_cap():g}, the padding sampler's cap)")
     ex.add_argument("--epsilon", type=float, default=1.0, help="the ε to plan with (nothing is charged)")
     q.add_argument("--limit", type=int, default=50, help="rows to print")
     q.add_argument("--format", choices=["box", "table", "csv", "json", "line"], default="box",
@@ -122,6 +122,8 @@ def _parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=int, default=47470, help="0 picks a free port (printed)")
     sv.add_argument("--tls-cert", help="PEM certificate (with --tls-key): serve grpc+tls://")
     sv.add_argument("--tls-key")
+    sv.add_argument("--request-log", metavar="PATH", default=None,
+                    help="one JSON line per request, nothing data-dependent (default: DB.requests.jsonl; 'none': off)")
     gw = sub.add_parser("gateway", help="serve Flight SQL (ADBC, JDBC, BI tools) on this machine, forwarding "
                         "queries to a dodb server with your token",
                         description="An analyst-side Arrow Flight SQL endpoint: local tools connect to it; it sends "
@@ -153,7 +155,7 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--max-degree", action="append", help="COL=N (or COL= for a bound released under DP)")
     pr.add_argument("--width", action="append", help="COL=BYTES: public width of a string column (repeatable)")
     pr.add_argument("--capacity", type=int, help="a public capacity (>= rows): nothing is charged for the size")
-    pr.add_argument("--epsilon", type=float, help="ε for the released size (default: 5%% of the budget)")
+    pr.add_argument("--epsilon", type=float, help="ε for the released size (default: 5%% of the budget, at most 40)")
     pr.add_argument("--orphans", choices=["keep", "refuse"], default="keep",
                     help="rows whose --parent key names no parent row: kept in the unit their key names (default)")
     pr.add_argument("--null-units", choices=["keep", "refuse"], default="keep",

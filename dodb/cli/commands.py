@@ -80,9 +80,9 @@ def _demo(args: argparse.Namespace) -> int:
     from .render import budget_headline
 
     print(f"budget now: {budget_headline(b)}; ε={b['remaining'][0]:.3g} left for the next query")
-    print("== asking for more than is left (ε=100):")
+    print("== asking for more than is left (ε=30):")
     try:
-        db.sql("SELECT o_orderpriority, count(*) AS n FROM orders GROUP BY o_orderpriority", epsilon=100.0)
+        db.sql("SELECT o_orderpriority, count(*) AS n FROM orders GROUP BY o_orderpriority", epsilon=30.0)
     except BudgetExceededError as e:
         print(f"  refused before running: {e}")
         after = db.budget
@@ -157,9 +157,12 @@ def _explain(args) -> int:
 
 
 def _budget(args) -> int:
-    db = open_database(args)
+    db = open_database(args, owner_calls=True)
     try:
         if args.set is not None or args.horizon is not None:
+            if db.__class__.__name__ == "OwnerAdmin":
+                raise DodbError(f"'dodb serve' holds {args.db}: stop it to set the budget (reading the budget, "
+                                "the history and the tokens works while it runs)")
             if not hasattr(db, "set_budget"):
                 raise DodbError("the budget is the owner's: set it on the database file, not through a server")
             eps, delta = args.set if args.set is not None else db.budget["budget"]
@@ -219,7 +222,7 @@ def _shell(args) -> int:
 
 
 def _history(args) -> int:
-    db = open_database(args)
+    db = open_database(args, owner_calls=True)
     remote = db.__class__.__name__ == "RemoteDatabase"  # a server shows an analyst their own charges only
     try:
         rows = db.history() if remote else db.history(owner_actions=True)
@@ -285,16 +288,21 @@ def _unprotect(args) -> int:
 def _token(args) -> int:
     from .. import tokens
 
-    db = open_database(args)
+    db = open_database(args, owner_calls=True)
+    served = db.__class__.__name__ == "OwnerAdmin"  # 'dodb serve' holds the file: its owner actions
     try:
         if args.action == "add":
-            print(tokens.add_token(db, args.name))
+            print(db.add_token(args.name) if served else tokens.add_token(db, args.name))
             print(f"(a new token for {args.name}: shown once, stored hashed; give it to the analyst)", file=sys.stderr)
         elif args.action == "revoke":
-            tokens.revoke_token(db, args.name)
-            print(f"revoked the token of {args.name}")
+            if served:
+                db.revoke_token(args.name)
+            else:
+                tokens.revoke_token(db, args.name)
+            print(f"revoked the token of {args.name}" + (" (the server refuses it from its next request)"
+                                                        if served else ""))
         else:
-            for t in tokens.list_tokens(db):
+            for t in db.list_tokens() if served else tokens.list_tokens(db):
                 state = f"revoked {str(t['revoked_at'])[:19]}" if t["revoked_at"] else "active"
                 print(f"{t['name']}  issued {str(t['created_at'])[:19]}  {state}")
     finally:
@@ -305,11 +313,13 @@ def _token(args) -> int:
 def _serve(args) -> int:
     from ..serve import is_loopback, open_server
 
-    server = open_server(args.db, args.host, args.port, tls_cert=args.tls_cert, tls_key=args.tls_key)
+    log = None if args.request_log == "none" else args.request_log or ""
+    server = open_server(args.db, args.host, args.port, tls_cert=args.tls_cert, tls_key=args.tls_key, request_log=log)
     if not is_loopback(args.host) and args.tls_cert is None:
         print("dodb: warning: serving beyond this host without TLS: tokens and answers travel in the clear "
               "(use --tls-cert/--tls-key)", file=sys.stderr)
-
+    logged = f"requests logged to {server.request_log.path}" if server.request_log is not None else "no request log"
+    print(f"dodb: {logged}; dodb budget/history/token {args.db} reach this server while it runs", file=sys.stderr)
     return _serve_until_stopped(server, f"dodb: serving {args.db} at {server.location} (Ctrl-C to stop)",
                                 "dodb: server stopped")
 

@@ -104,9 +104,8 @@ class Shell:
         rep = res.privacy
         rows = f"{len(res):,} row{'s' if len(res) != 1 else ''} in {secs:.2f}s"
         if rep.query_id is not None:
-            note = rep.capped_note()
             self.out(f"{rows}; charged ε={render.num(rep.charged_epsilon)}, δ={render.num(rep.charged_delta, 3)} "
-                     f"(query #{rep.query_id}; asked ε={render.num(self.epsilon)})" + (f"; {note}" if note else ""))
+                     f"(query #{rep.query_id}; asked ε={render.num(self.epsilon)})")
         else:
             self.out(f"{rows}; charged nothing ({rep.free_reason()})")
 

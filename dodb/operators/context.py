@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import DodbError, InvalidParameterError
 from ..oblivious.fixed_work import MAX_SAMPLES_PER_RELEASE
-from ..oblivious.noise import ShiftedTruncatedDiscreteLaplace
+from ..oblivious.noise import MAX_RELEASE_EPSILON, ShiftedTruncatedDiscreteLaplace
 from ..oblivious.rng import RandomSource, new_rng
 from ..oblivious.trace import Trace
 from .kernels import Kernels, kernels_for
@@ -77,6 +77,12 @@ def check_privacy_params(epsilon: float, delta: float) -> None:
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not math.isfinite(epsilon) \
             or epsilon <= 0:
         raise InvalidParameterError(f"epsilon must be a positive finite number, got {epsilon!r}")
+    if epsilon > MAX_RELEASE_EPSILON:
+        # refused, not silently used as 40: the charge would not be the ε asked for (issue 29)
+        raise InvalidParameterError(
+            f"epsilon={epsilon:.4g} is above {MAX_RELEASE_EPSILON:g}, the largest ε the padding sampler uses for one "
+            f"release (its padding is then already 0 with probability 1 - 8e-18): ask for at most "
+            f"{MAX_RELEASE_EPSILON:g}; nothing was charged")
     if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not (0 < delta < 1):
         raise InvalidParameterError(f"delta must lie in (0, 1) for padding noise, got {delta!r}")
 

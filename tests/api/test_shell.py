@@ -78,6 +78,9 @@ def _drive(child) -> None:
     child.sendline(".epsilon 1e9")
     child.expect_exact("each query is charged ε=1e+09")
     child.sendline("SELECT count(*) FROM visits GROUP BY ward;")
+    child.expect(r"Error: epsilon=1e\+09 is above 40[^\r\n]*nothing was charged")  # the sampler's cap
+    child.sendline(".epsilon 20")
+    child.sendline("SELECT count(*) FROM visits GROUP BY ward;")
     child.expect(r"Error: privacy budget exceeded[^\r\n]*nothing was charged")
     child.sendline(".epsilon 0.25")
     child.sendline(".budget")
