@@ -84,20 +84,23 @@ def sorted_side(ctx: ExecContext, t: PaddedTable, keys: list[str], cache=None, s
     which joins find them depends on the queries run before and the owner's actions only
     (docs/design.md §Slot cache).
     """
-    enc = encode_keys([normalise_key(t.column(k)) for k in keys], n=t.padded_size)
+    def encoded():
+        return encode_keys([normalise_key(t.column(k)) for k in keys], n=t.padded_size)
+
     if cache is None or source is None:
-        _, arrays = ctx.kernels.sort(enc, t.arrays())
+        _, arrays = ctx.kernels.sort(encoded(), t.arrays())
         return t.with_arrays(arrays)
     sorted_now: list[bool] = []
 
-    def sort() -> list[np.ndarray]:
+    def sort() -> tuple[list[np.ndarray], tuple]:
         sorted_now.append(True)
-        return ctx.kernels.sort(enc, t.arrays())[1]
+        enc = encoded()
+        return ctx.kernels.sort(enc, t.arrays())[1], ctx.kernels.sort_shape(enc)
 
     key = ("sorted side", source, tuple(t.names), tuple(keys), ctx.kernels.oblivious)
-    arrays = cache.get_or_compute(key, sort, weight=lambda got: sum(a.nbytes for a in got))
+    arrays, shape = cache.get_or_compute(key, sort, weight=lambda got: sum(a.nbytes for a in got[0]))
     if not sorted_now:  # lint: public whether this side was sorted before (the queries run)
-        ctx.kernels.sort_events(enc, t.arrays())
+        ctx.kernels.sort_events(shape, t.arrays())  # the key's public shape: no key is encoded again
     return t.with_arrays([a.copy() for a in arrays])  # the kept lanes are never handed out
 
 

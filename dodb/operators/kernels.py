@@ -35,6 +35,18 @@ class Kernels:
     def __init__(self, trace: Trace):
         self.trace = trace
 
+    @staticmethod
+    def sort_shape(key: EncodedKey) -> tuple[int, int | None, int]:
+        """What :meth:`sort`'s view depends on in ``key``: the rows, the packed fast path's
+        bit width (or ``None``), and the key words with the position folded in — public
+        (the key's field widths and the row count), so kept beside a sorted side."""
+        n = int(key.words[0].shape[0])
+        bits = key.single_word_bits
+        if bits is not None:
+            return n, bits, 1
+        pos_bits = max(1, (max(1, n) - 1).bit_length())
+        return n, None, -(-(key.bits + pos_bits) // 64)
+
 
 class ObliviousKernels(Kernels):
     oblivious = True
@@ -52,15 +64,15 @@ class ObliviousKernels(Kernels):
         with_pos = key.with_position()
         return oblivious_sort(with_pos.words, payload, unique=True, trace=self.trace)
 
-    def sort_events(self, key: EncodedKey, payload: Sequence[np.ndarray]) -> None:
+    def sort_events(self, key: EncodedKey | tuple[int, int | None, int], payload: Sequence[np.ndarray]) -> None:
         """Record the view of :meth:`sort` without sorting (its result served from memory:
-        operators/sorted_sides.py), the same events from the same sizes and widths."""
-        n = int(key.words[0].shape[0])
-        bits = key.single_word_bits
+        operators/join.py ``sorted_side``), the same events from the same sizes and widths.
+        ``key`` is the encoded key or its :meth:`sort_shape` (which reads no key word)."""
+        n, bits, words = key if isinstance(key, tuple) else self.sort_shape(key)
         if bits is not None:
             oblivious_sort_events(1, payload, n, key_bits=bits, trace=self.trace)
         else:
-            oblivious_sort_events(len(key.with_position().words), payload, n, unique=True, trace=self.trace)
+            oblivious_sort_events(words, payload, n, unique=True, trace=self.trace)
 
     def merge(self, key: EncodedKey, payload: Sequence[np.ndarray], split: int):
         """The rows ``[0, split)`` and ``[split, n)``, each sorted by ``key`` (distinct keys),

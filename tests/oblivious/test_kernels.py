@@ -248,7 +248,11 @@ def test_sort_events_are_the_sorts_events(n, narrow, width, seed):
                 for _ in range(width)]
     enc = encode_keys(cols, leading=[dummy], n=n)
     payload = [rng.integers(0, 9, n).astype(np.int64), rng.integers(0, 255, (n, 5)).astype(np.uint8)]
-    ran, recorded = Trace(), Trace()
+    ran, recorded, shaped = Trace(), Trace(), Trace()
     ObliviousKernels(ran).sort(enc, payload)
     ObliviousKernels(recorded).sort_events(enc, payload)
-    assert [str(e) for e in ran.events] == [str(e) for e in recorded.events]
+    # the shape kept beside a sorted side in the slot cache gives the same events
+    ObliviousKernels(shaped).sort_events(ObliviousKernels.sort_shape(enc), payload)
+    assert [str(e) for e in ran.events] == [str(e) for e in recorded.events] == [str(e) for e in shaped.events]
+    if enc.single_word_bits is None:
+        assert ObliviousKernels.sort_shape(enc)[2] == len(enc.with_position().words)
