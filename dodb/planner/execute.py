@@ -260,8 +260,11 @@ class Executor:
             return _broadcast(inputs[0], one, node.stability)
         if isinstance(node, Aggregate):
             ordered = node.ordered_by is not None and node.ordered_by not in self.cast_joins
-            return group_by(inputs[0], node.keys, node.aggs, epsilon=eps, delta=delta, ctx=ctx,
-                            sort_keys=node.sort_keys, presorted=node.presorted, ordered=ordered).table
+            out = group_by(inputs[0], node.keys, node.aggs, epsilon=eps, delta=delta, ctx=ctx,
+                           sort_keys=node.sort_keys, presorted=node.presorted, ordered=ordered).table
+            # a join above reads it in its keys' order (planner/presort.py): the unused slots
+            # after the compacted groups get NULL keys
+            return _dummy_keys_last(out, node.ordered_keys) if node.ordered_keys else out
         if isinstance(node, Sort):
             return order_by(inputs[0], node.keys, limit=node.limit, offset=node.offset, ctx=ctx).table
         if isinstance(node, Exchange):  # in one process: the destination blocks one after another

@@ -150,8 +150,10 @@ class Join(Binary):
     same_unit: bool = False  # along a privacy-unit path (see planner/ownership.py)
     method: str = "sort"     # or "lookup": small public right side, one pass per public row
     release_scale: int = 1   # a lookup's filter releases bins on an aligned input: 2 under replace
-    left_presorted: bool = False   # the side arrives sorted by its keys from its scan (planner/presort.py)
-    right_presorted: bool = False
+    # the side arrives sorted by its keys (planner/presort.py): True from its scan, or the
+    # words saying what sorted it (GROUPED_BELOW)
+    left_presorted: bool | str = False
+    right_presorted: bool | str = False
 
     def describe(self) -> str:
         on = " AND ".join(f"{a} = {b}" for a, b in zip(self.left_keys, self.right_keys))
@@ -159,8 +161,11 @@ class Join(Binary):
             return f"Join {self.how.upper()} ON {on} (lookup in a small public relation)"
         note = "".join(f"; {side} bound is a {src}" for side, src in self.degree_sources.items())
         note += "; along a privacy-unit path" if self.same_unit else ""
-        sorted_sides = [s for s, on_scan in (("left", self.left_presorted), ("right", self.right_presorted)) if on_scan]
-        note += f"; {' and '.join(sorted_sides)} sorted at the scan" if sorted_sides else ""
+        hows: dict[str, list[str]] = {}
+        for side, how in (("left", self.left_presorted), ("right", self.right_presorted)):
+            if how:
+                hows.setdefault("at the scan" if how is True else how, []).append(side)
+        note += "".join(f"; {' and '.join(sides)} sorted {how}" for how, sides in hows.items())
         return f"Join {self.how.upper()} ON {on} (deg L≤{self.left_degree}, R≤{self.right_degree}{note})"
 
 
@@ -190,6 +195,8 @@ class Aggregate(Unary):
     sort_keys: list[str] | None = None
     presorted: bool = False  # the input arrives sorted by the keys from its scan (planner/presort.py)
     ordered_by: int | None = None  # the inner join whose output order groups the keys (planner/presort.py)
+    # a join above reads the output in the order of these keys: its unused slots get NULL ones
+    ordered_keys: list[str] | None = None
 
     def describe(self) -> str:
         aggs = ", ".join(f"{a.name}={a.func}({', '.join(x for x in (a.column or '*', a.column2, a.param) if x)})"

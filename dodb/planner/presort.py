@@ -69,17 +69,23 @@ def _renamed(node: Project, keys: list[str]) -> list[str] | None:
     return [e.name for e in below] if all(isinstance(e, exp.Column) for e in below) else None
 
 
-def _chain(side: Node, keys: list[str], consumers: dict[int, int]) -> tuple[Scan, list[str], list] | None:
-    """The private scan under ``side`` through row-wise nodes read by this operator alone,
-    the keys' names at the scan and the filters on the way with the keys' names there;
-    ``None`` if there is none."""
+GROUPED_BELOW = "by the GROUP BY below"
+
+
+def _chain(side: Node, keys: list[str], consumers: dict[int, int],
+           grouped: bool = False) -> tuple[Node, list[str], list] | None:
+    """The private scan (``grouped``: the GROUP BY) under ``side`` through row-wise nodes read
+    by this operator alone, the keys' names there and the filters on the way with the keys'
+    names at each; ``None`` if there is none."""
     filters: list[tuple[Filter, list[str]]] = []
     node = side
     while True:
         if consumers.get(node.node_id, 0) != 1:  # shared: its other reader expects it unsorted
             return None
         if isinstance(node, Scan):
-            return (node, keys, filters) if node.private else None
+            return (node, keys, filters) if node.private and not grouped else None
+        if isinstance(node, Aggregate):
+            return (node, keys, filters) if grouped else None
         if isinstance(node, Filter):
             filters.append((node, list(keys)))
         elif isinstance(node, Project) and not isinstance(node, ScalarRow):
@@ -116,6 +122,27 @@ def _presort(side: Node, keys: list[str], consumers: dict[int, int], catalog, fo
     return True
 
 
+def _grouped(side: Node, keys: list[str], consumers: dict[int, int]) -> bool:
+    """Whether ``side`` is a GROUP BY's output, through projections and filters, in the order
+    of ``keys``: its groups come out in the order of its sort keys (operators/aggregate.py
+    sorts by them, encoded as a join encodes them, real rows first, and compacts in order),
+    so keys that are, below, a prefix of those sort keys are in order, ties (none among
+    groups) in position order.  The GROUP BY's unused slots (and those of compacting filters
+    between) then get NULL keys (``ordered_keys``), which sort last, as after a scan."""
+    found = _chain(side, list(keys), consumers, grouped=True)
+    if found is None:
+        return False
+    agg, names, filters = found
+    # a GROUP BY in a join's order (ordered_by) is in that join's key order, not its own
+    order = list(agg.sort_keys or agg.keys) if agg.ordered_by is None else []
+    if not names or order[:len(names)] != names:
+        return False
+    agg.ordered_keys = names
+    for f, at in filters:
+        f.ordered_keys = at
+    return True
+
+
 def _inner_join_under(node: Node, keys: list[str]) -> Join | None:
     """The inner sort-based join under ``node`` through projections whose output groups
     ``keys`` together, or ``None``.
@@ -149,8 +176,10 @@ def presort_sides(root: Node, mode: str, workers: int, catalog=None) -> Node:
     consumers = consumer_counts(root)
     for n in list(walk(root)):
         if isinstance(n, Join) and n.method == "sort":
-            n.left_presorted = _presort(n.left, n.left_keys, consumers, catalog, True)
-            n.right_presorted = _presort(n.right, n.right_keys, consumers, catalog, True)
+            n.left_presorted = _presort(n.left, n.left_keys, consumers, catalog, True) or \
+                (_grouped(n.left, n.left_keys, consumers) and GROUPED_BELOW)
+            n.right_presorted = _presort(n.right, n.right_keys, consumers, catalog, True) or \
+                (_grouped(n.right, n.right_keys, consumers) and GROUPED_BELOW)
         elif isinstance(n, Aggregate) and groups_presorted(n.keys, n.aggs, n.sort_keys):
             n.presorted = _presort(n.child, n.keys, consumers, catalog, False)
         if isinstance(n, Aggregate) and n.keys and not n.presorted and not any(needs_own_pass(a) for a in n.aggs):
