@@ -263,7 +263,12 @@ class Executor:
             return group_by(inputs[0], node.keys, node.aggs, epsilon=eps, delta=delta, ctx=ctx,
                             sort_keys=node.sort_keys, presorted=node.presorted, ordered=ordered).table
         if isinstance(node, Sort):
-            return order_by(inputs[0], node.keys, limit=node.limit, offset=node.offset, ctx=ctx).table
+            out = order_by(inputs[0], node.keys, limit=node.limit, offset=node.offset, ctx=ctx).table
+            if isinstance(node.child, Sort) and node.child.per_worker:
+                # over the workers' top-k blocks the window is the one over the whole input, so
+                # its stability is the single-process plan's (docs/distributed.md §Top-k)
+                out = out.with_stability(node.stability)
+            return out
         if isinstance(node, Exchange):  # in one process: the destination blocks one after another
             t = inputs[0]
             self.row_bytes[node.node_id] = lane_row_bytes(t)

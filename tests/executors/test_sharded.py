@@ -194,7 +194,8 @@ def test_placement_keeps_preserved_public_sides_and_sorts_on_the_driver(db2):
     # EXPLAIN names the workers and what runs where
     text = db2.explain(tpch_query(3))
     assert "cluster: 2 workers" in text and "on 2 shards" in text
-    assert "Exchange by [lineitem.l_orderkey" in text and "on 2 workers, by key, gathered to the driver" in text
+    assert "Exchange by [lineitem.l_orderkey" in text and "on 2 workers, by key]" in text
+    assert "on 2 workers, each keeps its first 10 rows, gathered to the driver" in text  # its local top-k
 
 
 def test_cluster_argument_errors_are_one_line():
