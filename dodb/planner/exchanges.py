@@ -1,12 +1,12 @@
-"""Plan a grouped aggregate over sharded rows as an exchange by its keys (docs/distributed.md §Group-by).
+"""Plan a grouped aggregate over worker rows as an exchange by its keys (docs/distributed.md §Group-by).
 
 On a cluster of ``P`` workers (``plan_query(..., workers=P)``), a GROUP BY whose input runs
-on every shard (planner/placement.py) would otherwise gather all its input rows to the
-driver.  This pass puts an :class:`~.logical.Exchange` by the group keys under it: every
+on the workers (planner/placement.py: on every shard, or keyed by an earlier exchange, §Rounds)
+would otherwise gather all its input rows to the driver.  This pass puts an :class:`~.logical.Exchange` by the group keys under it: every
 worker sends each of its rows to the worker its keys hash to, with one release of the
 per-destination counts (sensitivity the input's stability, twice it under replace), and
 every worker then groups the rows it received — each group on one worker.  An equi-join of
-two sharded inputs that is not along the unit path gets an Exchange under each side, by its
+two inputs on the workers that is not along the unit path gets an Exchange under each side, by its
 own join keys, so that equal keys meet on one worker (§Joins).  An ORDER BY … LIMIT over
 rows on the workers gets a local top-k under it: every worker keeps its first ``limit +
 offset`` rows, a public size, and the driver finishes over them (§Top-k).  It runs before
@@ -76,10 +76,10 @@ def insert_exchanges(root: Node, catalog, workers: int, neighbour: str, joins: b
         place(n)
         if on_workers(n) or n.node_id in exchanges:
             continue
-        if isinstance(n, Aggregate) and n.keys and n.child.node_id in sharded:
+        if isinstance(n, Aggregate) and n.keys and on_workers(n.child):
             n.child = _exchange_of(n.child, n.sort_keys or n.keys, workers, neighbour)
-        elif (joins and isinstance(n, Join) and n.left_keys and n.method == "sort" and n.left.node_id in sharded
-              and n.right.node_id in sharded):  # equal keys hash to one worker from both sides (one partition_of)
+        elif (joins and isinstance(n, Join) and n.left_keys and n.method == "sort" and on_workers(n.left)
+              and on_workers(n.right)):  # equal keys hash to one worker from both sides (one partition_of)
             n.left = _exchange_of(n.left, n.left_keys, workers, neighbour)
             n.right = _exchange_of(n.right, n.right_keys, workers, neighbour)
             n.left_presorted = n.right_presorted = False

@@ -55,7 +55,8 @@ class Placement:
         if node.node_id in self.sharded:
             return f"on {self.workers} shards{gathered}"
         if any(x.node_id == node.node_id for x in self.exchanges):
-            return f"every worker sends its rows to {self.workers} workers by key"
+            then = self.rounds.get(node.node_id, 1) + 1
+            return f"every worker sends its rows to {self.workers} workers by key, for round {then}"
         if isinstance(node, Sort) and node.node_id in self.keyed:
             return f"on {self.workers} workers, each keeps its first {node.limit} rows{gathered}"
         if node.node_id in self.keyed:
@@ -120,7 +121,7 @@ def worker_side(n: Node, workers: int, local: dict[int, bool], memo: dict[int, b
         return "sharded"
     on_workers = sharded | keyed
     if isinstance(n, Exchange):
-        return "exchange" if n.child.node_id in sharded and n.parts == workers else None
+        return "exchange" if n.child.node_id in on_workers and n.parts == workers else None
     if isinstance(n, Aggregate):
         return "keyed" if n.child.node_id in exchanges else None
     if isinstance(n, Join) and n.left.node_id in exchanges and n.right.node_id in exchanges:

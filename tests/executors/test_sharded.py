@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -103,7 +102,7 @@ def test_every_unit_lies_on_one_shard(db2):
     shards = read_manifest(db2.con, db2.shard_directory())
     assert shards.workers == 2
     tables = ["customer", "orders", "lineitem"]
-    slots, owners = {}, {}
+    slots = {}
     for t in tables:
         info = db2.catalog.table(t)
         parts = [read_shard(shards, info, p, info.logical_columns) for p in range(2)]

@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import pytest
 
-import dodb
 from dodb.audit import audit
-from dodb.compare import snapshot
-from dodb.datasets import generate_tpch, protect_tpch, tpch_query
+from dodb.datasets import tpch_query
 from dodb.executors.moves import DRIVER
 from dodb.planner import execute as execute_mod
 from dodb.planner.logical import Sort, walk
 
 from ..operators.util import assert_same_rows
+from .cluster_db import tpch_cluster_db
 
 # over sharded rows (a unit-local filter) with an OFFSET, over a keyed aggregate, and a LIMIT
 # above every worker's padded size (each keeps all its slots)
@@ -38,13 +37,7 @@ EVERY_UNIT = "SELECT c_custkey, c_acctbal FROM customer WHERE c_acctbal > -10000
 
 
 def _db(neighbour: str, workers: int, scale: float):
-    db = dodb.connect(neighbour=neighbour, seed=7, cluster=f"inline:{workers}")
-    generate_tpch(db.con, scale)
-    db.oracle = snapshot(db.con)
-    db.set_budget(epsilon=1e9, delta=0.5)
-    protect_tpch(db)
-    db.shard(workers)
-    return db
+    return tpch_cluster_db(neighbour, workers, scale, seed=7)
 
 
 @pytest.fixture(scope="module")
