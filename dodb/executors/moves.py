@@ -8,7 +8,8 @@ Ray object store carries for the block: its pickle (protocol 5) with the array b
 of band, plus those buffers.  The coupled-neighbour audit compares the logs of the two
 runs of a pair (dodb/audit/view.py), and the cost model (dodb/planner/exchange_cost.py)
 predicts each stage's bytes from the released sizes and the public row width (the lanes'
-dtypes and per-row shapes, recorded with each block).
+dtypes and per-row shapes, recorded with each block), plus each block's framing (the bytes of
+an empty block of the same lanes).
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ class BlockMove:
     row_bytes: int  # public: the lanes' item sizes times their per-row shapes
     dtypes: tuple[str, ...]
     shapes: tuple[tuple[int, ...], ...]
+    header_bytes: int = 0  # public: the bytes of an empty block of the same lanes (its framing)
 
     def __str__(self) -> str:
         to = "driver" if self.destination == DRIVER else f"worker {self.destination}"
@@ -55,4 +57,5 @@ def block_move(stage: str, source: int, destination: int, block: PaddedTable) ->
     """The log record of ``block`` sent from ``source`` to ``destination``."""
     lanes = block.arrays()
     return BlockMove(stage, source, destination, wire_bytes(block), block.padded_size, lane_row_bytes(block),
-                     tuple(str(a.dtype) for a in lanes), tuple(tuple(int(x) for x in a.shape) for a in lanes))
+                     tuple(str(a.dtype) for a in lanes), tuple(tuple(int(x) for x in a.shape) for a in lanes),
+                     wire_bytes(block.slice(0, 0)))

@@ -13,8 +13,9 @@
 The view is the workers' views in worker order, each behind a ``worker`` event, then the
 driver's; the releases are the workers', in worker order, then the driver's.  The plan's
 privacy events are the single-process plan's plus one per exchange (docs/distributed.md
-§Sharded execution, §Group-by).  With exchanges there are two rounds: the shards up to the
-exchanges, then every worker over the blocks addressed to it.
+§Sharded execution, §Group-by).  With exchanges the workers run in rounds (§Rounds): the
+shards up to the first exchanges, then every worker over the blocks addressed to it up to
+the next exchanges or gathers, and so on.
 """
 from __future__ import annotations
 
@@ -168,35 +169,42 @@ class ShardedExecutor:
                               true_log=ctx.true_log if inline else None, rng=ctx.rng if inline else None,
                               threads=getattr(self.runner, "threads_per_worker", None), exchanges=exchanges)
 
-        # round 1: every worker over its shard, up to the gathers and the exchanges
-        sharded_gathers = [g for g in placement.gathers if g.node_id in placement.sharded]
+        # round by round (docs/distributed.md §Rounds): every worker runs the gathers and the
+        # exchanges' inputs of the round over its shard and the blocks addressed to it so far
+        # (each exchange's blocks concatenated in source order, each at its released size)
+        rounds = placement.rounds
         exchanges = list(placement.exchanges)
-        ran = [n for r in sharded_gathers + [x.child for x in exchanges] for n in walk(r)
-               if n.node_id in placement.sharded] + exchanges
-        first = self._round(ctx, 1, [task(p, sharded_gathers, inputs, exchanges) for p in range(self.workers)], ran)
         stage = {g.node_id: f"gather {i}" for i, g in enumerate(placement.gathers)}
-        self._log_gathers(ctx, sharded_gathers, first, stage)
-        for i, x in enumerate(exchanges):  # every block, to the driver and on to its destination
-            ctx.moves.extend(block_move(f"exchange {i}", r.worker, d, b) for r in first
-                             for d, b in enumerate(r.blocks[x.node_id]))
-        gathered = {g.node_id: self.gather(g, [r.outputs[i] for r in first]) for i, g in enumerate(sharded_gathers)}
-        results = list(first)
-        # round 2: every worker over the rows the exchanges sent it
-        keyed_gathers = [g for g in placement.gathers if g.node_id in placement.keyed]
-        if keyed_gathers:
-            def received(d: int) -> dict:
+        on_workers = placement.sharded | placement.keyed
+        blocks: dict[int, list[list[PaddedTable]]] = {}  # exchange id -> by source, by destination
+        gathered: dict[int, PaddedTable] = {}
+        results: list[WorkerResult] = []
+        for number in range(1, max(rounds.values(), default=1) + 1):
+            gathers = [g for g in placement.gathers if rounds[g.node_id] == number]
+            sends = [x for x in exchanges if rounds[x.node_id] == number]
+            if not gathers and not sends:
+                continue
+            roots = gathers + [x.child for x in sends]
+            ran = [n for r in roots for n in walk(r) if n.node_id in on_workers and rounds[n.node_id] == number]
+            reads = {n.node_id for r in roots for n in walk(r)}
+            needed = [x for x in exchanges if x.node_id in blocks and x.node_id in reads]
+
+            def received(d: int, needed=needed) -> dict:
                 got = dict(inputs)
-                for x in exchanges:
-                    blocks = [r.blocks[x.node_id][d] for r in first]
-                    got[x.node_id] = concat_tables(blocks, stability=x.stability)
+                for x in needed:
+                    got[x.node_id] = concat_tables([b[d] for b in blocks[x.node_id]], stability=x.stability)
                 return got
 
-            ran = [n for g in keyed_gathers for n in walk(g) if n.node_id in placement.keyed]
-            second = self._round(ctx, 2, [task(d, keyed_gathers, received(d), []) for d in range(self.workers)], ran)
-            self._log_gathers(ctx, keyed_gathers, second, stage)
-            gathered.update({g.node_id: self.gather(g, [r.outputs[i] for r in second])
-                             for i, g in enumerate(keyed_gathers)})
-            results += second
+            done = self._round(ctx, number, [task(p, gathers, received(p), sends) for p in range(self.workers)],
+                               ran + sends)
+            self._log_gathers(ctx, gathers, done, stage)
+            for x in sends:  # every block, to the driver and on to its destination
+                i = exchanges.index(x)
+                ctx.moves.extend(block_move(f"exchange {i}", r.worker, d, b) for r in done
+                                 for d, b in enumerate(r.blocks[x.node_id]))
+                blocks[x.node_id] = [r.blocks[x.node_id] for r in done]
+            gathered.update({g.node_id: self.gather(g, [r.outputs[i] for r in done]) for i, g in enumerate(gathers)})
+            results += done
         ctx.trace.record("driver", -1, self.workers)
         stats: dict[int, NodeStats] = {}
         _merge_stats(stats, results)

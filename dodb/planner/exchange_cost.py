@@ -10,6 +10,8 @@ cannot run.
 
     >>> stage_bytes([[3, 1], [0, 2]], 10)
     60
+    >>> stage_bytes([3, 1], 10, header_bytes=100)
+    240
     >>> do_exchange(1000, 4, 2).rows, oblivious_exchange(1000, 4).rows
     (1032, 4000)
 """
@@ -28,9 +30,12 @@ def stage_rows(released: Sequence[Sequence[int]] | Sequence[int]) -> int:
     return int(sum(sum(r) if isinstance(r, (list, tuple)) else int(r) for r in released))
 
 
-def stage_bytes(released: Sequence[Sequence[int]] | Sequence[int], row_bytes: int) -> int:
-    """Bytes one stage moves by the cost model: released rows × the public row width."""
-    return stage_rows(released) * int(row_bytes)
+def stage_bytes(released: Sequence[Sequence[int]] | Sequence[int], row_bytes: int, header_bytes: int = 0) -> int:
+    """Bytes one stage moves by the cost model: released rows × the public row width, plus
+    ``header_bytes`` a block (the framing of an empty block of the public schema, which
+    dominates the small blocks of a top-k gather)."""
+    blocks = sum(len(r) if isinstance(r, (list, tuple)) else 1 for r in released)
+    return stage_rows(released) * int(row_bytes) + blocks * int(header_bytes)
 
 
 @dataclass(frozen=True)

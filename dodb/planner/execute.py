@@ -266,7 +266,12 @@ class Executor:
             # after the compacted groups get NULL keys
             return _dummy_keys_last(out, node.ordered_keys) if node.ordered_keys else out
         if isinstance(node, Sort):
-            return order_by(inputs[0], node.keys, limit=node.limit, offset=node.offset, ctx=ctx).table
+            out = order_by(inputs[0], node.keys, limit=node.limit, offset=node.offset, ctx=ctx).table
+            if isinstance(node.child, Sort) and node.child.per_worker:
+                # over the workers' top-k blocks the window is the one over the whole input, so
+                # its stability is the single-process plan's (docs/distributed.md §Top-k)
+                out = out.with_stability(node.stability)
+            return out
         if isinstance(node, Exchange):  # in one process: the destination blocks one after another
             t = inputs[0]
             self.row_bytes[node.node_id] = lane_row_bytes(t)

@@ -217,12 +217,17 @@ class Sort(Unary):
     keys: list  # list[SortKey]
     limit: int | None = None
     offset: int = 0
+    # > 0: the local top-k of a cluster's ORDER BY … LIMIT (planner/exchanges.py): every one of
+    # that many workers keeps the first ``limit`` rows of its own, and the Sort above it runs on
+    # the driver over the gathered blocks (docs/distributed.md §Top-k)
+    per_worker: int = 0
 
     def describe(self) -> str:
         ks = ", ".join(f"{k.column}{' DESC' if k.descending else ''}" for k in self.keys)
         lim = f" LIMIT {self.limit}" if self.limit is not None else ""
         off = f" OFFSET {self.offset}" if self.offset else ""
-        return f"Sort [{ks}]{lim}{off}"
+        each = " (each worker's own top rows)" if self.per_worker else ""
+        return f"Sort [{ks}]{lim}{off}{each}"
 
 
 @dataclass(eq=False)
@@ -296,9 +301,9 @@ def upper_rows(node: Node, known: dict[int, int] | None = None) -> int:
         return 1
     if isinstance(node, (Filter, Project, Distinct, Aggregate)) or node.kind == "AddRowId":
         return up(node.children[0])
-    if isinstance(node, Sort):
+    if isinstance(node, Sort):  # a cluster's local top-k: every worker's first ``limit`` rows
         n = up(node.child)
-        return n if node.limit is None else min(n, node.limit)
+        return n if node.limit is None else min(n, node.limit * max(1, node.per_worker))
     if isinstance(node, Exchange):  # every destination's block at most the whole input
         return node.parts * up(node.child)
     if isinstance(node, CrossOne):

@@ -8,7 +8,8 @@ the unit path or with a public side, UNION ALL) runs on every worker over its sh
 the workers' outputs together are the node's output.  An :class:`~.logical.Exchange` over
 such a node runs on every worker too and sends each row to the worker its keys hash to;
 the aggregate above it, or the join above two of them (co-partitioned by the join keys), and
-row-wise nodes above that then run on every worker over the rows it received (*keyed*).  Every other node that reads private rows runs on the driver,
+row-wise nodes above that then run on every worker over the rows it received (*keyed*); so
+does the local top-k of an ORDER BY … LIMIT over worker rows (docs/distributed.md §Top-k).  Every other node that reads private rows runs on the driver,
 on the gathered outputs; public sub-plans run on the driver and are broadcast to the
 workers that read them.  Each release of a sharded or keyed node is made by every worker
 over its own rows: one unit's rows sit on one shard, and a keyed node's rows on one worker
@@ -17,13 +18,13 @@ release's sensitivity (docs/distributed.md §Sharded execution).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .catalog import Catalog
-from .logical import Aggregate, CrossOne, Exchange, Filter, Join, Node, Project, ScalarRow, Scan, SetOp, walk
+from .logical import Aggregate, CrossOne, Exchange, Filter, Join, Node, Project, ScalarRow, Scan, SetOp, Sort, walk
 from .partitions import unit_local
 
-__all__ = ["Placement", "place", "shardable"]
+__all__ = ["Placement", "place", "shardable", "worker_side"]
 
 # joins whose output rows are each one row of the sharded (private) side's unit; the
 # public side, broadcast whole to every worker, must not be preserved (its unmatched rows
@@ -45,6 +46,8 @@ class Placement:
     broadcasts: tuple[Node, ...]
     exchanges: tuple[Exchange, ...] = ()
     keyed: frozenset[int] = frozenset()
+    # node id -> the round it runs in (an exchange: the round it sends in); §Rounds
+    rounds: dict[int, int] = field(default_factory=dict)
 
     def describe(self, node: Node) -> str | None:
         """EXPLAIN's note for ``node``."""
@@ -52,7 +55,10 @@ class Placement:
         if node.node_id in self.sharded:
             return f"on {self.workers} shards{gathered}"
         if any(x.node_id == node.node_id for x in self.exchanges):
-            return f"every worker sends its rows to {self.workers} workers by key"
+            then = self.rounds.get(node.node_id, 1) + 1
+            return f"every worker sends its rows to {self.workers} workers by key, for round {then}"
+        if isinstance(node, Sort) and node.node_id in self.keyed:
+            return f"on {self.workers} workers, each keeps its first {node.limit} rows{gathered}"
         if node.node_id in self.keyed:
             return f"on {self.workers} workers, by key{gathered}"
         return None
@@ -92,6 +98,49 @@ def shardable(n: Node, local: dict[int, bool], sharded: set[int], memo: dict[int
     return False
 
 
+def _public_side_ok(n: Node, on_workers_kids: list[Node], private_kids: list[Node]) -> bool:
+    """Whether ``n``, one of whose inputs runs on the workers and the others are public (broadcast
+    whole), outputs one row per worker row at most once: an inner join, or a LEFT/semi/anti join
+    or a CrossOne whose preserved side is the worker side (a preserved public side would repeat on
+    every worker)."""
+    if on_workers_kids != private_kids or len(private_kids) != 1:
+        return False
+    if isinstance(n, Join):
+        return n.how == "inner" or (n.how in ("left", "semi", "anti") and private_kids == [n.left])
+    if isinstance(n, CrossOne):
+        return private_kids == [n.left]
+    return isinstance(n, (Filter, Project)) and not isinstance(n, ScalarRow)
+
+
+def worker_side(n: Node, workers: int, local: dict[int, bool], memo: dict[int, bool], sharded: set[int],
+                keyed: set[int], exchanges: dict[int, Exchange]) -> str | None:
+    """Where ``n`` runs given where its children do (module doc): ``"sharded"``, ``"exchange"``
+    (it sends its input's rows by key), ``"keyed"`` (every worker over rows exchanges sent it,
+    or a local top-k), or ``None`` (the driver)."""
+    if shardable(n, local, sharded, memo):
+        return "sharded"
+    on_workers = sharded | keyed
+    if isinstance(n, Exchange):
+        return "exchange" if n.child.node_id in on_workers and n.parts == workers else None
+    if isinstance(n, Aggregate):
+        return "keyed" if n.child.node_id in exchanges else None
+    if isinstance(n, Join) and n.left.node_id in exchanges and n.right.node_id in exchanges:
+        return "keyed"  # a co-partitioned join: both sides exchanged by their keys
+    if isinstance(n, Sort):  # a local top-k over any worker rows (docs/distributed.md §Top-k)
+        return "keyed" if n.per_worker == workers and n.child.node_id in on_workers else None
+    kids = [c for c in n.children if c.node_id in keyed]
+    if kids and _public_side_ok(n, kids, [c for c in n.children if _reads_private(c, memo)]):
+        return "keyed"  # row-wise on a keyed node's rows (HAVING, a projection, a public side)
+    return None
+
+
+def _round(n: Node, rounds: dict[int, int], exchanges: dict[int, Exchange]) -> int:
+    """The round a worker node runs in: the shards' nodes in round 1; an exchange sends in its
+    input's round and its rows arrive for the next (docs/distributed.md §Rounds)."""
+    got = [rounds[c.node_id] + (1 if c.node_id in exchanges else 0) for c in n.children if c.node_id in rounds]
+    return max(got, default=1)
+
+
 def place(root: Node, catalog: Catalog, workers: int) -> Placement:
     """Placement of the plan under ``root`` on ``workers`` workers (module doc)."""
     if workers <= 1:
@@ -102,17 +151,15 @@ def place(root: Node, catalog: Catalog, workers: int) -> Placement:
     sharded: set[int] = set()
     keyed: set[int] = set()
     exchanges: dict[int, Exchange] = {}
+    rounds: dict[int, int] = {}
     for n in nodes:
-        if shardable(n, local, sharded, memo):
-            sharded.add(n.node_id)
-        elif isinstance(n, Exchange) and n.child.node_id in sharded and n.parts == workers:
+        side = worker_side(n, workers, local, memo, sharded, keyed, exchanges)
+        if side is None:
+            continue
+        {"sharded": sharded, "keyed": keyed}.get(side, set()).add(n.node_id)
+        if side == "exchange":
             exchanges[n.node_id] = n
-        elif isinstance(n, Aggregate) and n.child.node_id in exchanges:
-            keyed.add(n.node_id)
-        elif isinstance(n, Join) and n.left.node_id in exchanges and n.right.node_id in exchanges:
-            keyed.add(n.node_id)  # a co-partitioned join: both sides exchanged by their keys
-        elif isinstance(n, (Filter, Project)) and not isinstance(n, ScalarRow) and n.child.node_id in keyed:
-            keyed.add(n.node_id)  # HAVING and the projection of a keyed aggregate: row-wise on its rows
+        rounds[n.node_id] = _round(n, rounds, exchanges)
     on_workers = sharded | keyed
     gathers: dict[int, Node] = {}
     broadcasts: dict[int, Node] = {}
@@ -123,10 +170,10 @@ def place(root: Node, catalog: Catalog, workers: int) -> Placement:
             parent_on_workers = n.node_id in on_workers or n.node_id in exchanges
             if not parent_on_workers and c.node_id in on_workers:
                 gathers[c.node_id] = c
-            if n.node_id in on_workers and c.node_id not in on_workers and c.node_id not in exchanges:
+            if parent_on_workers and c.node_id not in on_workers and c.node_id not in exchanges:
                 if _reads_private(c, memo):
                     raise RuntimeError(f"internal error: {n.describe()} runs on the workers but reads an unplaced "
                                        "private input")
                 broadcasts[c.node_id] = c
     return Placement(workers, frozenset(sharded), tuple(gathers.values()), tuple(broadcasts.values()),
-                     tuple(exchanges.values()), frozenset(keyed))
+                     tuple(exchanges.values()), frozenset(keyed), rounds)

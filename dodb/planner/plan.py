@@ -291,7 +291,8 @@ class QueryPlan:
             out["rows"] = sum(m.rows for m in sent)
             out["measured_bytes"] = sum(m.bytes for m in sent)
             out["run_row_bytes"] = max(m.row_bytes for m in sent)  # the run's lanes (public strings' widths)
-            out["model_bytes"] = stage_bytes([m.rows for m in sent], out["run_row_bytes"])
+            out["model_bytes"] = stage_bytes([m.rows for m in sent], out["run_row_bytes"],
+                                             max(m.header_bytes for m in sent))
         return out
 
     def _mode_of(self, n: Node) -> str:

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-import dodb
 from dodb.audit import audit
-from dodb.compare import snapshot
-from dodb.datasets import generate_tpch, protect_tpch
 from dodb.planner.logical import Exchange, Join, walk
 
 from ..operators.util import assert_same_rows
+from .cluster_db import tpch_cluster_db
 from .planted import plant_exact_size_exchange
 
 # orders meet lines by a key that is not the unit's (an order key against a supplier key),
@@ -31,13 +29,7 @@ JOINS = [
 
 
 def _db(neighbour: str, workers: int, scale: float):
-    db = dodb.connect(neighbour=neighbour, seed=6, cluster=f"inline:{workers}")
-    generate_tpch(db.con, scale)
-    db.oracle = snapshot(db.con)
-    db.set_budget(epsilon=1e9, delta=0.5)
-    protect_tpch(db)
-    db.shard(workers)
-    return db
+    return tpch_cluster_db(neighbour, workers, scale, seed=6)
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +64,10 @@ def test_explain_shows_the_join_on_the_workers_by_key(db):
     assert "Exchange by [lineitem.l_suppkey] to 2 workers" in text
     line = next(x for x in text.splitlines() if "Join INNER ON orders.o_orderkey = lineitem.l_suppkey" in x)
     assert "on 2 workers, by key" in line
-    assert text.count("moves (exchange") == 2
+    assert text.count("moves (exchange") == 3  # and the GROUP BY above it: a third round (§Rounds)
+    agg = next(x for x in text.splitlines() if "Aggregate by [orders.o_orderpriority]" in x)
+    assert "on 2 workers, by key" in agg
+    assert text.count("by key, for round 2") == 2 and text.count("by key, for round 3") == 1
 
 
 def test_keys_of_two_types_are_joined_on_the_driver(db):

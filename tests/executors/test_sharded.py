@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -103,7 +102,7 @@ def test_every_unit_lies_on_one_shard(db2):
     shards = read_manifest(db2.con, db2.shard_directory())
     assert shards.workers == 2
     tables = ["customer", "orders", "lineitem"]
-    slots, owners = {}, {}
+    slots = {}
     for t in tables:
         info = db2.catalog.table(t)
         parts = [read_shard(shards, info, p, info.logical_columns) for p in range(2)]
@@ -194,7 +193,8 @@ def test_placement_keeps_preserved_public_sides_and_sorts_on_the_driver(db2):
     # EXPLAIN names the workers and what runs where
     text = db2.explain(tpch_query(3))
     assert "cluster: 2 workers" in text and "on 2 shards" in text
-    assert "Exchange by [lineitem.l_orderkey" in text and "on 2 workers, by key, gathered to the driver" in text
+    assert "Exchange by [lineitem.l_orderkey" in text and "on 2 workers, by key]" in text
+    assert "on 2 workers, each keeps its first 10 rows, gathered to the driver" in text  # its local top-k
 
 
 def test_cluster_argument_errors_are_one_line():
