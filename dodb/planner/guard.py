@@ -75,7 +75,7 @@ _FUNCTIONS = frozenset({
     "even", "yearweek", "isoyear", "century", "decade", "millennium", "nullif", "ifnull", "lcase", "ucase",
     "ceiling", "trunc", "left_grapheme", "right_grapheme", "strip_accents", "bit_count", "signbit",
     "isfinite", "era", "millisecond", "microsecond", "weekday", "epoch_us", "add", "subtract", "multiply", "fmod",
-    "nextafter", "ord", "round_even", "roundbankers", "printf", "divide", "date_sub", "datesub",
+    "nextafter", "ord", "round_even", "roundbankers", "printf", "divide", "date_sub", "datesub", "try_strptime",
 })
 # CAST targets the padded representation holds (docs/design.md §Storage)
 _CAST_TYPES = {t for t in (getattr(exp.DataType.Type, n, None) for n in (
