@@ -145,6 +145,11 @@ EXPRS = {
     "regex": "regexp_matches(s, '(a|é)+[0-9]?$') OR regexp_full_match(n, '\\d+') OR s SIMILAR TO '.*_.' OR n ~ '^x'",
     "date_text": "TRY_CAST(s AS DATE) < TRY_CAST(n AS DATE) OR CAST(s AS DATE) IS NULL",
     "make_time": "make_time(t8 % 25, t16 % 61, f) < TIME '12:00:00' OR make_timestamp(i, t8, t16, 1, 2, f) < ts",
+    "strptime": "try_strptime(s, '%d %b %Y %I%p') < strptime(CASE WHEN k THEN '2013-07-04' ELSE '2000-01-01' END, "
+                "'%Y-%m-%d') OR try_strptime(n, '%Y%j %A %S.%f') IS NULL",
+    "interval_rows": "CAST(tm AS VARCHAR) || CAST(tm - INTERVAL 25 HOUR AS VARCHAR) || CAST(tm + to_minutes(b) AS VARCHAR) "
+                     "|| CAST(ts - to_hours(b) AS VARCHAR) || CAST(dt + to_days(i) AS VARCHAR) "
+                     "|| CAST(ts + to_microseconds(b) AS VARCHAR)",
     "regex_rewrite": "regexp_extract(s, '(a|é)(b*?)_?', 2) || regexp_replace(n, 'x*', '-', 'g') "
                      "|| regexp_replace(s, '(a)|b', '<\\1>')",
 }

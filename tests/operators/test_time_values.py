@@ -84,7 +84,7 @@ QUERIES = [
 ]
 
 
-@pytest.mark.parametrize("sql", ["CAST(tm AS VARCHAR)", "tm + INTERVAL 1 HOUR", "year(tm)"])
+@pytest.mark.parametrize("sql", ["year(tm)", "tm - to_seconds(1.5)", "CAST(tm AS DATE)"])
 def test_what_is_not_built_is_refused(sql):
     pt = from_arrow(pa.table({"tm": pa.array([dt.time(1, 2)], pa.time64("us"))}), stability=1, widths={},
                     is_real=np.ones(1, bool))

@@ -26,7 +26,7 @@ def text_width(t: SqlType) -> int:
         return fmt.dec_text_width(39, 0)
     if t.kind == "dec":
         return fmt.dec_text_width(t.precision, t.scale)
-    return {"date": fmt.DATE_TEXT_WIDTH, "ts": fmt.TS_TEXT_WIDTH, "bool": 5}.get(t.kind, 0)
+    return {"date": fmt.DATE_TEXT_WIDTH, "ts": fmt.TS_TEXT_WIDTH, "time": fmt.TIME_TEXT_WIDTH, "bool": 5}.get(t.kind, 0)
 
 
 def _to_text(ev, v: Val, to: SqlType) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
@@ -47,6 +47,9 @@ def _to_text(ev, v: Val, to: SqlType) -> tuple[np.ndarray, np.ndarray, np.ndarra
     if k == "ts":
         mat, lengths, bad = fmt.ts_text(v.data)
         return mat, lengths, bad, ""
+    if k == "time":
+        mat, lengths = fmt.time_text(v.data)
+        return mat, lengths, none, ""
     raise Unsupported(f"CAST of {v.type} to VARCHAR")
 
 

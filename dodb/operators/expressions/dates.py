@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from ...oblivious.select import floor_mod, select
 
-__all__ = ["civil", "days_from_civil", "month_days", "add_interval", "date_part", "US_PER_DAY", "split_ts",
+__all__ = ["civil", "days_from_civil", "month_days", "add_interval", "add_interval_checked", "date_part", "US_PER_DAY", "split_ts",
            "iso_week", "in_date_range", "finite_date", "finite_ts", "finite", "keep_infinities", "to_us", "PARTS"]
 
 US_PER_DAY = 86_400_000_000
@@ -100,21 +100,43 @@ def split_ts(us: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return days, us - days * US_PER_DAY
 
 
-def add_interval(us: np.ndarray, months: int, days: int, micros: int) -> tuple[np.ndarray, np.ndarray]:
-    """Timestamp + a constant interval (DuckDB ``Interval::Add``: months with the day
-    clamped to the month's length, then days, then µs) and where the result leaves the
-    TIMESTAMP range (those rows hold 0)."""
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+_LAST_TOD = TS_MAX_US - _TS_MAX_DAY * US_PER_DAY  # the latest time of the last day
+
+
+def add_interval(us: np.ndarray, months: int, days, micros) -> tuple[np.ndarray, np.ndarray]:
+    """Timestamp + an interval and where it fails (:func:`add_interval_checked`, both failures)."""
+    res, bad, date_over = add_interval_checked(us, months, days, micros)
+    return res, bad | date_over
+
+
+def add_interval_checked(us: np.ndarray, months: int, days, micros) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Timestamp + an interval as DuckDB's ``Interval::Add`` does it: where the interval has
+    months or days, the date moves (a public count of months, the day clamped to the
+    month's length, then ``days``: a constant or one per row) and is joined again with the
+    time of day (it must fit in 64 bits); then the µs are added with an overflow check.
+    The result must not be ±infinity.  Returns (result, not a timestamp, the date past
+    32 bits — DuckDB's 'Date out of range'); failed rows hold 0."""
     d, tod = split_ts(us)
     if months:
         y, m, dd = civil(d)
         total = y * 12 + (m - 1) + months
         ny, nm = np.floor_divide(total, 12), floor_mod(total, 12) + 1
         d = days_from_civil(ny, nm, np.minimum(dd, month_days(ny, nm)))
-    d = d + days
-    bad = (d < _TS_MIN_DAY - 1) | (d > _TS_MAX_DAY + 1)
-    res = select(bad, 0, d) * US_PER_DAY + tod + micros
-    bad |= (res < TS_MIN_US) | (res > TS_MAX_US)
-    return select(bad, 0, res), bad
+    nd = d + days
+    date_over = (nd < _I32_MIN) | (nd > _I32_MAX)
+    joined_bad = (nd < _TS_MIN_DAY) | (nd > _TS_MAX_DAY) | ((nd == _TS_MAX_DAY) & (tod > _LAST_TOD))
+    joined = select(joined_bad, 0, nd) * US_PER_DAY + tod
+    moved = (np.asarray(days) != 0) | (months != 0)
+    base = select(moved, joined, us)
+    date_bad = moved & (joined_bad | date_over)
+    micros = np.asarray(micros, dtype=np.int64)
+    over = select(micros >= 0, base > _I64_MAX - np.maximum(micros, 0), base < _I64_MIN - np.minimum(micros, 0))
+    res = base + select(over, 0, micros)
+    bad = (date_bad & ~date_over) | (~date_bad & (over | (res == _I64_MAX) | (res == -_I64_MAX)))
+    date_over = moved & date_over
+    return select(bad | date_over, 0, res), bad, date_over
 
 
 def iso_week(days: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

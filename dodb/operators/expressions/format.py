@@ -11,12 +11,13 @@ from ...oblivious.select import select
 
 from . import dates, int128 as i128, strings
 
-__all__ = ["int_text", "dec_text", "date_text", "ts_text", "bool_text", "parse_int", "INT_TEXT_WIDTH",
+__all__ = ["int_text", "dec_text", "date_text", "ts_text", "time_text", "bool_text", "parse_int", "INT_TEXT_WIDTH",
            "DATE_TEXT_WIDTH", "TS_TEXT_WIDTH", "dec_text_width"]
 
 INT_TEXT_WIDTH = 20
 DATE_TEXT_WIDTH = 18   # a 7-digit year, '-MM-DD' and ' (BC)'
 TS_TEXT_WIDTH = 34
+TIME_TEXT_WIDTH = 15  # HH:MM:SS.ffffff
 _ZERO = ord("0")
 
 
@@ -108,24 +109,37 @@ def date_text(days: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return out, lengths, np.zeros(days.shape[0], dtype=bool)
 
 
+def _clock_cols(tod: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """'HH:MM:SS.ffffff' columns of microseconds since midnight and which of them are kept:
+    the fraction's trailing zeros are dropped, and the point with an all-zero fraction."""
+    n = tod.shape[0]
+    secs, micros = tod // 1_000_000, tod % 1_000_000
+    colon = np.full(n, ord(":"), np.uint8)
+    cols = _two(secs // 3600) + [colon] + _two(secs // 60 % 60) + [colon] + _two(secs % 60)
+    frac = [((micros // 10 ** (5 - k)) % 10).astype(np.uint8) for k in range(6)]
+    tail = np.logical_or.accumulate(np.stack(frac, axis=1)[:, ::-1] != 0, axis=1)[:, ::-1]
+    cols += [np.full(n, ord("."), np.uint8)] + [f + np.uint8(_ZERO) for f in frac]
+    keep = [np.ones(n, bool)] * 8 + [micros != 0] + [tail[:, k] for k in range(6)]
+    return cols, keep
+
+
 def ts_text(us: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """'YYYY-MM-DD[ (BC)] HH:MM:SS[.ffffff]' with trailing zeros of the fraction dropped (as DuckDB)."""
     n = us.shape[0]
     days, tod = dates.split_ts(us)
-    secs, micros = tod // 1_000_000, tod % 1_000_000
-    colon = np.full(n, ord(":"), np.uint8)
     cols, keep = _date_cols(days)
-    cols += [np.full(n, ord(" "), np.uint8)] + _two(secs // 3600) + [colon] + _two(secs // 60 % 60) + [colon] + \
-        _two(secs % 60)
-    keep += [np.ones(n, bool)] * 9
-    frac = [((micros // 10 ** (5 - k)) % 10).astype(np.uint8) for k in range(6)]
-    tail = np.logical_or.accumulate(np.stack(frac, axis=1)[:, ::-1] != 0, axis=1)[:, ::-1]
-    mat = np.concatenate([np.stack(cols, axis=1), np.full((n, 1), ord("."), np.uint8),
-                          np.stack(frac, axis=1) + np.uint8(_ZERO)], axis=1)
-    mask = np.concatenate([np.stack(keep, axis=1), (micros != 0)[:, None], tail], axis=1)
-    out, lengths = strings.compact(mat, mask)
+    clock, clock_keep = _clock_cols(tod)
+    cols += [np.full(n, ord(" "), np.uint8)] + clock
+    keep += [np.ones(n, bool)] + clock_keep
+    out, lengths = strings.compact(np.stack(cols, axis=1), np.stack(keep, axis=1))
     out, lengths = _with_infinities(out[:, :TS_TEXT_WIDTH], lengths, us, TS_INFINITY)
     return out, lengths, np.zeros(n, dtype=bool)
+
+
+def time_text(tod: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A TIME as DuckDB writes it: 'HH:MM:SS[.ffffff]' (24:00:00 included)."""
+    cols, keep = _clock_cols(tod)
+    return strings.compact(np.stack(cols, axis=1), np.stack(keep, axis=1))
 
 
 def bool_text(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,7 @@ import re
 import numpy as np
 from sqlglot import exp
 
-from . import dates, int128 as i128, numeric, strings
+from . import dates, intervals, int128 as i128, numeric, strings
 from .numeric import Unsupported
 from .types import parse_type
 from .value import Val
@@ -39,6 +39,9 @@ _UNITS = {"YEAR": (12, 0, 0), "QUARTER": (3, 0, 0), "MONTH": (1, 0, 0), "WEEK": 
 
 
 def is_interval(node: exp.Expression) -> bool:
+    """A constant ``INTERVAL …`` or an interval constructed per row (``to_hours(x)``)."""
+    if intervals.is_constructed(node):
+        return True
     while isinstance(node, exp.Paren):
         node = node.this
     return isinstance(node, exp.Interval)
@@ -81,18 +84,32 @@ def interval_arith(ev, node, op: str, rt) -> Val:
 def shift_by_interval(ev, base_node: exp.Expression, interval: exp.Expression, sign: int, rt) -> Val:
     """``base ± interval`` (``sign``), ±infinity kept; an error where the result leaves the range."""
     base = ev.ev(base_node)
+    valid, err = base.valid, base.err
+    if intervals.is_constructed(interval):  # per row: (days, µs), with the constructor's errors
+        days, micros, arg_valid, arg_err = intervals.constructed(ev, interval, sign, base.valid)
+        months, valid, err = 0, valid & arg_valid, np.maximum(err, arg_err)
+    else:
+        months, days, micros = (sign * k for k in _interval(interval))
+    if base.type.kind == "time":
+        return intervals.shift_time_value(base, micros, valid, err, rt)
     if base.type.kind not in ("date", "ts") or rt.kind not in ("date", "ts"):
         raise Unsupported(f"{base.type} ± INTERVAL giving {rt}")
-    months, days, micros = _interval(interval)
+    return _shift(ev, base, months, days, micros, valid, err, rt)
+
+
+def _shift(ev, base: Val, months: int, days, micros, valid: np.ndarray, err: np.ndarray, rt) -> Val:
+    """DATE/TIMESTAMP + (a public count of months, days, µs: constants or per row); ±infinity
+    kept; DuckDB's errors where the result leaves the range."""
     us, bad = dates.to_us(base.data, base.type.kind)
-    res, over = dates.add_interval(us, sign * months, sign * days, sign * micros)
+    res, over, date_over = dates.add_interval_checked(select(bad, 0, us), months, days, micros)
     if rt.kind == "date":
         res = dates.split_ts(res)[0]
     finite = dates.finite(base.data, base.type.kind)  # ±infinity ± an interval stays ±infinity
     res = dates.keep_infinities(base.data, base.type.kind, res, rt.kind)
-    err = np.maximum(base.err, ev.fail((bad | over) & finite & base.valid, "Conversion Error: Date and time not in "
-                                                                             "timestamp range"))
-    return Val(rt, res, base.valid, err)
+    reached = finite & valid & (err == 0)  # a row whose arguments failed never reaches the sum
+    err = np.maximum(err, ev.fail((bad | over) & reached, "Conversion Error: Date and time not in timestamp range"))
+    err = np.maximum(err, ev.fail(date_over & ~bad & reached, "Out of Range Error: Date out of range"))
+    return Val(rt, select(valid, res, 0), valid, err)
 
 
 def date_arith(ev, node, op: str, a: Val, b: Val, rt) -> Val:
