@@ -147,8 +147,9 @@ def lookup_join(left: PaddedTable, right: PaddedTable, left_keys: list[str], rig
     out_cols = []
     words = iter(out_words)
     for c in pub.columns:
-        arrays = [from_word_columns(next(words), a, n) for a in c.arrays()]
-        out_cols.append(Column(c.type, arrays[0], arrays[1], arrays[2] if len(arrays) > 2 else None, huge=c.huge))
+        # with_arrays, not the constructor: a narrow DECIMAL's lanes are its low words, and
+        # the column rebuilds its high words from them (operators/table.py Column.arrays)
+        out_cols.append(c.with_arrays([from_word_columns(next(words), a, n) for a in c.arrays()]))
     s = left.stability
     if how in ("semi", "anti"):
         keep = matched if how == "semi" else ~matched
