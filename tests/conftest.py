@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 from dodb.oblivious.rng import enable_seeding
@@ -18,3 +19,25 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
 )
 settings.load_profile("dodb")
+
+
+@pytest.fixture(autouse=True)
+def _plans_follow_monkeypatch(monkeypatch):
+    """A test that patches dodb's code (a planted bug) and plans the same query again must
+    get a plan made with the patch, and after ``undo`` one made without it, not the plan
+    cached before (dodb/planner/plan_cache.py): every patch and undo forgets cached plans."""
+    from dodb.planner import plan_cache
+
+    real_setattr, real_undo = monkeypatch.setattr, monkeypatch.undo
+
+    def setattr_(*args, **kwargs):
+        real_setattr(*args, **kwargs)
+        plan_cache.forget_plans()
+
+    def undo():
+        real_undo()
+        plan_cache.forget_plans()
+
+    monkeypatch.setattr = setattr_
+    monkeypatch.undo = undo
+    yield

@@ -33,7 +33,20 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .public_cache import public_base_tables
 
-__all__ = ["params_key", "fresh", "reuse_or_build"]
+__all__ = ["params_key", "fresh", "reuse_or_build", "forget_plans", "generation"]
+
+_generation = [0]  # part of every key: forget_plans() makes every cached plan unreachable
+
+
+def forget_plans() -> None:
+    """Make every plan cached in this process unreachable: for code that changes how dodb
+    plans while it runs (a test that plants a planner bug, then plans the same query)."""
+    _generation[0] += 1
+
+
+def generation() -> int:
+    """The current generation of cached plans (in every plan key)."""
+    return _generation[0]
 
 # every mutable container a QueryPlan holds: copied per use, so no use sees another's edits
 _CONTAINERS = ("names", "internal", "allocation", "events", "event_nodes", "types", "expected_rows")
@@ -74,6 +87,7 @@ def reuse_or_build(catalog, key: tuple, tables, build: Callable[[dict[str, tuple
     read, so the builder does not read them again), cached for the next use."""
     public = public_base_tables(catalog, tables)
     contents = read_contents(set(public)) if public else {}
+    key = key + (generation(),)
     entry = catalog.plan_cache.peek(key, lambda held: held[1] == contents)
     if entry is not None:
         return fresh(entry[0])
