@@ -3,14 +3,14 @@
 labelled as one and floats rounded."""
 from __future__ import annotations
 
-import argparse
 import json
 
+import click
 import duckdb
 import pytest
 
 import dodb
-from dodb.cli import _parser
+from dodb.cli import cli
 
 from ..cli_run import run_cli
 
@@ -84,20 +84,22 @@ def test_tables_lists_protection_unit_and_capacity(renyi):
     assert [t["name"] for t in listing] == ["pub", "t"] and listing[1]["capacity"] == 40
 
 
-def test_every_default_is_in_the_help():
+def test_every_default_is_in_the_help(tmp_path):
     """Each option with a default value says it in its command's --help."""
-    parser = _parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    group = cli()
     missing = []
-    for name, p in sub.choices.items():
-        text = " ".join(p.format_help().split())
-        for a in p._actions:
-            if not a.option_strings or a.default in (None, False, argparse.SUPPRESS) or a.required:
+    for name, command in group.commands.items():
+        r = run_cli(name, "--help", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        text = " ".join(r.stdout.split())
+        for p in command.params:
+            if not isinstance(p, click.Option) or p.is_flag or p.multiple or p.default is None or p.required:
                 continue
-            shown = f"(default: {a.default})" in text or (a.help and "default" in a.help)
+            shown = f"[default: {p.default}]" in text or (p.help and "default" in p.help)
             if not shown:
-                missing.append(f"{name} {a.option_strings[0]}")
+                missing.append(f"{name} {p.opts[0]}")
     assert not missing, missing
+    assert len(group.commands) == 15 and "gateway" in group.commands  # every command was looked at
 
 
 def test_history_rounds_floats_and_keeps_one_line_per_entry(tmp_path):
