@@ -14,6 +14,7 @@ from typing import Any, Callable
 import click
 
 from ..audit import command as audit_command
+from .render import MODES  # light: the renderers import rich only when they draw
 from .commands import (_budget, _demo, _explain, _gateway, _history, _protect, _query, _serve, _shard, _shell,
                        _tables, _token, _unprotect, _warmup)
 
@@ -23,7 +24,6 @@ __all__ = ["EPSILON_CAP", "build_cli"]
 # the help does not import the engine (tests/api/test_epsilon_cap.py keeps the two equal).
 EPSILON_CAP = 40.0
 
-MODES = ("box", "table", "csv", "json", "line")  # render.MODES, without importing the renderers
 SETTINGS = {"help_option_names": ["-h", "--help"], "show_default": True, "max_content_width": 110}
 
 

@@ -41,18 +41,50 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
-def grid(columns: list[str] | tuple, rows: list[tuple], *, limit: int | None = None) -> str:
-    """An ASCII table (``.mode table``): a header, a rule, the rows, ``…`` past ``limit``."""
+def _numeric(values: list[Any]) -> bool:
+    """Whether a column holds numbers only (then it is right-aligned, as DuckDB aligns them)."""
+    seen = [v for v in values if v is not None]
+    return bool(seen) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in seen)
+
+
+def _terminal(stream: Any) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def grid(columns: list[str] | tuple, rows: list[tuple], *, limit: int | None = None, frame: str = "ascii") -> str:
+    """The rows as a table drawn by rich: ``frame="ascii"`` is DuckDB's ``.mode table``
+    (``+---+`` rules), ``"square"`` DuckDB's box lines; ``… N more rows`` past ``limit``.
+
+    On a terminal the header is bold and the table fits the window; otherwise (a pipe, a
+    file, a test) the text is plain, without ANSI codes, at its full width."""
+    import shutil
+    import sys
+
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
     shown = rows if limit is None else rows[:limit]
-    cells = [[_cell(v) for v in r] for r in shown]
-    widths = [max([len(str(c))] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
-    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
-    out = [rule, "| " + " | ".join(str(c).ljust(w) for c, w in zip(columns, widths)) + " |", rule]
-    out += ["| " + " | ".join(v.ljust(w) for v, w in zip(row, widths)) + " |" for row in cells]
-    out.append(rule)
+    tty = _terminal(sys.stdout)
+    table = Table(box=box.ASCII2 if frame == "ascii" else box.SQUARE, header_style="bold" if tty else "",
+                  show_edge=True, highlight=False)
+    for i, c in enumerate(columns):
+        table.add_column(Text(str(c)), justify="right" if _numeric([r[i] for r in shown]) else "left",
+                         overflow="fold")
+    for r in shown:
+        table.add_row(*(Text(_cell(v)) for v in r))  # Text: a value is never read as rich markup
+    width = shutil.get_terminal_size().columns if tty else 1 << 20  # a pipe gets every character
+    console = Console(file=io.StringIO(), width=width, force_terminal=tty, force_jupyter=False, no_color=not tty,
+                      legacy_windows=False, emoji=False, highlight=False)
+    console.print(table)
+    text = "\n".join(line.rstrip() for line in console.file.getvalue().rstrip("\n").splitlines())
     if limit is not None and len(rows) > limit:
-        out.append(f"… {len(rows) - limit} more rows")
-    return "\n".join(out)
+        text += f"\n… {len(rows) - limit} more rows"
+    return text
 
 
 def render(result, mode: str, *, limit: int | None = None) -> str:

@@ -148,4 +148,4 @@ def test_progress_shows_only_for_a_query_past_its_threshold(monkeypatch):
     monkeypatch.setattr("sys.stderr", slow)
     with progress("running", after=0.05):
         time.sleep(0.5)
-    assert quick.getvalue() == "" and "running" in slow.getvalue() and slow.getvalue().endswith("\r")
+    assert quick.getvalue() == "" and "running" in slow.getvalue() and slow.getvalue().endswith("\x1b[2K")  # erased
