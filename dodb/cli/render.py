@@ -15,7 +15,7 @@ from ..display import budget_headline, budget_lines, filter_words, num
 __all__ = ["MODES", "budget_headline", "budget_lines", "filter_words", "grid", "num", "render",
            "table_listing_lines"]
 
-MODES = ("box", "table", "csv", "json", "line")
+MODES = ("box", "table", "markdown", "csv", "json", "line")
 
 
 def table_listing_lines(tables: list[dict[str, Any]]) -> list[str]:
@@ -54,9 +54,12 @@ def _terminal(stream: Any) -> bool:
         return False
 
 
-def grid(columns: list[str] | tuple, rows: list[tuple], *, limit: int | None = None, frame: str = "ascii") -> str:
+def grid(columns: list[str] | tuple, rows: list[tuple], *, limit: int | None = None, frame: str = "ascii",
+         numeric: list[bool] | None = None) -> str:
     """The rows as a table drawn by rich: ``frame="ascii"`` is DuckDB's ``.mode table``
-    (``+---+`` rules), ``"square"`` DuckDB's box lines; ``… N more rows`` past ``limit``.
+    (``+---+`` rules), ``"square"`` DuckDB's box lines, ``"markdown"`` a Markdown (GitHub)
+    table; ``… N more rows`` past ``limit``.  Numeric columns (``numeric``, else those whose
+    values are all numbers) are right-aligned, as DuckDB aligns them.
 
     On a terminal the header is bold and the table fits the window; otherwise (a pipe, a
     file, a test) the text is plain, without ANSI codes, at its full width."""
@@ -70,10 +73,12 @@ def grid(columns: list[str] | tuple, rows: list[tuple], *, limit: int | None = N
 
     shown = rows if limit is None else rows[:limit]
     tty = _terminal(sys.stdout)
-    table = Table(box=box.ASCII2 if frame == "ascii" else box.SQUARE, header_style="bold" if tty else "",
+    frames = {"ascii": box.ASCII2, "square": box.SQUARE, "markdown": box.MARKDOWN}
+    table = Table(box=frames[frame], header_style="bold" if tty else "",
                   show_edge=True, highlight=False)
     for i, c in enumerate(columns):
-        table.add_column(Text(str(c)), justify="right" if _numeric([r[i] for r in shown]) else "left",
+        right = numeric[i] if numeric is not None else _numeric([r[i] for r in shown])
+        table.add_column(Text(str(c)), justify="right" if right else "left",
                          overflow="fold")
     for r in shown:
         table.add_row(*(Text(_cell(v)) for v in r))  # Text: a value is never read as rich markup
@@ -81,10 +86,17 @@ def grid(columns: list[str] | tuple, rows: list[tuple], *, limit: int | None = N
     console = Console(file=io.StringIO(), width=width, force_terminal=tty, force_jupyter=False, no_color=not tty,
                       legacy_windows=False, emoji=False, highlight=False)
     console.print(table)
-    text = "\n".join(line.rstrip() for line in console.file.getvalue().rstrip("\n").splitlines())
+    text = "\n".join(line.rstrip() for line in console.file.getvalue().splitlines()).strip("\n")
     if limit is not None and len(rows) > limit:
         text += f"\n… {len(rows) - limit} more rows"
     return text
+
+
+def _numeric_types(result) -> list[bool]:
+    """Which of the answer's columns have a numeric type (integer, floating, decimal)."""
+    import pyarrow.types as pt
+
+    return [pt.is_integer(f.type) or pt.is_floating(f.type) or pt.is_decimal(f.type) for f in result.arrow().schema]
 
 
 def render(result, mode: str, *, limit: int | None = None) -> str:
@@ -104,8 +116,8 @@ def render(result, mode: str, *, limit: int | None = None) -> str:
         more, rows = max(0, len(rows) - limit), rows[:limit]
     else:
         more = 0
-    if mode == "table":
-        text = grid(cols, rows)
+    if mode in ("table", "markdown"):
+        text = grid(cols, rows, frame="ascii" if mode == "table" else "markdown", numeric=_numeric_types(result))
     elif mode == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")

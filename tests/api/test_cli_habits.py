@@ -131,6 +131,26 @@ def test_query_prints_duckdbs_box_or_a_data_format(renyi):
     assert "privacy report" in r.stderr and "ε used: 0.01" in r.stderr
 
 
+def test_table_and_markdown_modes_are_plain_text_in_a_pipe(renyi):
+    """``--format table`` is DuckDB's ``.mode table`` and ``markdown`` a Markdown table (drawn
+    by rich): numbers right-aligned, NULL shown, data never read as markup, no ANSI codes."""
+    d, path, _ = renyi
+    sql = "SELECT k, '[bold]x[/bold]' AS s, NULL::INT AS z FROM pub"
+    r = run_cli("query", path, sql, "--epsilon", "0.01", "--format", "table", cwd=d)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("+---+----------------+------+\n"
+                               "| k | s              |    z |\n"
+                               "+---+----------------+------+\n"
+                               "| 1 | [bold]x[/bold] | NULL |\n"
+                               "+---+----------------+------+\n")
+    r = run_cli("query", path, sql, "--epsilon", "0.01", "--format", "markdown", cwd=d)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("| k | s              |    z |\n"
+                               "|---|----------------|------|\n"
+                               "| 1 | [bold]x[/bold] | NULL |\n")
+    assert "\x1b" not in r.stdout + r.stderr
+
+
 def test_progress_shows_only_for_a_query_past_its_threshold(monkeypatch):
     import io
     import time
