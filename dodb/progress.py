@@ -1,8 +1,9 @@
-"""Progress for queries longer than a second: a spinner on a terminal's stderr, or a line
-in a Jupyter cell that is updated and then cleared.
+"""Progress for queries longer than a second: a spinner on a terminal's stderr (drawn by
+rich), or a line in a Jupyter cell that is updated and then cleared.
 
 Shown only where someone watches: stderr must be a terminal, or IPython must already be
-loaded in a kernel (a notebook); nothing is imported for it (``import dodb`` stays light).
+loaded in a kernel (a notebook); nothing is imported for it until it shows (``import dodb``
+stays light, and rich loads only once a query on a terminal passes its second).
 ``DODB_PROGRESS=0`` turns it off.  What it shows is the label, the seconds elapsed and what
 the caller said since (e.g. served mode's "charged ε=0.5 (query #3), running on the server").
 """
@@ -81,17 +82,21 @@ def progress(label: str, after: float | None = None) -> Iterator[Progress]:
     def terminal() -> None:
         if done.wait(after):
             return
-        frames, i, width = "|/-\\", 0, 0
-        while True:
-            text = f"\r{frames[i % 4]} {shown.line()}"
-            width = max(width, len(text))
-            sys.stderr.write(text.ljust(width))
-            sys.stderr.flush()
-            i += 1
-            if done.wait(0.2):
-                break
-        sys.stderr.write("\r" + " " * width + "\r")
-        sys.stderr.flush()
+        # rich draws the spinner (imported only now: a quick query, a pipe or a notebook never loads it)
+        from rich.console import Console
+        from rich.live import Live
+        from rich.spinner import Spinner
+
+        spinner = Spinner("line", text=shown.line())
+        console = Console(file=sys.stderr, force_jupyter=False, highlight=False)
+        # transient: the line is erased when the query ends; stdout and stderr stay the caller's
+        with Live(spinner, console=console, transient=True, auto_refresh=False, redirect_stdout=False,
+                  redirect_stderr=False) as live:
+            while True:
+                spinner.update(text=shown.line())
+                live.refresh()
+                if done.wait(0.2):
+                    break
 
     def cell() -> None:
         if done.wait(after):

@@ -21,7 +21,7 @@ def run_cli(*args: str, cwd) -> subprocess.CompletedProcess:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 code = main(list(args))
-            except SystemExit as e:  # argparse's usage errors
+            except SystemExit as e:  # a usage error raised past main (main returns its status)
                 code = e.code if isinstance(e.code, int) else 2
     finally:
         os.chdir(old)

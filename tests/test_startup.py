@@ -5,7 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-HEAVY = ("numpy", "duckdb", "numba", "sqlglot", "pyarrow", "pandas", "polars", "matplotlib")
+# rich draws tables and progress: it loads when something is drawn, never to start up
+HEAVY = ("numpy", "duckdb", "numba", "sqlglot", "pyarrow", "pandas", "polars", "matplotlib", "rich")
 _LOADED = "import sys; print(' '.join(m for m in {heavy!r} if m in sys.modules))"
 
 
@@ -18,6 +19,7 @@ def _loaded_after(code: str) -> list[str]:
 
 def test_import_dodb_loads_no_heavy_module():
     assert _loaded_after("import dodb; dodb.DodbError") == []
+    assert _loaded_after("import dodb; import sys; assert 'click' not in sys.modules") == []  # the CLI's alone
 
 
 def test_cli_help_loads_no_heavy_module():

@@ -8,12 +8,12 @@ numbers, or the built-in set).  One line per query; the last line is
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
+from typing import Any
 
 from ..errors import DodbError
 
-__all__ = ["add_arguments", "run", "BUILTIN_QUERIES"]
+__all__ = ["parameters", "run", "BUILTIN_QUERIES"]
 
 # Ad-hoc queries that reach the private tables in the ways the operators differ: plain
 # counts, filters with CASE / LIKE / IN / NULL tests, DISTINCT, NOT IN, joins along the
@@ -33,34 +33,43 @@ BUILTIN_QUERIES = [
 ]
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("sql", nargs="*", help="queries to audit (default: the built-in set)")
-    p.add_argument("--queries-file", type=Path, help="a file with one query per line ('--' lines are comments)")
-    p.add_argument("--tpch", help="TPC-H query numbers to audit, comma-separated, or 'all'")
-    p.add_argument("--scale", type=float, default=0.002, help="TPC-H scale factor of the audited data")
-    p.add_argument("--pairs", type=int, default=3, help="neighbour pairs (sampled privacy units) per query")
-    p.add_argument("--mode", choices=["do", "oblivious", "plain"], default="do", help="the execution mode audited")
-    p.add_argument("--allow-insecure", action="store_true", help="required for --mode plain")
-    p.add_argument("--neighbour", choices=["add_remove", "replace"], default=None,
-                   help="neighbour relation (default: add_remove; with --database, the file's own setting)")
-    p.add_argument("--database", type=Path, metavar="FILE",
-                   help="audit this protected database (a temporary copy: the file is not changed) instead of a "
-                        "generated TPC-H sample; units that stress its bounds are audited, plus --pairs sampled ones")
-    p.add_argument("--epsilon", type=float, default=1.0, help="ε of each audited query")
-    p.add_argument("--cluster", metavar="inline:P", default=None,
-                   help="audit the plans a cluster of P workers runs, over the data sharded P ways; the workers "
-                        "run in this process so that runs can be replayed (docs/distributed.md §Audit across "
-                        "workers)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--no-allocations", action="store_true",
-                   help="skip the allocation records (numpy's allocator, tracemalloc): faster, sees less")
-    p.add_argument("--addresses", action="store_true",
-                   help="measure instead whether any branch or memory address depends on private data: the "
-                        "queries run under valgrind's memcheck with private rows marked undefined (needs "
-                        "valgrind; minutes per query at the default scale; docs/design.md §Address audit)")
+def parameters() -> list:
+    """The command's arguments and options, as click parameters (``dodb/cli/parser.py``)."""
+    import click
+
+    def opt(*decls: str, **kw) -> click.Option:
+        return click.Option(list(decls), **kw)
+
+    return [
+        click.Argument(["sql"], nargs=-1, metavar="[SQL]..."),  # queries to audit (default: the built-in set)
+        opt("--queries-file", type=click.Path(path_type=Path), default=None,
+            help="a file with one query per line ('--' lines are comments)"),
+        opt("--tpch", default=None, help="TPC-H query numbers to audit, comma-separated, or 'all'"),
+        opt("--scale", type=float, default=0.002, help="TPC-H scale factor of the audited data"),
+        opt("--pairs", type=int, default=3, help="neighbour pairs (sampled privacy units) per query"),
+        opt("--mode", type=click.Choice(["do", "oblivious", "plain"]), default="do", help="the execution mode audited"),
+        opt("--allow-insecure", is_flag=True, help="required for --mode plain"),
+        opt("--neighbour", type=click.Choice(["add_remove", "replace"]), default=None,
+            help="neighbour relation (default: add_remove; with --database, the file's own setting)"),
+        opt("--database", type=click.Path(path_type=Path), metavar="FILE", default=None,
+            help="audit this protected database (a temporary copy: the file is not changed) instead of a "
+                 "generated TPC-H sample; units that stress its bounds are audited, plus --pairs sampled ones"),
+        opt("--epsilon", type=float, default=1.0, help="ε of each audited query"),
+        opt("--cluster", metavar="inline:P", default=None,
+            help="audit the plans a cluster of P workers runs, over the data sharded P ways; the workers "
+                 "run in this process so that runs can be replayed (docs/distributed.md §Audit across "
+                 "workers)"),
+        opt("--seed", type=int, default=0, help="the seed of the sampled units and of the noise"),
+        opt("--no-allocations", is_flag=True,
+            help="skip the allocation records (numpy's allocator, tracemalloc): faster, sees less"),
+        opt("--addresses", is_flag=True,
+            help="measure instead whether any branch or memory address depends on private data: the "
+                 "queries run under valgrind's memcheck with private rows marked undefined (needs "
+                 "valgrind; minutes per query at the default scale; docs/design.md §Address audit)"),
+    ]
 
 
-def _queries(args: argparse.Namespace) -> list[str]:
+def _queries(args: Any) -> list[str]:
     from ..datasets import tpch_query
     from .neighbour import AuditError
 
@@ -89,7 +98,7 @@ def _queries(args: argparse.Namespace) -> list[str]:
     return out or list(BUILTIN_QUERIES)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: Any) -> int:
     import dodb
     from ..datasets import generate_tpch, protect_tpch
     from ..oblivious.rng import seeded_mode
@@ -131,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def _audit_database(args: argparse.Namespace, queries: list[str]):
+def _audit_database(args: Any, queries: list[str]):
     """The audit on a copy of the owner's database (dodb/audit/owner_data.py)."""
     import shutil
 
@@ -158,7 +167,7 @@ def _audit_database(args: argparse.Namespace, queries: list[str]):
         shutil.rmtree(path.parent, ignore_errors=True)
 
 
-def _audit_addresses(args: argparse.Namespace, queries: list[str]) -> int:
+def _audit_addresses(args: Any, queries: list[str]) -> int:
     """``--addresses``: the queries under memcheck, over a file the child process opens."""
     import shutil
 

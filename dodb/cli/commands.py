@@ -9,7 +9,6 @@ readable output for scripts.  A database file must exist unless ``--create`` is 
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -30,21 +29,15 @@ DEMO_QUERIES = [
 
 
 def _print_table(table, limit: int = 20) -> None:
+    """An Arrow table in DuckDB's box lines (drawn by rich), indented under the demo's headings."""
     from ..compare import table_rows
+    from .render import grid
 
-    rows = table_rows(table)
-    cols = table.column_names
-    cells = [[str(v) for v in r] for r in rows[:limit]]
-    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(cols)]
-    print("  " + " | ".join(c.ljust(w) for c, w in zip(cols, widths)))
-    print("  " + "-+-".join("-" * w for w in widths))
-    for row in cells:
-        print("  " + " | ".join(v.ljust(w) for v, w in zip(row, widths)))
-    if len(rows) > limit:
-        print(f"  … {len(rows) - limit} more rows")
+    print("\n".join("  " + line for line in grid(table.column_names, table_rows(table), limit=limit,
+                                                   frame="square").splitlines()))
 
 
-def _demo(args: argparse.Namespace) -> int:
+def _demo(args: Any) -> int:
     import dodb
     from ..accountant import BudgetExceededError
     from ..compare import same_answer, snapshot
@@ -90,27 +83,27 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _warmup(args: argparse.Namespace) -> int:
+def _warmup(args: Any) -> int:
     from ..oblivious.kernel_cache import cache_dir, quiet
     from ..warmup import warmup
 
     quiet()  # this command says what it compiles itself
 
-    tty = sys.stderr.isatty()
     print(f"dodb warmup: compiling the oblivious kernels for this CPU into {cache_dir()}", file=sys.stderr)
+    if not sys.stderr.isatty():  # a log: one line per step
+        secs = warmup(lambda i, n, label: print(f"{i}/{n} {label}", file=sys.stderr, flush=True))
+    else:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    def progress(i: int, n: int, label: str) -> None:
-        bar = "#" * (20 * i // n) + "-" * (20 - 20 * i // n)
-        line = f"[{bar}] {i}/{n} {label}"
-        if tty:
-            sys.stderr.write("\r" + line[:100].ljust(100))
-            sys.stderr.flush()
-        else:
-            print(line, file=sys.stderr, flush=True)
+        with Progress(BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.description}"),
+                      console=Console(file=sys.stderr, force_jupyter=False)) as bar:
+            task = bar.add_task("", total=None)
 
-    secs = warmup(progress)
-    if tty:
-        sys.stderr.write("\n")
+            def step(i: int, n: int, label: str) -> None:
+                bar.update(task, completed=i, total=n, description=label)
+
+            secs = warmup(step)
     print(f"dodb warmup: done in {secs:.1f}s (later processes load the kernels from the cache)", file=sys.stderr)
     return 0
 

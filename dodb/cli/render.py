@@ -15,7 +15,7 @@ from ..display import budget_headline, budget_lines, filter_words, num
 __all__ = ["MODES", "budget_headline", "budget_lines", "filter_words", "grid", "num", "render",
            "table_listing_lines"]
 
-MODES = ("box", "table", "csv", "json", "line")
+MODES = ("box", "table", "markdown", "csv", "json", "line")
 
 
 def table_listing_lines(tables: list[dict[str, Any]]) -> list[str]:
@@ -41,18 +41,62 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
-def grid(columns: list[str] | tuple, rows: list[tuple], *, limit: int | None = None) -> str:
-    """An ASCII table (``.mode table``): a header, a rule, the rows, ``…`` past ``limit``."""
+def _numeric(values: list[Any]) -> bool:
+    """Whether a column holds numbers only (then it is right-aligned, as DuckDB aligns them)."""
+    seen = [v for v in values if v is not None]
+    return bool(seen) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in seen)
+
+
+def _terminal(stream: Any) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def grid(columns: list[str] | tuple, rows: list[tuple], *, limit: int | None = None, frame: str = "ascii",
+         numeric: list[bool] | None = None) -> str:
+    """The rows as a table drawn by rich: ``frame="ascii"`` is DuckDB's ``.mode table``
+    (``+---+`` rules), ``"square"`` DuckDB's box lines, ``"markdown"`` a Markdown (GitHub)
+    table; ``… N more rows`` past ``limit``.  Numeric columns (``numeric``, else those whose
+    values are all numbers) are right-aligned, as DuckDB aligns them.
+
+    On a terminal the header is bold and the table fits the window; otherwise (a pipe, a
+    file, a test) the text is plain, without ANSI codes, at its full width."""
+    import shutil
+    import sys
+
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
     shown = rows if limit is None else rows[:limit]
-    cells = [[_cell(v) for v in r] for r in shown]
-    widths = [max([len(str(c))] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
-    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
-    out = [rule, "| " + " | ".join(str(c).ljust(w) for c, w in zip(columns, widths)) + " |", rule]
-    out += ["| " + " | ".join(v.ljust(w) for v, w in zip(row, widths)) + " |" for row in cells]
-    out.append(rule)
+    tty = _terminal(sys.stdout)
+    frames = {"ascii": box.ASCII2, "square": box.SQUARE, "markdown": box.MARKDOWN}
+    table = Table(box=frames[frame], header_style="bold" if tty else "",
+                  show_edge=True, highlight=False)
+    for i, c in enumerate(columns):
+        right = numeric[i] if numeric is not None else _numeric([r[i] for r in shown])
+        table.add_column(Text(str(c)), justify="right" if right else "left",
+                         overflow="fold")
+    for r in shown:
+        table.add_row(*(Text(_cell(v)) for v in r))  # Text: a value is never read as rich markup
+    width = shutil.get_terminal_size().columns if tty else 1 << 20  # a pipe gets every character
+    console = Console(file=io.StringIO(), width=width, force_terminal=tty, force_jupyter=False, no_color=not tty,
+                      legacy_windows=False, emoji=False, highlight=False)
+    console.print(table)
+    text = "\n".join(line.rstrip() for line in console.file.getvalue().splitlines()).strip("\n")
     if limit is not None and len(rows) > limit:
-        out.append(f"… {len(rows) - limit} more rows")
-    return "\n".join(out)
+        text += f"\n… {len(rows) - limit} more rows"
+    return text
+
+
+def _numeric_types(result) -> list[bool]:
+    """Which of the answer's columns have a numeric type (integer, floating, decimal)."""
+    import pyarrow.types as pt
+
+    return [pt.is_integer(f.type) or pt.is_floating(f.type) or pt.is_decimal(f.type) for f in result.arrow().schema]
 
 
 def render(result, mode: str, *, limit: int | None = None) -> str:
@@ -72,8 +116,8 @@ def render(result, mode: str, *, limit: int | None = None) -> str:
         more, rows = max(0, len(rows) - limit), rows[:limit]
     else:
         more = 0
-    if mode == "table":
-        text = grid(cols, rows)
+    if mode in ("table", "markdown"):
+        text = grid(cols, rows, frame="ascii" if mode == "table" else "markdown", numeric=_numeric_types(result))
     elif mode == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")

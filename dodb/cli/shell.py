@@ -23,7 +23,7 @@ SQL statements end with ';' and may span several lines. Dot-commands:
   .tables           the tables: private or public, privacy unit, capacity
   .budget           the privacy budget: spent as the admitting filter counts it, the plain sum, what is left
   .explain SQL      the plan of SQL with its ε per operator (runs nothing, charges nothing)
-  .mode [MODE]      output mode: box, table, csv, json, line (no argument: the current one)
+  .mode [MODE]      output mode: box, table, markdown, csv, json, line (no argument: the current one)
   .epsilon [E]      the ε each query is charged (no argument: the current one)
   .delta [D|default]  the δ each query is charged (default: the dataset's default query δ)
   .help             this text

@@ -3,14 +3,14 @@
 labelled as one and floats rounded."""
 from __future__ import annotations
 
-import argparse
 import json
 
+import click
 import duckdb
 import pytest
 
 import dodb
-from dodb.cli import _parser
+from dodb.cli import cli
 
 from ..cli_run import run_cli
 
@@ -84,20 +84,22 @@ def test_tables_lists_protection_unit_and_capacity(renyi):
     assert [t["name"] for t in listing] == ["pub", "t"] and listing[1]["capacity"] == 40
 
 
-def test_every_default_is_in_the_help():
+def test_every_default_is_in_the_help(tmp_path):
     """Each option with a default value says it in its command's --help."""
-    parser = _parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    group = cli()
     missing = []
-    for name, p in sub.choices.items():
-        text = " ".join(p.format_help().split())
-        for a in p._actions:
-            if not a.option_strings or a.default in (None, False, argparse.SUPPRESS) or a.required:
+    for name, command in group.commands.items():
+        r = run_cli(name, "--help", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        text = " ".join(r.stdout.split())
+        for p in command.params:
+            if not isinstance(p, click.Option) or p.is_flag or p.multiple or p.default is None or p.required:
                 continue
-            shown = f"(default: {a.default})" in text or (a.help and "default" in a.help)
+            shown = f"[default: {p.default}]" in text or (p.help and "default" in p.help)
             if not shown:
-                missing.append(f"{name} {a.option_strings[0]}")
+                missing.append(f"{name} {p.opts[0]}")
     assert not missing, missing
+    assert len(group.commands) == 15 and "gateway" in group.commands  # every command was looked at
 
 
 def test_history_rounds_floats_and_keeps_one_line_per_entry(tmp_path):
@@ -129,6 +131,26 @@ def test_query_prints_duckdbs_box_or_a_data_format(renyi):
     assert "privacy report" in r.stderr and "ε used: 0.01" in r.stderr
 
 
+def test_table_and_markdown_modes_are_plain_text_in_a_pipe(renyi):
+    """``--format table`` is DuckDB's ``.mode table`` and ``markdown`` a Markdown table (drawn
+    by rich): numbers right-aligned, NULL shown, data never read as markup, no ANSI codes."""
+    d, path, _ = renyi
+    sql = "SELECT k, '[bold]x[/bold]' AS s, NULL::INT AS z FROM pub"
+    r = run_cli("query", path, sql, "--epsilon", "0.01", "--format", "table", cwd=d)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("+---+----------------+------+\n"
+                               "| k | s              |    z |\n"
+                               "+---+----------------+------+\n"
+                               "| 1 | [bold]x[/bold] | NULL |\n"
+                               "+---+----------------+------+\n")
+    r = run_cli("query", path, sql, "--epsilon", "0.01", "--format", "markdown", cwd=d)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("| k | s              |    z |\n"
+                               "|---|----------------|------|\n"
+                               "| 1 | [bold]x[/bold] | NULL |\n")
+    assert "\x1b" not in r.stdout + r.stderr
+
+
 def test_progress_shows_only_for_a_query_past_its_threshold(monkeypatch):
     import io
     import time
@@ -146,4 +168,4 @@ def test_progress_shows_only_for_a_query_past_its_threshold(monkeypatch):
     monkeypatch.setattr("sys.stderr", slow)
     with progress("running", after=0.05):
         time.sleep(0.5)
-    assert quick.getvalue() == "" and "running" in slow.getvalue() and slow.getvalue().endswith("\r")
+    assert quick.getvalue() == "" and "running" in slow.getvalue() and slow.getvalue().endswith("\x1b[2K")  # erased

@@ -73,6 +73,9 @@ def test_a_missing_library_is_refused_before_a_served_query_is_sent(tmp_path, mo
         srv.close()
 
 
+ERASE_LINE, SHOW_CURSOR = "\x1b[2K", "\x1b[?25h"
+
+
 def test_terminal_progress_shows_after_its_delay_and_clears(monkeypatch):
     term = _Terminal()
     monkeypatch.setattr(sys, "stderr", term)
@@ -81,8 +84,9 @@ def test_terminal_progress_shows_after_its_delay_and_clears(monkeypatch):
         shown.say("charged ε=0.5 (query #3)")
         time.sleep(0.35)
     out = term.getvalue()
-    assert "running" in out and "charged ε=0.5 (query #3)" in out and out.endswith("\r")
-    assert out.rstrip("\r").split("\r")[-1].strip() == ""  # the last thing written blanks the line
+    assert "running" in out and "charged ε=0.5 (query #3)" in out
+    # the last thing written erases the spinner's line (ANSI erase-line), and the cursor is shown again
+    assert out.endswith(ERASE_LINE) and out.index(SHOW_CURSOR) > out.rindex("running")
     quick = _Terminal()
     monkeypatch.setattr(sys, "stderr", quick)
     with progress("running", after=0.5):

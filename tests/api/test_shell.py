@@ -104,7 +104,7 @@ def _drive(child) -> None:
 
 def test_shell_help_and_quit_when_piped(dbfile, tmp_path):
     r = run_cli("shell", "--help", cwd=tmp_path)
-    assert r.returncode == 0 and ".explain" in r.stdout and "(default: 1.0)" in r.stdout
+    assert r.returncode == 0 and ".explain" in r.stdout and "[default: 1.0]" in r.stdout
     out: list[str] = []
     err: list[str] = []
     from dodb import connect
