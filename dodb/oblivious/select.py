@@ -55,7 +55,7 @@ def select(cond, a, b) -> np.ndarray:
         ub = np.broadcast_to(b, shape)[..., None].view(np.uint8)
         mask = np.negative(np.broadcast_to(cond, shape).astype(np.uint8))[..., None]
     out = np.bitwise_xor(ua, ub)
-    out &= mask
+    out = out & mask
     out ^= ub
     if word is None or dtype.kind == "V":
         out = np.ascontiguousarray(out).view(dtype)[..., 0]
@@ -83,7 +83,7 @@ def _same_shape_words(cond, a, b) -> np.ndarray | None:
         return None
     ub = b.view(word)
     out = np.bitwise_xor(a.view(word), ub)
-    out &= np.negative(cond, dtype=word)
+    out = out & np.negative(cond, dtype=word)
     out ^= ub
     return out.view(a.dtype)
 

@@ -6,7 +6,7 @@ import pathlib
 
 import pytest
 
-from .lint_rules import lint_source, module_containers
+from .lint_rules import in_place_findings, lint_source, module_containers
 
 ROOT = pathlib.Path(__file__).resolve().parents[2] / "dodb"
 PKG = ROOT / "oblivious"
@@ -33,12 +33,27 @@ def test_kernel_modules_exist():
 OPERATORS = [ROOT / "operators" / "window.py", ROOT / "operators" / "window_frames.py", ROOT / "operators" / "pkfk.py",
              ROOT / "operators" / "theta_join.py", ROOT / "operators" / "list_agg.py",
              ROOT / "operators" / "global_aggregate.py", ROOT / "operators" / "wide_sums.py",
-             ROOT / "operators" / "exchange.py"]
+             ROOT / "operators" / "exchange.py", ROOT / "operators" / "string_agg.py",
+             ROOT / "operators" / "grouped_sums.py", ROOT / "operators" / "lookup.py",
+             ROOT / "operators" / "scalar_row.py", ROOT / "operators" / "keys.py"]
 
 
 @pytest.mark.parametrize("path", KERNELS + EVALUATOR + OPERATORS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_kernel_has_no_banned_access(path):
     findings = lint_source(path.read_text(), TABLES)
+    assert not findings, "\n".join(f"{path.name}: {f}" for f in findings)
+
+
+# Every module that may hold a private lane, for the in-place AND/OR rule alone
+# (docs/design.md §Address audit): the rule needs no knowledge of what is public, so it also
+# covers the modules the full lint above cannot (the samplers, the operators that sort and
+# compact through the kernels backend, the plaintext reference backend).
+LANE_MODULES = sorted(PKG.glob("*.py")) + sorted((ROOT / "operators").rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", LANE_MODULES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_no_in_place_and_or_of_a_lane(path):
+    findings = in_place_findings(path.read_text())
     assert not findings, "\n".join(f"{path.name}: {f}" for f in findings)
 
 
@@ -65,6 +80,8 @@ BAD = {
     "evaluator branch on validity": "def ev(v):\n    if v.valid.any():\n        return v\n",
     "reduction with keywords only": "def f(a, m):\n    return m[:, : int(a.max(initial=0))]\n",
     "taint through a name": "def f(a):\n    t = a.max()\n    u = t + 1\n    if u:\n        return 1\n",
+    "in-place AND of a lane": "def f(ok, valid):\n    ok &= valid\n    return ok\n",
+    "in-place OR into a slice": "def f(out, v, n):\n    out[0:1, :n] |= v\n",
 }
 
 GOOD = {
@@ -79,6 +96,11 @@ GOOD = {
     "local dict": "def f(xs):\n    out = {}\n    for k in xs:\n        out[k] = 1\n    return out\n",
     "taint stays in its function": "def f(a):\n    w = max(a)\n    return w\n\ndef g(k, w):\n    while k < w:\n"
                                    "        k <<= 1\n",
+    "out-of-place AND/OR, in-place XOR": "def f(ok, valid, out, v):\n    ok = ok & valid\n    out[0:1] = out[0:1] | v\n"
+                                         "    ok ^= valid\n    return ok\n",
+    "Python set union": "def f(s, xs):\n    s |= set(xs)\n    s |= {1, 2}\n",
+    "scalar OR in a compiled kernel": "@njit\ndef f(a, n):\n    acc = np.uint64(0)\n    for i in range(n):\n"
+                                      "        acc |= a[i]\n    return acc\n",
 }
 
 
@@ -90,3 +112,18 @@ def test_lint_catches(name):
 @pytest.mark.parametrize("name", sorted(GOOD))
 def test_lint_allows(name):
     assert not lint_source(GOOD[name]), f"lint false positive: {name}"
+
+
+IN_PLACE_BAD = {k: v for k, v in BAD.items() if k.startswith("in-place")}
+IN_PLACE_GOOD = {k: GOOD[k] for k in ("out-of-place AND/OR, in-place XOR", "Python set union",
+                                      "scalar OR in a compiled kernel", "exempted")}
+
+
+@pytest.mark.parametrize("name", sorted(IN_PLACE_BAD))
+def test_in_place_rule_alone_catches(name):
+    assert in_place_findings(IN_PLACE_BAD[name]), f"in-place rule missed: {name}"
+
+
+@pytest.mark.parametrize("name", sorted(IN_PLACE_GOOD))
+def test_in_place_rule_alone_allows(name):
+    assert not in_place_findings(IN_PLACE_GOOD[name]), f"in-place rule false positive: {name}"

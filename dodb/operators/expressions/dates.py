@@ -113,7 +113,7 @@ def add_interval(us: np.ndarray, months: int, days: int, micros: int) -> tuple[n
     d = d + days
     bad = (d < _TS_MIN_DAY - 1) | (d > _TS_MAX_DAY + 1)
     res = select(bad, 0, d) * US_PER_DAY + tod + micros
-    bad |= (res < TS_MIN_US) | (res > TS_MAX_US)
+    bad = bad | (res < TS_MIN_US) | (res > TS_MAX_US)
     return select(bad, 0, res), bad
 
 

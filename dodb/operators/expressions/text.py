@@ -374,7 +374,7 @@ def _concat_vals(ev, vals: list, skip_nulls: bool):
     err = np.zeros(vals[0].n, dtype=np.int32)
     for v in vals:
         if not skip_nulls:
-            valid &= v.valid
+            valid = valid & v.valid
         err = np.maximum(err, v.err)
     return mat, lengths, valid, err
 
