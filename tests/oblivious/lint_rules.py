@@ -17,7 +17,10 @@ kernel modules and reports, with file and line:
   ``x = x & y`` does not (docs/design.md §Address audit).  Without types every such
   statement is flagged, except one whose right side is visibly a Python set; compiled
   kernels (below) work on scalars and are exempt.  :func:`in_place_findings` applies this
-  rule alone to modules the full lint does not cover.
+  rule alone to modules the full lint does not cover;
+* a bool reduction (``.any(…)``, ``.all(…)``, ``np.logical_and.reduce``/``logical_or.reduce``):
+  numpy stops at the first deciding element, a branch per element on the value (measured,
+  one per row of ``m.any(axis=1)``); ``select.any_along``/``all_along`` OR the bytes.
 
 Python-level lookups are told apart from array indexing without type inference:
 
@@ -63,6 +66,9 @@ REDUCTIONS = {
 
 
 IN_PLACE_RULE = "in-place AND/OR of a lane: numpy branches on a one-element bool array's value; write x = x & y"
+
+SHORT_CUT_RULE = "bool reduction (any/all/logical_and.reduce): numpy stops at the first deciding element; " \
+    "use select.any_along/all_along"
 
 
 @dataclass(frozen=True)
@@ -146,6 +152,16 @@ def _in_place_and_or(node: ast.AST) -> bool:
     python_set = isinstance(v, (ast.Set, ast.SetComp)) or \
         (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in ("set", "frozenset"))
     return not python_set
+
+
+def _short_cut_reduction(node: ast.Call) -> bool:
+    """``x.any(…)``/``np.all(…)`` or ``np.logical_and.reduce(…)``/``logical_or.reduce(…)``."""
+    f = node.func
+    if not isinstance(f, ast.Attribute):
+        return False  # the builtins any()/all() iterate Python values
+    if f.attr in ("any", "all"):
+        return True
+    return f.attr == "reduce" and isinstance(f.value, ast.Attribute) and f.value.attr in ("logical_and", "logical_or")
 
 
 KERNEL_DECORATORS = {"njit", "jit"}
@@ -407,6 +423,8 @@ def lint_source(src: str, containers: set[str] | frozenset[str] = frozenset()) -
                 add(node, "masked copyto(where=...)")
             if name == "where" and len(node.args) == 1:
                 add(node, "one-argument where() (= nonzero)")
+            if _short_cut_reduction(node):
+                add(node, SHORT_CUT_RULE)
         elif isinstance(node, ast.Subscript):
             if id(node) in in_annotation or _only_shapes(node.value):
                 return

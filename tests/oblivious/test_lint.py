@@ -82,6 +82,8 @@ BAD = {
     "taint through a name": "def f(a):\n    t = a.max()\n    u = t + 1\n    if u:\n        return 1\n",
     "in-place AND of a lane": "def f(ok, valid):\n    ok &= valid\n    return ok\n",
     "in-place OR into a slice": "def f(out, v, n):\n    out[0:1, :n] |= v\n",
+    "bool reduction along rows": "def f(hits):\n    return hits.any(axis=1)\n",
+    "logical_and.reduce of lanes": "def f(vals):\n    return np.logical_and.reduce([v.valid for v in vals])\n",
 }
 
 GOOD = {
@@ -98,6 +100,7 @@ GOOD = {
                                    "        k <<= 1\n",
     "out-of-place AND/OR, in-place XOR": "def f(ok, valid, out, v):\n    ok = ok & valid\n    out[0:1] = out[0:1] | v\n"
                                          "    ok ^= valid\n    return ok\n",
+    "branch-free bool reduction": "def f(hits, vals):\n    return any_along(hits, 1) & all_along(np.stack(vals), 0) & all(vals)\n",
     "Python set union": "def f(s, xs):\n    s |= set(xs)\n    s |= {1, 2}\n",
     "scalar OR in a compiled kernel": "@njit\ndef f(a, n):\n    acc = np.uint64(0)\n    for i in range(n):\n"
                                       "        acc |= a[i]\n    return acc\n",

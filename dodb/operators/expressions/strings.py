@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...oblivious.backend import use_compiled
-from ...oblivious.select import select
+from ...oblivious.select import any_along, select
 
 __all__ = ["inside", "shift_left", "shift_right", "compact", "starts", "char_count", "char_index", "compare",
            "like", "find", "decode", "encode", "concat", "keep_chars", "trim", "pad", "repeat", "replace",
@@ -117,7 +117,7 @@ def compare(a: np.ndarray, la: np.ndarray, b: np.ndarray, lb: np.ndarray) -> tup
     a, b = _pad_to(a, w), _pad_to(b, w)
     common = inside(np.minimum(la, lb), w)
     first = first_match((a != b) & common)
-    differs = first.any(axis=1)
+    differs = any_along(first, 1)
     av = select(first, a, 0).sum(axis=1)
     bv = select(first, b, 0).sum(axis=1)
     lt = select(differs, av < bv, la < lb)
@@ -200,7 +200,7 @@ def like(mat: np.ndarray, lengths: np.ndarray, pattern: bytes, escape: bytes | N
             state = nxt
         else:
             state = shift_right(state & (full == ch), 1)
-    return (state & (np.arange(w + 1)[None, :] == lengths[:, None])).any(axis=1)
+    return any_along(state & (np.arange(w + 1)[None, :] == lengths[:, None]), 1)
 
 
 def _like_compiled(mat: np.ndarray, lengths: np.ndarray, steps: list[tuple[int, int]]) -> np.ndarray:
@@ -301,7 +301,7 @@ def like_each(mat: np.ndarray, lengths: np.ndarray, pmat: np.ndarray, plengths: 
         step[:, 1:] = state[:, :-1] & ((pc == ord("_")) | (s == pc))
         nxt = select(pc == ord("%"), pct, step)
         state = select((j < lp)[:, None], nxt, state)
-    return (state & (np.arange(ws + 1)[None, :] == ls[:, None])).any(axis=1)
+    return any_along(state & (np.arange(ws + 1)[None, :] == ls[:, None]), 1)
 
 
 def decode(mat: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
