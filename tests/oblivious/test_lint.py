@@ -107,26 +107,20 @@ GOOD = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(BAD))
-def test_lint_catches(name):
-    assert lint_source(BAD[name]), f"lint missed: {name}"
+# the full lint, and the in-place rule alone (which runs over LANE_MODULES) on its own cases
+CHECKS = {
+    "lint": (lint_source, sorted(BAD), sorted(GOOD)),
+    "in-place rule": (in_place_findings, sorted(k for k in BAD if k.startswith("in-place")),
+                      ["out-of-place AND/OR, in-place XOR", "Python set union", "scalar OR in a compiled kernel",
+                       "exempted"]),
+}
 
 
-@pytest.mark.parametrize("name", sorted(GOOD))
-def test_lint_allows(name):
-    assert not lint_source(GOOD[name]), f"lint false positive: {name}"
+@pytest.mark.parametrize("check,name", [(c, n) for c, (_, bad, _) in CHECKS.items() for n in bad])
+def test_lint_catches(check, name):
+    assert CHECKS[check][0](BAD[name]), f"{check} missed: {name}"
 
 
-IN_PLACE_BAD = {k: v for k, v in BAD.items() if k.startswith("in-place")}
-IN_PLACE_GOOD = {k: GOOD[k] for k in ("out-of-place AND/OR, in-place XOR", "Python set union",
-                                      "scalar OR in a compiled kernel", "exempted")}
-
-
-@pytest.mark.parametrize("name", sorted(IN_PLACE_BAD))
-def test_in_place_rule_alone_catches(name):
-    assert in_place_findings(IN_PLACE_BAD[name]), f"in-place rule missed: {name}"
-
-
-@pytest.mark.parametrize("name", sorted(IN_PLACE_GOOD))
-def test_in_place_rule_alone_allows(name):
-    assert not in_place_findings(IN_PLACE_GOOD[name]), f"in-place rule false positive: {name}"
+@pytest.mark.parametrize("check,name", [(c, n) for c, (_, _, good) in CHECKS.items() for n in good])
+def test_lint_allows(check, name):
+    assert not CHECKS[check][0](GOOD[name]), f"{check} false positive: {name}"
