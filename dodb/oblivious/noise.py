@@ -134,7 +134,7 @@ def _discrete_laplace_vec(scale: Fraction, count: int, g: np.random.Generator) -
             going[idx] = succ
         y = (u + t * v) // s
         b = g.integers(0, 2, size=m)
-        ok &= ~((b == 1) & (y == 0))
+        ok = ok & ~((b == 1) & (y == 0))
         out[todo[ok]] = ((1 - 2 * b) * y)[ok]
         todo = todo[~ok]
     return out

@@ -168,11 +168,11 @@ def fill_word_block(arrays: Sequence[np.ndarray], out: np.ndarray) -> BlockLayou
         if shared:
             v = _field(a)
             if shift == 0:
-                out[w:w + 1, :n] |= v
+                out[w:w + 1, :n] = out[w:w + 1, :n] | v
             else:
                 wide = v.astype(np.uint64)
                 wide <<= np.uint64(shift)
-                out[w:w + 1, :n] |= wide
+                out[w:w + 1, :n] = out[w:w + 1, :n] | wide
             continue
         out[w:w + k, n:] = 0
         if _simple(a):

@@ -71,8 +71,7 @@ def _swap(a: np.ndarray, b: np.ndarray, full: np.ndarray) -> None:
     An xor swap in place (``d = (a ^ b) & full; a ^= d; b ^= d``): every position is read
     and written whatever the mask.  ``a``, ``b`` and ``full`` share one unsigned dtype.
     """
-    d = np.bitwise_xor(a, b)
-    d &= full
+    d = np.bitwise_xor(a, b) & full
     a ^= d
     b ^= d
 
@@ -390,7 +389,7 @@ def oblivious_sort(
         kb = int(key_bits)
         limit = np.uint64((1 << kb) - 1)
         # ~k flipped the high bits too (descending); keys fit in key_bits (caller contract)
-        work_keys[0, :n] &= limit
+        work_keys[0, :n] = work_keys[0, :n] & limit
         work_keys[0, n:] = limit
         work_keys[0] = (work_keys[0] << np.uint64(idx_bits)) | pos
     elif not unique:

@@ -73,7 +73,7 @@ def _words_differ(words: list[np.ndarray]) -> np.ndarray:
     if n:
         diff[0] = True
         for w in words:
-            diff[1:] |= w[1:] != w[:-1]
+            diff[1:] = diff[1:] | (w[1:] != w[:-1])
     return diff
 
 
@@ -158,7 +158,7 @@ def _aggregate(kern, agg: Agg, col: Column | None, real: np.ndarray, starts: np.
         if agg.func == "sum":
             # below 19 digits a sum of < 2^31 rows stays far inside DECIMAL(38): nothing to check
             if overflow is not None and pa.types.is_decimal(t) and t.precision > 18:
-                overflow |= _sum_overflows(kern, lo, hi, starts) & nonnull
+                overflow[:] = overflow | (_sum_overflows(kern, lo, hi, starts) & nonnull)  # the caller's flags
             return sum_column(col, lo_t, hi_t, nonnull)
         return avg_column(col, lo_t, hi_t, kern.seg_reduce(inc, starts, "count"), nonnull)
     # MIN / MAX: lexicographic scan over an order-preserving encoding, carrying the value

@@ -58,5 +58,5 @@ def grouped_int128(kern, func: str, col: Column, inc: np.ndarray, starts: np.nda
     if check:
         for _ in range(4):  # _sum_overflows's four limb scans
             kern.scan_events(n, "sum")
-        overflow |= exceeds_38_digits(list(rows[3:7])) & nonnull
+        overflow[:] = overflow | (exceeds_38_digits(list(rows[3:7])) & nonnull)  # the caller's flags
     return sum_column(col, lo_t, hi_t, nonnull)

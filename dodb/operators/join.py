@@ -136,7 +136,7 @@ def _degrees(ctx: ExecContext, lcols, rcols, l_ok, r_ok, bound_l: int | None, bo
     if n:
         starts[0] = True
         for w in kw_s:
-            starts[1:] |= w[1:] != w[:-1]
+            starts[1:] = starts[1:] | (w[1:] != w[:-1])
     is_l = ok_s & (tag_s == 0)
     is_r = ok_s & (tag_s == 1)
     rank_l = kern.seg_prefix(is_l, starts, "count") - 1

@@ -172,7 +172,7 @@ def list_agg(kern, col: Column, include: np.ndarray | None, rows: int, total: in
         for c, a in zip(cand, lanes):
             c[d:, k] = a[: n - d]
         present[d:, k] = inc[: n - d]
-        present[:, k] &= same
+        present[:, k] = present[:, k] & same
     moved = compact_slots(present, cand)
     count = np.minimum(count, r)            # a sound bound never clips (the clip is public)
     return ListColumn(typ, moved[0], count > 0, None, count, moved[1], moved[2] if col.is_string else None)

@@ -73,12 +73,12 @@ def _passes_numpy(lw: list[np.ndarray], rw: list[np.ndarray], ok: np.ndarray, r_
     matched = np.zeros(n, dtype=bool)
     out_words = [np.zeros((w.shape[0], n), dtype=np.uint64) for w in pub_words]
     for j in range(k):  # one pass per public row: j is public, the comparison covers every row
-        if not r_ok[j]:
+        if not r_ok[j]:  # lint: public the public side's key validity
             continue  # a NULL public key matches nothing (public)
         eq = ok.copy()
         for lwd, rwd in zip(lw, rw):
-            eq &= lwd == rwd[j]
-        matched |= eq
+            eq = eq & (lwd == rwd[j])
+        matched = matched | eq
         for pw, ow in zip(pub_words, out_words):
             np.copyto(ow, select(eq, pw[:, j:j + 1], ow))
     return matched, out_words
@@ -121,7 +121,7 @@ def lookup_join(left: PaddedTable, right: PaddedTable, left_keys: list[str], rig
         raise ValueError("lookup_join needs a public right side")
     leaks_before = len(ctx.leaks)
     pub = right.select(right.names)  # public: its real rows may be read directly
-    pub = pub.with_arrays([a[pub.is_real] for a in pub.arrays()])
+    pub = pub.with_arrays([a[pub.is_real] for a in pub.arrays()])  # lint: public the public side
     k = pub.padded_size
     n = left.padded_size
     lcols, rcols = [], []
@@ -130,14 +130,14 @@ def lookup_join(left: PaddedTable, right: PaddedTable, left_keys: list[str], rig
         lcols.append(ca)
         rcols.append(cb)
     lw, rw = _key_words(lcols, n), _key_words(rcols, k)
-    if k and len({tuple(int(w[j]) for w in rw) for j in range(k)}) != k:
+    if k and len({tuple(int(w[j]) for w in rw) for j in range(k)}) != k:  # lint: public the public side
         raise ValueError("lookup_join: the public side's join key is not unique")
     ok = left.is_real.copy()
     for c in lcols:
         ok = ok & c.valid  # not in place: numpy's in-place AND of one-element bool arrays branches
     r_ok = np.ones(k, dtype=bool)
     for c in rcols:
-        r_ok &= c.valid
+        r_ok = r_ok & c.valid
     ctx.trace.record("lookup:passes", -1, n, k)
     # every public array as uint64 word rows (words, k); the output as (words, n): a pass
     # selects whole contiguous rows of n, whatever the column's byte width

@@ -70,7 +70,7 @@ def pk_fk_left_join(ctx: ExecContext, fk: PaddedTable, pk: PaddedTable, fk_cols:
     if n:
         starts[0] = True
         for w in run_s:
-            starts[1:] |= w[1:] != w[:-1]
+            starts[1:] = starts[1:] | (w[1:] != w[:-1])
     is_pk = ok_s & (side_s == 0)
     is_fk = ok_s & (side_s == 1)
     # PK rows lead their run: the run has a partner iff its first row is an eligible PK row

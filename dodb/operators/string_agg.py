@@ -103,7 +103,7 @@ def string_agg(kern, col: Column, sep: str, rows: int, total: int, grouped: bool
         same[d:] = gid[d:] == gid[: n - d]
         cand[d:, lo:hi] = piece[: n - d]
         ck[d:, lo:hi] = keep[: n - d]
-        ck[:, lo:hi] &= same[:, None]
+        ck[:, lo:hi] = ck[:, lo:hi] & same[:, None]
     out, length = compact(cand, ck)
     out = out[:, :width]
     return Column(col.type, np.ascontiguousarray(out), rank > 0, length)

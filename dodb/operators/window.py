@@ -389,7 +389,7 @@ def _aggregate(c: _Ctx, f: WindowFunc, col: Column | None, real: np.ndarray) -> 
             val = total.words[0] if f.func == "sum" else total.words[0] / np.maximum(count, 1)
             return Column(pa.float64(), val, some)
         lo, hi, overflow = _sum_words(total, f.func == "avg")
-        c.overflow |= overflow & real & some
+        c.overflow = c.overflow | (overflow & real & some)
         return avg_column(col, lo, hi, count, some) if f.func == "avg" else sum_column(col, lo, hi, some)
     # MIN / MAX: an order-preserving encoding whose lead bit puts NULLs behind every value
     fields = column_fields(col, nullable=False)

@@ -41,7 +41,7 @@ def _probe_key(c, frame):
             raw = col.values.astype(np.int64)
             inf = np.abs(raw) == (_DATE_INF if t == pa.date32() else _I64_MAX)  # ±infinity: never moved
             us, bad = to_us(select(inf, 0, raw), "date" if t == pa.date32() else "ts")
-            c.range_overflow |= col.valid & bad  # a DATE outside TIMESTAMP's range: DuckDB raises
+            c.range_overflow = c.range_overflow | (col.valid & bad)  # a DATE outside TIMESTAMP's range: DuckDB raises
             us = select(inf, np.sign(raw) * _I64_MAX, us)
             return select(col.valid, us, 0), col.valid, False, desc, nf, col.valid & inf
         raise UnsupportedQueryError(f"RANGE frame with an INTERVAL offset over an ORDER BY key of type {t}")
@@ -103,9 +103,9 @@ def probe_prefixes(c, words: list[np.ndarray], frame):
             if not frame.interval:  # public: days; a finite DATE leaving DATE's range raises in DuckDB
                 side = select(~inf & (np.abs(mv) > _DATE_INF - 1), np.uint64(0), side)
             mv, side = select(inf, v, mv), select(inf, np.uint64(1), side)
-        c.range_overflow |= valid & (side != 1)
+        c.range_overflow = c.range_overflow | (valid & (side != 1))
         if narrow is not None and off:  # public: the key's type; an offset of 0 moves nothing
-            c.range_overflow |= valid & ((mv < narrow[0]) | (mv > narrow[1]))
+            c.range_overflow = c.range_overflow | (valid & ((mv < narrow[0]) | (mv > narrow[1])))
         if desc:
             side = np.uint64(2) - side
         vals.append(mv), sides.append(select(valid, side, np.uint64(1))), ties.append(np.full(n, tie, np.uint64))

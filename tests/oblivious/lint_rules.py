@@ -11,7 +11,16 @@ kernel modules and reports, with file and line:
   and fancy indexing);
 * branches (``if``/``while``/conditional expressions/``assert``) whose test reads data:
   a reduction (``sum``, ``any``, ``max``, ``item`` …) or a subscript, directly or
-  through a local name assigned from one.
+  through a local name assigned from one;
+* an in-place AND/OR (``x &= y``, ``x |= y``): on a one-element bool array numpy's in-place
+  logical loop takes its reduction path and branches on the element's value, where
+  ``x = x & y`` does not (docs/design.md §Address audit).  Without types every such
+  statement is flagged, except one whose right side is visibly a Python set; compiled
+  kernels (below) work on scalars and are exempt.  :func:`in_place_findings` applies this
+  rule alone to modules the full lint does not cover;
+* a bool reduction (``.any(…)``, ``.all(…)``, ``np.logical_and.reduce``/``logical_or.reduce``):
+  numpy stops at the first deciding element, a branch per element on the value (measured,
+  one per row of ``m.any(axis=1)``); ``select.any_along``/``all_along`` OR the bytes.
 
 Python-level lookups are told apart from array indexing without type inference:
 
@@ -54,6 +63,12 @@ REDUCTIONS = {
     "sum", "any", "all", "max", "min", "item", "mean", "count_nonzero", "array_equal",
     "amax", "amin", "nanmax", "nanmin", "prod", "tolist",
 }
+
+
+IN_PLACE_RULE = "in-place AND/OR of a lane: numpy branches on a one-element bool array's value; write x = x & y"
+
+SHORT_CUT_RULE = "bool reduction (any/all/logical_and.reduce): numpy stops at the first deciding element; " \
+    "use select.any_along/all_along"
 
 
 @dataclass(frozen=True)
@@ -127,6 +142,26 @@ def _index_ok(node: ast.AST, counters: set[str], tainted: set[str]) -> bool:
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
         return _index_ok(node.left, counters, tainted) and _index_ok(node.right, counters, tainted)
     return False
+
+
+def _in_place_and_or(node: ast.AST) -> bool:
+    """``x &= y`` / ``x |= y`` unless ``y`` is visibly a Python set (a set display or ``set(...)``)."""
+    if not (isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.BitAnd, ast.BitOr))):
+        return False
+    v = node.value
+    python_set = isinstance(v, (ast.Set, ast.SetComp)) or \
+        (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in ("set", "frozenset"))
+    return not python_set
+
+
+def _short_cut_reduction(node: ast.Call) -> bool:
+    """``x.any(…)``/``np.all(…)`` or ``np.logical_and.reduce(…)``/``logical_or.reduce(…)``."""
+    f = node.func
+    if not isinstance(f, ast.Attribute):
+        return False  # the builtins any()/all() iterate Python values
+    if f.attr in ("any", "all"):
+        return True
+    return f.attr == "reduce" and isinstance(f.value, ast.Attribute) and f.value.attr in ("logical_and", "logical_or")
 
 
 KERNEL_DECORATORS = {"njit", "jit"}
@@ -335,9 +370,7 @@ def lint_source(src: str, containers: set[str] | frozenset[str] = frozenset()) -
     tree = ast.parse(src)
     lines = src.splitlines()
 
-    def exempt(lineno: int) -> bool:
-        return "# lint: public" in lines[lineno - 1]
-
+    exempt = _exemption(lines)
     findings: list[Finding] = []
     # type annotations are not executed code
     in_annotation: set[int] = set()
@@ -356,10 +389,7 @@ def lint_source(src: str, containers: set[str] | frozenset[str] = frozenset()) -
             if a_ is not None:
                 in_annotation.update(id(n) for n in ast.walk(a_))
 
-    def add(node: ast.AST, rule: str) -> None:
-        ln = getattr(node, "lineno", 0)
-        if not exempt(ln):
-            findings.append(Finding(ln, rule, lines[ln - 1].strip()))
+    add = _recorder(lines, findings)
 
     # compiled kernels: taint rules instead of the subscript/branch rules below
     kernels = [fn for fn in ast.walk(tree) if _is_kernel(fn)]
@@ -393,6 +423,8 @@ def lint_source(src: str, containers: set[str] | frozenset[str] = frozenset()) -
                 add(node, "masked copyto(where=...)")
             if name == "where" and len(node.args) == 1:
                 add(node, "one-argument where() (= nonzero)")
+            if _short_cut_reduction(node):
+                add(node, SHORT_CUT_RULE)
         elif isinstance(node, ast.Subscript):
             if id(node) in in_annotation or _only_shapes(node.value):
                 return
@@ -410,9 +442,40 @@ def lint_source(src: str, containers: set[str] | frozenset[str] = frozenset()) -
             for cond in node.ifs:
                 if _reads_data(cond, tainted):
                     add(cond, "branch on data")
+        elif _in_place_and_or(node):
+            add(node, IN_PLACE_RULE)
 
     check(tree, module_tainted, module_tables, set())
     return findings
+
+
+def in_place_findings(src: str) -> list[Finding]:
+    """The in-place AND/OR rule alone over ``src`` (compiled kernel bodies exempt)."""
+    tree = ast.parse(src)
+    lines = src.splitlines()
+    findings: list[Finding] = []
+    add = _recorder(lines, findings)
+    in_kernel = {id(n) for fn in ast.walk(tree) if _is_kernel(fn) for n in ast.walk(fn)}
+    for node in ast.walk(tree):
+        if id(node) not in in_kernel and _in_place_and_or(node):
+            add(node, IN_PLACE_RULE)
+    return sorted(findings, key=lambda f: f.line)
+
+
+def _exemption(lines: list[str]):
+    """Whether a line opts out with a trailing ``# lint: public <reason>``."""
+    return lambda lineno: "# lint: public" in lines[lineno - 1]
+
+
+def _recorder(lines: list[str], findings: list[Finding]):
+    """``add(node, rule)``: record a finding at ``node``'s line unless that line opts out."""
+    exempt = _exemption(lines)
+
+    def add(node: ast.AST, rule: str) -> None:
+        ln = getattr(node, "lineno", 0)
+        if not exempt(ln):
+            findings.append(Finding(ln, rule, lines[ln - 1].strip()))
+    return add
 
 
 def _bound_names(target: ast.AST) -> list[str]:

@@ -6,7 +6,7 @@ import pathlib
 
 import pytest
 
-from .lint_rules import lint_source, module_containers
+from .lint_rules import in_place_findings, lint_source, module_containers
 
 ROOT = pathlib.Path(__file__).resolve().parents[2] / "dodb"
 PKG = ROOT / "oblivious"
@@ -33,12 +33,27 @@ def test_kernel_modules_exist():
 OPERATORS = [ROOT / "operators" / "window.py", ROOT / "operators" / "window_frames.py", ROOT / "operators" / "pkfk.py",
              ROOT / "operators" / "theta_join.py", ROOT / "operators" / "list_agg.py",
              ROOT / "operators" / "global_aggregate.py", ROOT / "operators" / "wide_sums.py",
-             ROOT / "operators" / "exchange.py"]
+             ROOT / "operators" / "exchange.py", ROOT / "operators" / "string_agg.py",
+             ROOT / "operators" / "grouped_sums.py", ROOT / "operators" / "lookup.py",
+             ROOT / "operators" / "scalar_row.py", ROOT / "operators" / "keys.py"]
 
 
 @pytest.mark.parametrize("path", KERNELS + EVALUATOR + OPERATORS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_kernel_has_no_banned_access(path):
     findings = lint_source(path.read_text(), TABLES)
+    assert not findings, "\n".join(f"{path.name}: {f}" for f in findings)
+
+
+# Every module that may hold a private lane, for the in-place AND/OR rule alone
+# (docs/design.md §Address audit): the rule needs no knowledge of what is public, so it also
+# covers the modules the full lint above cannot (the samplers, the operators that sort and
+# compact through the kernels backend, the plaintext reference backend).
+LANE_MODULES = sorted(PKG.glob("*.py")) + sorted((ROOT / "operators").rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", LANE_MODULES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_no_in_place_and_or_of_a_lane(path):
+    findings = in_place_findings(path.read_text())
     assert not findings, "\n".join(f"{path.name}: {f}" for f in findings)
 
 
@@ -65,6 +80,10 @@ BAD = {
     "evaluator branch on validity": "def ev(v):\n    if v.valid.any():\n        return v\n",
     "reduction with keywords only": "def f(a, m):\n    return m[:, : int(a.max(initial=0))]\n",
     "taint through a name": "def f(a):\n    t = a.max()\n    u = t + 1\n    if u:\n        return 1\n",
+    "in-place AND of a lane": "def f(ok, valid):\n    ok &= valid\n    return ok\n",
+    "in-place OR into a slice": "def f(out, v, n):\n    out[0:1, :n] |= v\n",
+    "bool reduction along rows": "def f(hits):\n    return hits.any(axis=1)\n",
+    "logical_and.reduce of lanes": "def f(vals):\n    return np.logical_and.reduce([v.valid for v in vals])\n",
 }
 
 GOOD = {
@@ -79,14 +98,29 @@ GOOD = {
     "local dict": "def f(xs):\n    out = {}\n    for k in xs:\n        out[k] = 1\n    return out\n",
     "taint stays in its function": "def f(a):\n    w = max(a)\n    return w\n\ndef g(k, w):\n    while k < w:\n"
                                    "        k <<= 1\n",
+    "out-of-place AND/OR, in-place XOR": "def f(ok, valid, out, v):\n    ok = ok & valid\n    out[0:1] = out[0:1] | v\n"
+                                         "    ok ^= valid\n    return ok\n",
+    "branch-free bool reduction": "def f(hits, vals):\n    return any_along(hits, 1) & all_along(np.stack(vals), 0) & all(vals)\n",
+    "Python set union": "def f(s, xs):\n    s |= set(xs)\n    s |= {1, 2}\n",
+    "scalar OR in a compiled kernel": "@njit\ndef f(a, n):\n    acc = np.uint64(0)\n    for i in range(n):\n"
+                                      "        acc |= a[i]\n    return acc\n",
 }
 
 
-@pytest.mark.parametrize("name", sorted(BAD))
-def test_lint_catches(name):
-    assert lint_source(BAD[name]), f"lint missed: {name}"
+# the full lint, and the in-place rule alone (which runs over LANE_MODULES) on its own cases
+CHECKS = {
+    "lint": (lint_source, sorted(BAD), sorted(GOOD)),
+    "in-place rule": (in_place_findings, sorted(k for k in BAD if k.startswith("in-place")),
+                      ["out-of-place AND/OR, in-place XOR", "Python set union", "scalar OR in a compiled kernel",
+                       "exempted"]),
+}
 
 
-@pytest.mark.parametrize("name", sorted(GOOD))
-def test_lint_allows(name):
-    assert not lint_source(GOOD[name]), f"lint false positive: {name}"
+@pytest.mark.parametrize("check,name", [(c, n) for c, (_, bad, _) in CHECKS.items() for n in bad])
+def test_lint_catches(check, name):
+    assert CHECKS[check][0](BAD[name]), f"{check} missed: {name}"
+
+
+@pytest.mark.parametrize("check,name", [(c, n) for c, (_, _, good) in CHECKS.items() for n in good])
+def test_lint_allows(check, name):
+    assert not CHECKS[check][0](GOOD[name]), f"{check} false positive: {name}"

@@ -17,7 +17,7 @@ from sqlglot import exp
 from .functions import ANON, handles
 from .numeric import Unsupported
 from .value import Val
-from ...oblivious.select import select
+from ...oblivious.select import all_along, select
 
 __all__: list[str] = []
 
@@ -27,7 +27,7 @@ def _ints(ev, node, args) -> tuple:
     vals = [ev.ev(a) for a in args]
     if rt.kind != "int" or {v.type.kind for v in vals} != {"int"}:  # lint: public types only
         raise Unsupported(f"{type(node).__name__.upper()} of {', '.join(str(v.type) for v in vals)}")
-    valid = np.logical_and.reduce([v.valid for v in vals])
+    valid = all_along(np.stack([v.valid for v in vals]), 0)
     err = np.maximum.reduce([v.err for v in vals])
     return rt, [np.asarray(v.data, dtype=np.int64) for v in vals], valid, err
 

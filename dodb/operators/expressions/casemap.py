@@ -62,6 +62,6 @@ def case_map(mat: np.ndarray, lengths: np.ndarray, upper: bool) -> tuple[np.ndar
     for first, last, stride, delta in runs:
         hit = (cp >= first) & (cp <= last)
         if stride > 1:
-            hit &= floor_mod(cp - first, stride) == 0
+            hit = hit & (floor_mod(cp - first, stride) == 0)
         out = select(hit, cp + delta, out)
     return strings.encode(out, st, case_width(mat.shape[1], upper))

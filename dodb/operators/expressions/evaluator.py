@@ -234,8 +234,8 @@ class Evaluator:
         for item in node.expressions:
             b = self.ev(item)
             _, eq, cerr = self.compare(a, b)
-            hit |= eq & a.valid & b.valid
-            unknown |= ~b.valid
+            hit = hit | (eq & a.valid & b.valid)
+            unknown = unknown | ~b.valid
             err = np.maximum(np.maximum(err, b.err), cerr)
         return Val(self.type_of(node), hit, hit | ~unknown, err)
 
@@ -272,7 +272,7 @@ class Evaluator:
                 truth = cv.valid & cv.data.astype(bool)
             err = np.maximum(err, select(taken, 0, cv.err))
             pick = truth & ~taken
-            taken |= truth
+            taken = taken | truth
             picks.append(pick)
             vals.append(self.coerce(self.ev(v), rt))
         out = self.coerce(self.ev(default), rt) if default is not None else self.coerce(constant(parse_type("NULL"), None, self.n), rt)

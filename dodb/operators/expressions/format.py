@@ -155,7 +155,7 @@ def _is_digit(c: np.ndarray) -> np.ndarray:
 def _one_of(c: np.ndarray, chars: str) -> np.ndarray:
     out = np.zeros(c.shape, dtype=bool)
     for ch in chars:
-        out |= c == ord(ch)
+        out = out | (c == ord(ch))
     return out
 
 
@@ -200,17 +200,17 @@ def parse_int(mat: np.ndarray, lengths: np.ndarray, bits: int) -> tuple[np.ndarr
         prefix = (hexa | bina) & (state == 2) & (ndigits == 1) & (mag == 0) & ~signed_
         expo = _one_of(c, "eE") & ((ndigits > 0) | (first > 0)) & (_is_digit(prev) | (prev == ord("."))) & \
             (_is_digit(nx) | (_one_of(nx, "+-") & _is_digit(nx2)))
-        other |= live & (state != 6) & (prefix | expo)
+        other = other | (live & (state != 6) & (prefix | expo))
         group = (c == ord("_")) & _is_digit(prev) & _is_digit(nx) & (in_int | in_frac)  # 1_000: skipped
         nxt = select(space, select(state == 0, 0, select((state >= 2) & (state != 6), 5, 6)),
                        select(digit, select(in_int, 2, select(in_frac, 4, 6)),
                                 select(sign & (state == 0), 1, select(point & in_int, 3, 6))))
         nxt = select(state == 6, 6, select(group, state, nxt))
         neg = select(live & sign & (state == 0), c == ord("-"), neg)
-        signed_ |= live & sign & (state == 0)
+        signed_ = signed_ | (live & sign & (state == 0))
         d = select(digit, c - _ZERO, 0).astype(np.uint64)
         take = live & digit & in_int & (state != 6)
-        over |= take & (mag > (limit - d) // np.uint64(10))
+        over = over | (take & (mag > (limit - d) // np.uint64(10)))
         mag = select(take, mag * np.uint64(10) + d, mag)
         ndigits = ndigits + take
         first = select(live & digit & in_frac & (first == 0), d.astype(np.int64) + 1, first)
@@ -219,10 +219,10 @@ def parse_int(mat: np.ndarray, lengths: np.ndarray, bits: int) -> tuple[np.ndarr
     seen = (ndigits > 0) | (first > 0)
     up = first >= 6
     mag = mag + up.astype(np.uint64)
-    over |= up & (mag == 0)  # wrapped around on rounding up
-    over &= seen
+    over = over | (up & (mag == 0))  # wrapped around on rounding up
+    over = over & seen
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-    over |= select(neg, mag > np.uint64(-lo), mag > np.uint64(hi))
+    over = over | select(neg, mag > np.uint64(-lo), mag > np.uint64(hi))
     signed = select(over, 0, mag).astype(np.uint64).view(np.int64)
     val = select(neg, -signed, signed)
     bad = (state == 6) | (state == 0) | (state == 1) | ~seen

@@ -221,7 +221,7 @@ def mul(a: I128, b: I128) -> tuple[I128, np.ndarray]:
             acc[i + j + 1] = acc[i + j + 1] + (p >> _S32)
     limbs = _normalise(acc)
     over = (limbs[4] | limbs[5] | limbs[6] | limbs[7] | limbs[8]) != 0
-    over |= (limbs[3] >> np.uint64(31)) != 0  # magnitude >= 2^127
+    over = over | ((limbs[3] >> np.uint64(31)) != 0)  # magnitude >= 2^127
     mag = _from_limbs(limbs[:4])
     return where(sign, neg(mag), mag), over
 

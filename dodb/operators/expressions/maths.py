@@ -21,7 +21,7 @@ from . import int128 as i128
 from .functions import ANON, handles
 from .numeric import Unsupported, as_f64
 from .value import Val
-from ...oblivious.select import select
+from ...oblivious.select import all_along, select
 
 __all__: list[str] = []
 
@@ -81,7 +81,7 @@ def _double(ev, node, args: list, fn) -> Val:
     kinds = [v.type.kind for v in vals]
     if "null" in kinds:  # an untyped NULL argument: NULL on every row
         return ev.null_of(rt, err)
-    valid = np.logical_and.reduce([v.valid for v in vals])
+    valid = all_along(np.stack([v.valid for v in vals]), 0)
     with np.errstate(all="ignore"):  # NaN and ±inf are DuckDB's answers, not errors
         data = fn(*[as_f64(v) for v in vals])
     return Val(rt, np.asarray(data, dtype=np.float64), valid, err)

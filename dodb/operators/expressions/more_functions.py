@@ -70,7 +70,7 @@ def _ev_translate(ev, node):
             out = select(hit, ord(dst[k]), out)
         else:
             keep = keep & ~hit
-        done |= hit
+        done = done | hit
     width = v.width * max(1, max((len(c.encode()) for c in dst), default=1))
     mat, lengths = strings.encode(out, keep, max(1, width))
     return Val(ev.type_of(node), mat, v.valid, v.err, lengths.astype(np.int64))
@@ -193,7 +193,7 @@ def _ev_split_part(ev, node):
         ends = np.cumsum(taken, axis=1)                    # separators starting at or before j
         in_sep = np.zeros_like(hits)
         for t in range(len(sep)):
-            in_sep |= strings.shift_right(taken, t)
+            in_sep = in_sep | strings.shift_right(taken, t)
         part = ends - in_sep.astype(np.int64)              # separators wholly before byte j
         total = ends[:, -1:] + 1
         want = (k - 1) if k > 0 else total + k

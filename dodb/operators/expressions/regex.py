@@ -188,7 +188,7 @@ def class_set(items) -> tuple[set[int], bool, tuple[bytes, ...]]:
                 raise RegexRefused("a non-ASCII range in a character class")
             out |= set(range(lo, hi + 1))
         elif op is _C.CATEGORY and av in _CATEGORIES:
-            out |= _CATEGORIES[av]
+            out |= _CATEGORIES[av]  # lint: public a Python set of the pattern's code points
         else:
             raise RegexRefused(f"the character class item {op}")
     if negated and others:

@@ -176,7 +176,7 @@ def _min_length(start: list[Item], follow: list[list[Item]], m: int) -> int:
     """The fewest positions on a path from the start to the match (breadth first)."""
     frontier, seen, depth = {t for t, _ in start}, set(), 0
     while m not in frontier:  # lint: public the query's pattern
-        seen |= frontier
+        seen |= frontier  # lint: public the query's pattern (Python sets of positions)
         frontier = {t for p in frontier for t, _ in follow[p]} - seen  # lint: public the query's pattern
         depth += 1
     return depth

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...oblivious.backend import use_compiled
-from ...oblivious.select import select
+from ...oblivious.select import any_along, select
 
 __all__ = ["inside", "shift_left", "shift_right", "compact", "starts", "char_count", "char_index", "compare",
            "like", "find", "decode", "encode", "concat", "keep_chars", "trim", "pad", "repeat", "replace",
@@ -117,7 +117,7 @@ def compare(a: np.ndarray, la: np.ndarray, b: np.ndarray, lb: np.ndarray) -> tup
     a, b = _pad_to(a, w), _pad_to(b, w)
     common = inside(np.minimum(la, lb), w)
     first = first_match((a != b) & common)
-    differs = first.any(axis=1)
+    differs = any_along(first, 1)
     av = select(first, a, 0).sum(axis=1)
     bv = select(first, b, 0).sum(axis=1)
     lt = select(differs, av < bv, la < lb)
@@ -196,11 +196,11 @@ def like(mat: np.ndarray, lengths: np.ndarray, pattern: bytes, escape: bytes | N
         elif kind == _ANY:
             nxt = np.zeros_like(state)
             for k in range(1, 5):
-                nxt |= shift_right(state & st & (clen == k), k)
+                nxt = nxt | shift_right(state & st & (clen == k), k)
             state = nxt
         else:
             state = shift_right(state & (full == ch), 1)
-    return (state & (np.arange(w + 1)[None, :] == lengths[:, None])).any(axis=1)
+    return any_along(state & (np.arange(w + 1)[None, :] == lengths[:, None]), 1)
 
 
 def _like_compiled(mat: np.ndarray, lengths: np.ndarray, steps: list[tuple[int, int]]) -> np.ndarray:
@@ -266,7 +266,7 @@ def replace_each(mat: np.ndarray, lengths: np.ndarray, olds: np.ndarray, old_len
         free = select(take, j + old_lengths, free)
     covered = np.zeros_like(hits)
     for t in range(olds.shape[1]):  # the old column's public width
-        covered |= shift_right(taken, t) & (t < old_lengths)[:, None]
+        covered = covered | (shift_right(taken, t) & (t < old_lengths)[:, None])
     width = max(1, len(new))
     slots = np.zeros((n, w, width), dtype=np.uint8)
     keep = np.zeros((n, w, width), dtype=bool)
@@ -275,7 +275,7 @@ def replace_each(mat: np.ndarray, lengths: np.ndarray, olds: np.ndarray, old_len
     keep[:, :, 0] = plain
     for k, ch in enumerate(new):  # the constant replacement, in every start slot
         slots[:, :, k] = select(taken, np.uint8(ch), slots[:, :, k])
-        keep[:, :, k] |= taken
+        keep[:, :, k] = keep[:, :, k] | taken
     return compact(slots.reshape(n, w * width), keep.reshape(n, w * width))
 
 
@@ -301,7 +301,7 @@ def like_each(mat: np.ndarray, lengths: np.ndarray, pmat: np.ndarray, plengths: 
         step[:, 1:] = state[:, :-1] & ((pc == ord("_")) | (s == pc))
         nxt = select(pc == ord("%"), pct, step)
         state = select((j < lp)[:, None], nxt, state)
-    return (state & (np.arange(ws + 1)[None, :] == ls[:, None])).any(axis=1)
+    return any_along(state & (np.arange(ws + 1)[None, :] == ls[:, None]), 1)
 
 
 def decode(mat: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -361,14 +361,14 @@ def trim(mat: np.ndarray, lengths: np.ndarray, chars: list[int], left: bool, rig
     ins = inside(lengths, mat.shape[1])
     member = np.zeros_like(ins)
     for c in chars:
-        member |= cpb == c
-    member &= ins
+        member = member | (cpb == c)
+    member = member & ins
     drop = np.zeros_like(ins)
     if left:
-        drop |= np.logical_and.accumulate(member, axis=1)
+        drop = drop | np.logical_and.accumulate(member, axis=1)
     if right:
         tail = member | ~ins
-        drop |= np.logical_and.accumulate(tail[:, ::-1], axis=1)[:, ::-1] & ins
+        drop = drop | (np.logical_and.accumulate(tail[:, ::-1], axis=1)[:, ::-1] & ins)
     return compact(mat, ins & ~drop)
 
 
@@ -409,7 +409,7 @@ def replace(mat: np.ndarray, lengths: np.ndarray, old: bytes, new: bytes):
     for j in range(w):  # public loop: a match is taken unless an earlier one covers it
         take = hits[:, j:j + 1] & ~covered[:, j:j + 1]
         chosen[:, j:j + 1] = take
-        covered[:, j:j + m] |= take
+        covered[:, j:j + m] = covered[:, j:j + m] | take
     slot = max(1, len(new))
     cand = np.zeros((n, w, slot), dtype=np.uint8)
     keep = np.zeros((n, w, slot), dtype=bool)

@@ -13,7 +13,7 @@ from . import casemap, strings
 from .functions import ANON, handles
 from .numeric import Unsupported
 from .value import Val
-from ...oblivious.select import select
+from ...oblivious.select import any_along, select
 
 __all__: list[str] = []
 
@@ -120,9 +120,9 @@ def _affix(ev, node, where: str, this: exp.Expression, needle_node: exp.Expressi
         res = hits[:, :1].reshape(v.n) | empty
     elif where == "end":
         pos = v.lengths - nlen
-        res = (hits & (np.arange(v.width)[None, :] == pos[:, None])).any(axis=1) | (empty & (pos >= 0))
+        res = any_along(hits & (np.arange(v.width)[None, :] == pos[:, None]), 1) | (empty & (pos >= 0))
     else:
-        res = hits.any(axis=1) | empty
+        res = any_along(hits, 1) | empty
     return Val(ev.type_of(node), res, valid, err)
 
 
@@ -374,7 +374,7 @@ def _concat_vals(ev, vals: list, skip_nulls: bool):
     err = np.zeros(vals[0].n, dtype=np.int32)
     for v in vals:
         if not skip_nulls:
-            valid &= v.valid
+            valid = valid & v.valid
         err = np.maximum(err, v.err)
     return mat, lengths, valid, err
 

@@ -110,7 +110,7 @@ def _ev_make_date(ev, node):
     dv = np.clip(d.data, 1, dates.month_days(yv, mv))
     exists = (yv == y.data) & (mv == m.data) & (dv == d.data)
     days = dates.days_from_civil(yv, mv, dv)
-    exists &= dates.finite_date(days)
+    exists = exists & dates.finite_date(days)
     err = np.maximum(err, ev.fail(~exists & valid, "Conversion Error: Date out of range"))
     return Val(rt, select(exists, days, 0), valid, err)
 
