@@ -27,8 +27,9 @@ row on its worker with the column's value unchanged:
   on the right key above a LEFT join still exchanges); a FULL join has neither;
 - a set operation over co-partitioned sides: its output columns are the left side's, so
   INTERSECT and EXCEPT keep the left side's lists (an INTERSECT's rows are also right rows of
-  the same values on the same worker: the right side's lists, by position, too); a UNION
-  only the lists both sides share by position.
+  the same values on the same worker: the right side's lists, by position, too); a UNION,
+  and a UNION ALL of two keyed sides (each row stays where it is), only the lists both sides
+  share by position.
 
 Two sides hash alike only when their paired columns' equal values hash alike: integers of any
 width and strings of any padded width do; a pair the executor casts to a common type does not,
@@ -85,7 +86,7 @@ def partitioning(n: Node, kids: Sequence[Partitioning]) -> Partitioning:
     elif isinstance(n, SetOp):
         left = _positional(first, n.left.columns, n.columns)
         right = _positional(kids[1], n.right.columns, n.columns)
-        out = {"intersect": left | right, "except": left, "union": left & right}.get(n.op, NONE)
+        out = {"intersect": left | right, "except": left}.get(n.op, left & right)
     else:
         out = NONE
     return frozenset(k for k in out if set(k) <= set(n.columns))

@@ -164,6 +164,9 @@ class Placer:
             return "keyed" if keys and by_key else None
         if isinstance(n, (Join, SetOp)) and n.copartitioned:
             return "keyed" if self._copartitioned(n) else None
+        if isinstance(n, SetOp) and n.op == "union_all" and all(c.node_id in self.keyed for c in n.children) \
+                and self.arrives(n.left) == self.arrives(n.right):
+            return "keyed"  # every row stays on its worker (docs/distributed.md §Set operations)
         if isinstance(n, Sort):  # a local top-k over any worker rows (docs/distributed.md §Top-k)
             return "keyed" if n.per_worker == self.workers and self.on_workers(n.child) else None
         kids = [c for c in n.children if c.node_id in self.keyed]
