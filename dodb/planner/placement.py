@@ -7,11 +7,14 @@ each unit's own rows (``unit_local``: scans, row-wise filters and projections, j
 the unit path or with a public side, UNION ALL) runs on every worker over its shard, and
 the workers' outputs together are the node's output.  An :class:`~.logical.Exchange` over
 such a node runs on every worker too and sends each row to the worker its keys hash to;
-the aggregate above it, or the join above two of them (co-partitioned by the join keys), and
-row-wise nodes above that then run on every worker over the rows it received (*keyed*); so
-does the local top-k of an ORDER BY … LIMIT over worker rows (docs/distributed.md §Top-k).  Every other node that reads private rows runs on the driver,
-on the gathered outputs; public sub-plans run on the driver and are broadcast to the
-workers that read them.  Each release of a sharded or keyed node is made by every worker
+the aggregate or DISTINCT above it, or the join or set operation above two of them
+(co-partitioned by the join keys, or the columns), and row-wise nodes above that then run on
+every worker over the rows it received (*keyed*) — as do such nodes over a keyed input already
+partitioned by the keys they need (planner/key_partitioning.py, docs/distributed.md
+§Partitioned inputs) and a UNION ALL of two keyed inputs; so does the local top-k of an
+ORDER BY … LIMIT over worker rows (docs/distributed.md §Top-k).  Every other node that reads
+private rows runs on the driver, on the gathered outputs; public sub-plans run on the driver
+and are broadcast to the workers that read them.  Each release of a sharded or keyed node is made by every worker
 over its own rows: one unit's rows sit on one shard, and a keyed node's rows on one worker
 each, so the workers' released vectors together move by no more than the single-process
 release's sensitivity (docs/distributed.md §Sharded execution).
