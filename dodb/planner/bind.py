@@ -36,7 +36,7 @@ from ..operators import ExecContext
 from ..operators.table import column_from_arrow
 from .catalog import Catalog
 from .guard import Guarded
-from .logical import Exchange, Join, walk
+from .logical import Exchange, Join, SetOp, walk
 from ..sqlpos import position_of
 
 __all__ = ["result_schema", "check_window_defaults", "duckdb_names", "check_type", "dry_run", "public_query_sql"]
@@ -234,9 +234,9 @@ def dry_run(plan) -> tuple[list[int | None], bool]:
 
     Raises a :class:`~dodb.errors.DodbError` naming the failure; reads no private row
     and releases nothing.  Returns the public row width of every Exchange's rows, in walk
-    order (the cost model's, docs/distributed.md §Exchange cost), and whether a join of two
-    exchanged sides had to cast its keys to a common type (then the two sides' hashes of
-    equal values may differ: the planner does not exchange them, §Joins).
+    order (the cost model's, docs/distributed.md §Exchange cost), and whether a co-partitioned
+    join or set operation had to cast its paired columns to a common type (then the two sides'
+    hashes of equal values may differ: the planner does not co-partition them, §Joins).
     """
     from ..wire import encode
     from .execute import Executor
@@ -246,7 +246,7 @@ def dry_run(plan) -> tuple[list[int | None], bool]:
         ex = Executor(plan.catalog, ctx, {}, dry_run=True)
         out = ex.run(plan.root)
         plan.answer(encode(out, plan.internal, plan.names, plan.types, 0))
-        cast = any(isinstance(n, Join) and n.node_id in ex.cast_joins and isinstance(n.left, Exchange)
+        cast = any(isinstance(n, (Join, SetOp)) and n.copartitioned and n.node_id in ex.cast_pairs
                    for n in walk(plan.root))
         return [ex.row_bytes.get(n.node_id) for n in walk(plan.root) if isinstance(n, Exchange)], cast
     except UnsupportedQueryError:

@@ -123,7 +123,8 @@ class Executor:
         self.stats: dict[int, NodeStats] = {}
         self._consumers: dict[int, int] = {}
         self._scan_sources: dict[int, tuple] = {}  # private scans' slot-cache keys, by node id
-        self.cast_joins: set[int] = set()  # joins that ran on keys cast to a common type
+        # joins and set operations whose paired columns were cast to a common type
+        self.cast_pairs: set[int] = set()
         self.row_bytes: dict[int, int] = {}  # public bytes of a row each Exchange sends (exchange_cost.py)
 
     def run(self, node: Node) -> PaddedTable:
@@ -227,7 +228,7 @@ class Executor:
         if isinstance(node, Join):
             left, right, lk, rk = _unify_keys(inputs[0], inputs[1], node.left_keys, node.right_keys, ctx)
             if lk != node.left_keys or rk != node.right_keys:  # joined on cast keys: not in its keys' order
-                self.cast_joins.add(node.node_id)
+                self.cast_pairs.add(node.node_id)
             if node.method == "lookup":
                 out = lookup_join(left, right, lk, rk, how=node.how, epsilon=eps, delta=delta, ctx=ctx).table
             else:
@@ -259,7 +260,7 @@ class Executor:
                 one = one.with_arrays([a[first] for a in one.arrays()])
             return _broadcast(inputs[0], one, node.stability)
         if isinstance(node, Aggregate):
-            ordered = node.ordered_by is not None and node.ordered_by not in self.cast_joins
+            ordered = node.ordered_by is not None and node.ordered_by not in self.cast_pairs
             out = group_by(inputs[0], node.keys, node.aggs, epsilon=eps, delta=delta, ctx=ctx,
                            sort_keys=node.sort_keys, presorted=node.presorted, ordered=ordered).table
             # a join above reads it in its keys' order (planner/presort.py): the unused slots
@@ -280,6 +281,8 @@ class Executor:
         if isinstance(node, Distinct):
             return distinct(inputs[0], epsilon=eps, delta=delta, ctx=ctx).table
         if isinstance(node, SetOp):
+            if any(_key_family(a.type) != _key_family(b.type) for a, b in zip(inputs[0].columns, inputs[1].columns)):
+                self.cast_pairs.add(node.node_id)  # their hashes of equal values may differ (planner/bind.py)
             left, right = _unify_types(inputs[0], inputs[1], ctx)
             return set_operation(node.op, left, right, epsilon=eps, delta=delta, ctx=ctx).table
         if isinstance(node, Window):
@@ -464,16 +467,19 @@ def _unify_types(a: PaddedTable, b: PaddedTable, ctx: ExecContext) -> tuple[Padd
     return out[0], out[1]
 
 
+def _key_family(t: pa.DataType) -> str:
+    """Types whose equal values compare (and hash, operators/exchange.py ``partition_of``) equal
+    without a cast: integers of any width, strings of any kind, else the type itself."""
+    if pa.types.is_integer(t):
+        return "int"
+    return "str" if pa.types.is_string(t) or pa.types.is_large_string(t) else str(t)
+
+
 def _unify_keys(left: PaddedTable, right: PaddedTable, lk: list[str], rk: list[str], ctx: ExecContext):
     """Join keys of different types (``INTEGER = HUGEINT``, ``DECIMAL = DOUBLE``) compare in
     DuckDB's common type: such a pair is joined on extra columns cast to it (a linear scan)."""
-    def family(t: pa.DataType) -> str:
-        if pa.types.is_integer(t):
-            return "int"
-        return "str" if pa.types.is_string(t) or pa.types.is_large_string(t) else str(t)
-
     pairs = [i for i, (a, b) in enumerate(zip(lk, rk))
-             if family(left.column(a).type) != family(right.column(b).type)]
+             if _key_family(left.column(a).type) != _key_family(right.column(b).type)]
     if not pairs:
         return left, right, lk, rk
     target = union_types(tuple(left.column(lk[i]).type for i in pairs), tuple(right.column(rk[i]).type for i in pairs))

@@ -154,6 +154,9 @@ class Join(Binary):
     # words saying what sorted it (GROUPED_BELOW)
     left_presorted: bool | str = False
     right_presorted: bool | str = False
+    # on a cluster: both sides partitioned alike by the paired keys, by exchanges or already
+    # (planner/exchanges.py; docs/distributed.md §Joins, §Partitioned inputs)
+    copartitioned: bool = False
 
     def describe(self) -> str:
         on = " AND ".join(f"{a} = {b}" for a, b in zip(self.left_keys, self.right_keys))
@@ -274,6 +277,9 @@ class SetOp(Node):
     op: str  # union_all, union, intersect, except
     left: Node
     right: Node
+    # on a cluster: both sides partitioned alike by their columns, by position (planner/exchanges.py;
+    # docs/distributed.md §Set operations)
+    copartitioned: bool = False
 
     @property
     def children(self) -> list[Node]:

@@ -16,3 +16,36 @@ def tpch_cluster_db(neighbour: str, workers: int, scale: float, seed: int):
     protect_tpch(db)
     db.shard(workers)
     return db
+
+
+def assert_stages_within_cost_model(plan) -> None:
+    """Every stage of the run's exchange log moves within 10% of the cost model's bytes
+    (docs/distributed.md §Exchange cost)."""
+    from dodb.planner.exchange_cost import stage_bytes
+
+    for stage in sorted({m.stage for m in plan.moves}):
+        sent = [m for m in plan.moves if m.stage == stage]
+        model = stage_bytes([m.rows for m in sent], sent[0].row_bytes, sent[0].header_bytes)
+        assert abs(sum(m.bytes for m in sent) - model) <= 0.1 * model, (stage, model)
+
+
+def assert_wrong_answer_with(db, sql: str, exchanges: int) -> None:
+    """Under a planted wrong skip, ``sql`` plans ``exchanges`` exchanges and its answer differs
+    from DuckDB's: the comparison catches the skip (docs/distributed.md §Partitioned inputs)."""
+    import pytest
+
+    from ..operators.util import assert_same_rows
+
+    res = db.sql(sql, epsilon=1.0, delta=1e-6)
+    assert len(res.plan.placement.exchanges) == exchanges  # the planted skip
+    with pytest.raises(AssertionError):
+        assert_same_rows(res.arrow(), db.oracle.sql(sql).to_arrow_table())
+
+
+def assert_audit_identical(db, queries: list[str]) -> None:
+    """The coupled-neighbour audit of ``queries`` on ``db`` (docs/distributed.md §Audit across
+    workers) finds every pair's views identical."""
+    from dodb.audit import audit
+
+    report = audit(db, queries, pairs=2, seed=1)
+    assert report.ok, "\n".join(report.lines())
