@@ -23,6 +23,7 @@ from ..oblivious.noise import ShiftedTruncatedDiscreteLaplace
 from ..oblivious.rng import RandomSource, new_rng
 from ..operators import ExecContext
 from ..operators.context import MODES, check_privacy_params
+from ..operators.expressions.zoned import using_zone
 from .build import PlanBuilder, scans_of
 from .catalog import Catalog
 from ..oblivious.trace import Trace
@@ -436,7 +437,8 @@ def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode
         raise InvalidParameterError(f"unknown mode {mode!r}; choose one of {MODES}")
     check_privacy_params(epsilon, delta)
     try:
-        return _plan(sql, catalog, epsilon, delta, mode, neighbour, allocation, params, public_fast, workers)
+        with using_zone(catalog.time_zone):  # zone-dependent TIMESTAMPTZ expressions: UTC only
+            return _plan(sql, catalog, epsilon, delta, mode, neighbour, allocation, params, public_fast, workers)
     except UnsupportedQueryError as e:
         raise quote_source(e, sql) from None
     except DodbError:

@@ -6,7 +6,7 @@ so that reading it touches the same bytes whatever the data:
 * ``__dodb_slot`` BIGINT — the slot number ``0 … capacity-1`` (public), in storage order;
 * ``__dodb_real`` BOOLEAN — whether the slot holds a real row or a dummy;
 * per logical column ``c``: ``c`` itself, NOT NULL, with its logical DuckDB type
-  (numbers, decimals, dates, times, timestamps, booleans), or for a string/blob column a
+  (numbers, decimals, dates, times, timestamps with or without time zone, booleans), or for a string/blob column a
   BLOB of exactly the column's public width (zero-padded) plus ``__dodb_len__c`` INTEGER;
   a nullable column also gets ``__dodb_valid__c`` BOOLEAN (NULL never reaches storage, so
   no validity bitmap's presence or compression depends on the data).
@@ -63,7 +63,8 @@ class LogicalColumn:
 
 
 _STORABLE = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
-             "UBIGINT", "FLOAT", "DOUBLE", "BOOLEAN", "DATE", "TIME", "TIMESTAMP", "VARCHAR", "BLOB")
+             "UBIGINT", "FLOAT", "DOUBLE", "BOOLEAN", "DATE", "TIME", "TIMESTAMP", "TIMESTAMP WITH TIME ZONE",
+             "VARCHAR", "BLOB")
 
 
 def check_storable(table: str, col: str, duck_type: str) -> None:
@@ -72,7 +73,7 @@ def check_storable(table: str, col: str, duck_type: str) -> None:
     if t in _STORABLE or t.startswith("DECIMAL"):
         return
     raise CatalogError(f"column {table}.{col} has type {duck_type}, which dodb cannot store privately "
-                       f"(supported: numbers, DECIMAL, BOOLEAN, DATE, TIME, TIMESTAMP, VARCHAR, BLOB)")
+                       f"(supported: numbers, DECIMAL, BOOLEAN, DATE, TIME, TIMESTAMP, TIMESTAMPTZ, VARCHAR, BLOB)")
 
 
 def physical_columns(cols: list[LogicalColumn]) -> list[tuple[str, str]]:

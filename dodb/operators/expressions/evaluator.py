@@ -14,7 +14,7 @@ import numpy as np
 from sqlglot import exp
 
 from . import int128 as i128
-from . import numeric, strings
+from . import numeric, strings, zoned
 from .errors import code_for
 from .fused import fused_compare, fused_logic
 from .numeric import Unsupported
@@ -79,6 +79,8 @@ class Evaluator:
             return v
         if t.kind in ("interval", "other"):
             raise Unsupported(f"constant of type {t}")
+        if any(getattr(self.p.types.get(id(n)), "kind", None) == "tstz" for n in node.walk()):
+            zoned.require_utc("a TIMESTAMP WITH TIME ZONE constant")  # folded by DuckDB in UTC
         return constant(t, value, self.n)
 
     # -- leaves and structure --------------------------------------------------------------------
@@ -168,6 +170,8 @@ class Evaluator:
             return lt, eq, none
         if ka == kb == "time":  # microseconds since midnight
             return a.data < b.data, a.data == b.data, none
+        if "tstz" in (ka, kb):  # instants; a TIMESTAMP or DATE side is cast to TIMESTAMPTZ first
+            return self._compare_instants(a, b)
         if ka in ("date", "ts") and kb in ("date", "ts"):
             x = a.data * (86_400_000_000 if ka == "date" and kb == "ts" else 1)
             y = b.data * (86_400_000_000 if kb == "date" and ka == "ts" else 1)
@@ -182,6 +186,21 @@ class Evaluator:
         for mask, msg in fails:
             none = np.maximum(none, self.fail(mask, msg))
         return lt, eq, none
+
+    def _compare_instants(self, a: Val, b: Val) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(less, equal, error codes) of two values one of which is a TIMESTAMPTZ: DuckDB casts
+        the other side to TIMESTAMPTZ (in the session's zone: UTC only, ``zoned``)."""
+        tstz = a.type if a.type.kind == "tstz" else b.type
+        sides = []
+        for v in (a, b):
+            if v.type.kind in ("date", "ts"):
+                zoned.require_utc(f"comparing a {v.type} with a TIMESTAMP WITH TIME ZONE")
+                v = self.coerce(v, tstz)  # its errors (a DATE out of range) include the operand's
+            elif v.type.kind != "tstz":
+                raise Unsupported(f"comparing a {v.type} with a TIMESTAMP WITH TIME ZONE")
+            sides.append(v)
+        x, y = sides
+        return x.data < y.data, x.data == y.data, np.maximum(x.err, y.err).astype(np.int32)
 
     def _comparison(self, node: exp.Binary) -> Val:
         a, b = self.ev(node.left), self.ev(node.right)
