@@ -54,8 +54,9 @@ def _to_text(ev, v: Val, to: SqlType) -> tuple[np.ndarray, np.ndarray, np.ndarra
     if k == "tstz":  # the UTC wall clock and '+00' (not after ±infinity)
         zoned.require_utc("CAST of TIMESTAMP WITH TIME ZONE to VARCHAR")
         mat, lengths, bad = fmt.ts_text(v.data)
+        infinite = (v.data == fmt.TS_INFINITY) | (v.data == -fmt.TS_INFINITY)  # not -2^63 (to_timestamp makes it: a time)
         suffix = np.broadcast_to(np.frombuffer(b"+00", np.uint8), (v.n, 3))
-        mat, lengths = strings.concat([(mat, lengths), (suffix, select(dates.finite_ts(v.data), 3, 0))])
+        mat, lengths = strings.concat([(mat, lengths), (suffix, select(infinite, 0, 3))])
         return mat, lengths, bad, ""
     raise Unsupported(f"CAST of {v.type} to VARCHAR")
 

@@ -79,7 +79,7 @@ class Evaluator:
             return v
         if t.kind in ("interval", "other"):
             raise Unsupported(f"constant of type {t}")
-        if any(getattr(self.p.types.get(id(n)), "kind", None) == "tstz" for n in node.walk()):
+        if any(getattr(self.p.types.get(id(n)), "kind", None) == "tstz" for n in node.walk()):  # lint: public types
             zoned.require_utc("a TIMESTAMP WITH TIME ZONE constant")  # folded by DuckDB in UTC
         return constant(t, value, self.n)
 
