@@ -64,7 +64,7 @@ class LogicalColumn:
 
 _STORABLE = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
              "UBIGINT", "FLOAT", "DOUBLE", "BOOLEAN", "DATE", "TIME", "TIMESTAMP", "TIMESTAMP WITH TIME ZONE",
-             "VARCHAR", "BLOB")
+             "INTERVAL", "VARCHAR", "BLOB")
 
 
 def check_storable(table: str, col: str, duck_type: str) -> None:
@@ -73,7 +73,7 @@ def check_storable(table: str, col: str, duck_type: str) -> None:
     if t in _STORABLE or t.startswith("DECIMAL"):
         return
     raise CatalogError(f"column {table}.{col} has type {duck_type}, which dodb cannot store privately "
-                       f"(supported: numbers, DECIMAL, BOOLEAN, DATE, TIME, TIMESTAMP, TIMESTAMPTZ, VARCHAR, BLOB)")
+                       f"(supported: numbers, DECIMAL, BOOLEAN, DATE, TIME, TIMESTAMP, TIMESTAMPTZ, INTERVAL, VARCHAR, BLOB)")
 
 
 def physical_columns(cols: list[LogicalColumn]) -> list[tuple[str, str]]:
@@ -167,7 +167,7 @@ def from_physical(data: pa.Table, cols: list[LogicalColumn], n: int) -> tuple[np
         typ = arr.type
         if pa.types.is_boolean(typ):
             out[c.name] = Column(typ, _bools(arr), valid)
-        elif pa.types.is_decimal128(typ):
+        elif pa.types.is_decimal128(typ) or typ == pa.month_day_nano_interval():  # two words a value
             words = np.frombuffer(arr.buffers()[1], dtype=np.uint64, count=2 * (n + arr.offset))[2 * arr.offset:]
             out[c.name] = Column(typ, words.reshape(n, 2).copy(), valid)
         else:

@@ -249,7 +249,7 @@ def _empty_column(t: pa.DataType | str, width: int) -> Column:
         return Column(pa.decimal128(38, 0), np.zeros((0, 2), np.uint64), np.zeros(0, bool), huge=True)
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return Column(pa.string(), np.zeros((0, max(1, width)), np.uint8), np.zeros(0, bool), np.zeros(0, np.int32))
-    if pa.types.is_decimal(t):
+    if pa.types.is_decimal(t) or t == pa.month_day_nano_interval():  # two words a value
         return Column(t, np.zeros((0, 2), np.uint64), np.zeros(0, bool))
     return Column(t, np.zeros(0, np.int64), np.zeros(0, bool))
 

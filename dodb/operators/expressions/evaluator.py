@@ -14,7 +14,7 @@ import numpy as np
 from sqlglot import exp
 
 from . import int128 as i128
-from . import numeric, strings, zoned
+from . import interval_lanes, numeric, strings, zoned
 from .errors import code_for
 from .fused import fused_compare, fused_logic
 from .numeric import Unsupported
@@ -86,6 +86,13 @@ class Evaluator:
     # -- leaves and structure --------------------------------------------------------------------
     def ev_Column(self, node: exp.Column) -> Val:
         return from_column(self.columns.get(node.name), self.type_of(node))
+
+    def ev_Interval(self, node: exp.Interval) -> Val:
+        """A constant INTERVAL as a value: (months, days, µs) on every row."""
+        from .functions import interval_parts
+        parts = np.array(interval_parts(node), dtype=np.int64)
+        return Val(parse_type("INTERVAL"), np.broadcast_to(parts, (self.n, 3)).copy(), np.ones(self.n, bool),
+                   np.zeros(self.n, np.int32))
 
     def ev_Paren(self, node: exp.Paren) -> Val:
         return self.ev(node.this)
@@ -170,6 +177,8 @@ class Evaluator:
             return lt, eq, none
         if ka == kb == "time":  # microseconds since midnight
             return a.data < b.data, a.data == b.data, none
+        if ka == kb == "interval":  # DuckDB's normalised (months, days, µs)
+            return (*interval_lanes.compare(a, b), none)
         if "tstz" in (ka, kb):  # instants; a TIMESTAMP or DATE side is cast to TIMESTAMPTZ first
             return self._compare_instants(a, b)
         if ka in ("date", "ts") and kb in ("date", "ts"):
@@ -347,7 +356,11 @@ class Evaluator:
         out = args[0]
         err = out.err
         for v in args[1:]:
-            lt, eq, cerr = self.compare(out, v)
+            if rt.kind == "interval":  # DuckDB orders the stored triples here (interval_lanes.compare)
+                lt, eq = interval_lanes.compare(out, v, raw=True)
+                cerr = np.zeros(self.n, np.int32)
+            else:
+                lt, eq, cerr = self.compare(out, v)
             better = ~(lt | eq) if not greatest else lt
             take = v.valid & (~out.valid | better)
             out = _choose(take, v, out)
@@ -395,6 +408,8 @@ def _choose(mask: np.ndarray, a: Val, b: Val) -> Val:
         return Val(a.type, select(mask[:, None], da, db), valid, b.err, select(mask, a.lengths, b.lengths))
     if a.type.kind == "dec":
         return Val(a.type, i128.where(mask, a.data, b.data), valid, b.err)
+    if a.type.kind == "interval":  # (n, 3) lanes
+        return Val(a.type, select(mask[:, None], a.data, b.data), valid, b.err)
     return Val(a.type, select(mask, a.data, b.data), valid, b.err)
 
 

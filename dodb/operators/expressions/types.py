@@ -86,7 +86,8 @@ def arrow_type(t: SqlType) -> pa.DataType:
         return pa.decimal128(t.precision, t.scale)
     return {"float": pa.float64() if t.bits == 64 else pa.float32(), "bool": pa.bool_(), "str": pa.string(),
             "date": pa.date32(), "ts": pa.timestamp("us"), "tstz": pa.timestamp("us", tz="UTC"),
-            "time": pa.time64("us"), "null": pa.null()}[t.kind]
+            "time": pa.time64("us"), "null": pa.null(),
+            "interval": pa.month_day_nano_interval()}[t.kind]
 
 
 _cache: dict[tuple, list[SqlType]] = {}
