@@ -178,7 +178,7 @@ class Evaluator:
         if ka == kb == "time":  # microseconds since midnight
             return a.data < b.data, a.data == b.data, none
         if ka == kb == "interval":  # DuckDB's normalised (months, days, µs)
-            return (*interval_lanes.compare(a, b), none)
+            return (*interval_lanes.compare(a.data, b.data), none)
         if "tstz" in (ka, kb):  # instants; a TIMESTAMP or DATE side is cast to TIMESTAMPTZ first
             return self._compare_instants(a, b)
         if ka in ("date", "ts") and kb in ("date", "ts"):
@@ -357,7 +357,7 @@ class Evaluator:
         err = out.err
         for v in args[1:]:
             if rt.kind == "interval":  # DuckDB orders the stored triples here (interval_lanes.compare)
-                lt, eq = interval_lanes.compare(out, v, raw=True)
+                lt, eq = interval_lanes.compare(out.data, v.data, raw=True)
                 cerr = np.zeros(self.n, np.int32)
             else:
                 lt, eq, cerr = self.compare(out, v)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .value import Val
 
 __all__ = ["from_words", "to_words", "normalized", "compare", "epoch"]
 
@@ -56,13 +55,13 @@ def normalized(lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return months + carry_months, days - carry_months * DAYS_PER_MONTH, micros
 
 
-def compare(a: Val, b: Val, raw: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """(less, equal) of two INTERVAL values, lexicographically on the normalised triples — or,
+def compare(a: np.ndarray, b: np.ndarray, raw: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(less, equal) of two INTERVAL values' ``(n, 3)`` lanes, lexicographically on the normalised triples — or,
     with ``raw``, on the stored ones: DuckDB's GREATEST/LEAST order intervals that way
     (``greatest(INTERVAL 40 DAY, INTERVAL 1 MONTH)`` is 1 month, though 40 days ``>`` 1 month)."""
-    x, y = (a.data.T, b.data.T) if raw else (normalized(a.data), normalized(b.data))
-    lt = np.zeros(a.n, dtype=bool)
-    eq = np.ones(a.n, dtype=bool)
+    x, y = (a.T, b.T) if raw else (normalized(a), normalized(b))
+    lt = np.zeros(a.shape[0], dtype=bool)
+    eq = np.ones(a.shape[0], dtype=bool)
     for p, q in zip(x, y):  # months, then days, then µs: a public loop of three
         lt = lt | (eq & (p < q))
         eq = eq & (p == q)
