@@ -193,13 +193,14 @@ class QueryPlan:
                 return answer
         self.operators()
         ctx = ctx or ExecContext(mode=self.mode, rng=rng or new_rng(), neighbour=self.neighbour)
-        if executor is None:
-            ex = Executor(self.catalog, ctx, self.allocation, bin_size=bin_size, memory_limit=memory_limit,
-                          expected_rows=self.expected_rows)
-            out = ex.run(self.root)
-            self.stats = ex.stats
-        else:
-            out, self.stats = executor.run(self, ctx, bin_size)
+        with using_zone(self.catalog.time_zone):  # TIMESTAMPTZ results name the session's zone
+            if executor is None:
+                ex = Executor(self.catalog, ctx, self.allocation, bin_size=bin_size, memory_limit=memory_limit,
+                              expected_rows=self.expected_rows)
+                out = ex.run(self.root)
+                self.stats = ex.stats
+            else:
+                out, self.stats = executor.run(self, ctx, bin_size)
         self.trace = ctx.trace
         self.moves = list(ctx.moves)
         self.leaks = ctx.leaks

@@ -42,7 +42,7 @@ TZ_ROWS = ("(1, TIMESTAMPTZ '2020-01-01 10:00:00+05'), (2, NULL), (3, TIMESTAMPT
 TZ_QUERIES = ["SELECT id, z FROM q ORDER BY id", "SELECT max(z), min(z), count(z) FROM q",
               "SELECT z, count(*) AS n FROM q GROUP BY z ORDER BY z NULLS LAST",
               "SELECT count(*) FROM q WHERE z > TIMESTAMP '2000-01-01'",
-              "SELECT CAST(z AS VARCHAR), CAST(z AS DATE), epoch(z), to_timestamp(id * 1.5) FROM q ORDER BY id"]
+              "SELECT CAST(z AS VARCHAR), CAST(z AS DATE), epoch_us(z), to_timestamp(id * 1.5) FROM q ORDER BY id"]
 
 
 def test_timestamptz_columns_protect_and_answer_like_duckdb_in_utc(tmp_path):
@@ -70,7 +70,7 @@ def test_timestamptz_columns_protect_and_answer_like_duckdb_in_utc(tmp_path):
             again.sql(sql, epsilon=0.5)
         assert "\n" not in str(e.value) and again.budget["spent"] == spent
     assert again.sql("SELECT count(*) FROM q WHERE z > z", epsilon=0.5).fetchall() == [(0,)]
-    assert again.sql("SELECT epoch(z) FROM q ORDER BY id", epsilon=0.5).fetchall() == \
+    assert again.sql("SELECT epoch_us(z) FROM q ORDER BY id", epsilon=0.5).fetchall() == \
         [(r[2],) for r in want[TZ_QUERIES[4]]]
     again.close()
 

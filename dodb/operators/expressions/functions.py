@@ -12,7 +12,7 @@ import re
 import numpy as np
 from sqlglot import exp
 
-from . import dates, interval_lanes, intervals, int128 as i128, numeric, strings, zoned
+from . import dates, interval_lanes, intervals, int128 as i128, numeric, strings
 from .numeric import Unsupported
 from .types import parse_type
 from .value import Val
@@ -202,7 +202,6 @@ _CLOCK_PARTS = ("hour", "minute", "second", "millisecond", "microsecond")
 def epoch_seconds(v: Val, rt) -> Val:
     """``epoch(x)`` / ``EXTRACT(epoch FROM x)``: seconds since 1970 as DOUBLE (µs / 10^6,
     one division, as DuckDB computes it); NULL on ±infinity."""
-    v = zoned.as_timestamp(v)  # an instant: no time zone involved
     if rt.kind == "float" and v.type.kind == "interval":
         return Val(rt, interval_lanes.epoch(v.data), v.valid, v.err)
     if rt.kind == "float" and v.type.kind == "time":  # seconds since midnight

@@ -16,6 +16,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ...duckcalls import scratch_registered
+from .zone_setting import current_zone
 
 __all__ = ["SqlType", "parse_type", "bind_types", "INT_BITS", "arrow_type", "HUGEINT"]
 
@@ -85,7 +86,7 @@ def arrow_type(t: SqlType) -> pa.DataType:
     if t.kind == "dec":
         return pa.decimal128(t.precision, t.scale)
     return {"float": pa.float64() if t.bits == 64 else pa.float32(), "bool": pa.bool_(), "str": pa.string(),
-            "date": pa.date32(), "ts": pa.timestamp("us"), "tstz": pa.timestamp("us", tz="UTC"),
+            "date": pa.date32(), "ts": pa.timestamp("us"), "tstz": pa.timestamp("us", tz=current_zone()),
             "time": pa.time64("us"), "null": pa.null(),
             "interval": pa.month_day_nano_interval()}[t.kind]
 

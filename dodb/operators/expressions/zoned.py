@@ -15,17 +15,13 @@ scratch connection is pinned to UTC (``duckcalls.scratch``).
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
-from contextvars import ContextVar
-from typing import Iterator
-
 from .numeric import Unsupported
 from .types import parse_type
 from .value import Val
+from .zone_setting import current_zone, using_zone
 
 __all__ = ["using_zone", "current_zone", "is_utc", "require_utc", "as_timestamp", "TIMESTAMP"]
 
-_ZONE: ContextVar[str] = ContextVar("dodb_time_zone", default="UTC")
 # ICU's names of UTC itself (not of zones that merely have no offset today)
 _UTC = {"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Universal", "Etc/Universal", "Zulu", "Etc/Zulu", "GMT", "Etc/GMT",
         "GMT0", "Etc/GMT0", "GMT+0", "GMT-0", "Etc/GMT+0", "Etc/GMT-0", "Greenwich", "Etc/Greenwich"}
@@ -35,21 +31,6 @@ TIMESTAMP = parse_type("TIMESTAMP")
 def is_utc(zone: str) -> bool:
     """Whether ``zone`` names UTC."""
     return zone in _UTC
-
-
-def current_zone() -> str:
-    """The session time zone expressions are planned under (UTC unless :func:`using_zone` says)."""
-    return _ZONE.get()
-
-
-@contextmanager
-def using_zone(zone: str) -> Iterator[None]:
-    """Plan (and dry-run) expressions under the session's ``TimeZone`` setting ``zone``."""
-    token = _ZONE.set(zone)
-    try:
-        yield
-    finally:
-        _ZONE.reset(token)
 
 
 def require_utc(what: str) -> None:
