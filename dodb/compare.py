@@ -6,6 +6,7 @@ to rounding in the last digits (summation order may differ), -0.0 equal to 0.0.
 """
 from __future__ import annotations
 
+import datetime
 import decimal
 import math
 
@@ -23,7 +24,16 @@ def table_rows(table: pa.Table) -> list[tuple]:
     """
     if table.num_columns == 0:
         return [()] * table.num_rows
-    return list(zip(*(c.to_pylist() for c in table.columns)))
+    return list(zip(*(_python_values(c) for c in table.columns)))
+
+
+def _python_values(column: pa.ChunkedArray) -> list:
+    """A column's values as DuckDB's Python client gives them: an INTERVAL (Arrow's
+    month_day_nano) is a ``timedelta`` with a month as 30 days."""
+    if column.type != pa.month_day_nano_interval():
+        return column.to_pylist()
+    return [None if v is None else datetime.timedelta(days=v.months * 30 + v.days, microseconds=v.nanoseconds // 1000)
+            for v in column.to_pylist()]
 
 
 def _cell(v):

@@ -34,6 +34,9 @@ def scratch() -> duckdb.DuckDBPyConnection:
     if con is None:
         con = _scratch.con = duckdb.connect()
         con.execute("SET preserve_insertion_order = true")  # projections keep their batch's row order
+        # constants are folded in UTC whatever the machine's zone, and so are its cursors' (a
+        # zone-dependent TIMESTAMPTZ operation is evaluated only in a UTC session: expressions/zoned.py)
+        con.execute("SET GLOBAL TimeZone = 'UTC'")
     return con
 
 

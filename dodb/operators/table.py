@@ -36,7 +36,7 @@ class Column:
     """One column as fixed-width lanes.
 
     ``values``: ``(n,)`` numbers/booleans/dates, ``(n, 2)`` ``uint64`` for decimal128
-    (little-endian low, high words), ``(n, w)`` ``uint8`` for strings/binary.
+    (little-endian low, high words) and for an INTERVAL (Arrow's month_day_nano words), ``(n, w)`` ``uint8`` for strings/binary.
     ``valid``: ``False`` for SQL NULL.  ``lengths``: byte lengths of strings.
     """
 
@@ -154,6 +154,11 @@ def _physical_dtype(t: pa.DataType) -> np.dtype | None:
     return None
 
 
+def _is_interval(t: pa.DataType) -> bool:
+    """DuckDB's INTERVAL as Arrow exports it: (months int32, days int32, nanoseconds int64)."""
+    return t == pa.month_day_nano_interval()
+
+
 def column_from_arrow(arr: pa.Array | pa.ChunkedArray, width: int | None = None) -> Column:
     """Convert an Arrow array to lanes.  ``width``: declared string width (bytes)."""
     if isinstance(arr, pa.ChunkedArray):
@@ -172,8 +177,8 @@ def column_from_arrow(arr: pa.Array | pa.ChunkedArray, width: int | None = None)
     if dt is not None:
         vals = _fixed_width_numpy(arr, dt)
         return Column(t, select(valid, vals, np.zeros(1, dtype=dt)), valid)
-    if pa.types.is_decimal128(t):
-        buf = arr.buffers()[1]
+    if pa.types.is_decimal128(t) or _is_interval(t):  # two 64-bit words a value (an INTERVAL: months and
+        buf = arr.buffers()[1]                          # days as int32s, then the nanoseconds)
         words = np.frombuffer(buf, dtype=np.uint64, count=2 * (n + arr.offset))[2 * arr.offset:].reshape(n, 2).copy()
         words[~valid] = 0
         return Column(t, words, valid)
@@ -206,7 +211,7 @@ def _column_to_arrow(c: Column) -> pa.Array:
         return pa.nulls(n)
     if pa.types.is_boolean(t):
         return pa.array(c.values, type=t, mask=mask)
-    if pa.types.is_decimal128(t):
+    if pa.types.is_decimal128(t) or _is_interval(t):
         words = np.ascontiguousarray(c.values, dtype=np.uint64)
         validity = pa.array(c.valid).buffers()[1] if mask.any() else None
         return pa.Array.from_buffers(t, n, [validity, pa.py_buffer(words.tobytes())], null_count=int(mask.sum()))

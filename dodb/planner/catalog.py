@@ -124,7 +124,9 @@ _KEY_SQL = (
     "FROM duckdb_tables() UNION ALL "
     "SELECT current_database(), current_schema(), 'v', database_name, schema_name, view_name, view_oid, sql "
     "FROM duckdb_views() WHERE NOT internal AND database_name = current_database() "
-    "AND schema_name = current_schema()")
+    "AND schema_name = current_schema() UNION ALL "
+    # the session's time zone: zone-dependent TIMESTAMPTZ operations are planned only in UTC
+    "SELECT current_database(), current_schema(), 'z', NULL, NULL, current_setting('TimeZone'), NULL, NULL")
 _SPECS_SQL = f"SELECT table_name, spec FROM {META_SCHEMA}.{META_TABLE} ORDER BY table_name"
 _KEY_SPECS_SQL = (_KEY_SQL + " UNION ALL SELECT NULL, NULL, 's', NULL, NULL, table_name, NULL, spec "
                   f"FROM {META_SCHEMA}.{META_TABLE}")
@@ -143,6 +145,7 @@ class Catalog:
         self.tables: dict[str, TableInfo] = {}
         self.macros: set[str] = set()
         self.database, self.schema = "memory", "main"  # where public tables live (read in _load)
+        self.time_zone = "UTC"  # the connection's TimeZone setting (read in _load)
         # Facts that are pure functions of the catalog as read by the last refresh (e.g. the
         # dry run's zero-row scans): emptied whenever a refresh reads a different catalog.
         self.fingerprint: int | None = None  # a version number of everything the last refresh read
@@ -200,7 +203,7 @@ class Catalog:
 
     def _fingerprint_state(self) -> None:
         database, schema, rows, views, specs = self._read
-        state = (database, schema, rows, views, tuple(sorted(self.macros)), specs)
+        state = (database, schema, rows, views, tuple(sorted(self.macros)), specs, self.time_zone)
         if state != self._state:  # compared exactly: a new version number for any difference
             self._state = state
             self.schema_cache.clear()
@@ -218,6 +221,7 @@ class Catalog:
             return
         self._key = (key, specs)
         self.database, self.schema = self._where(cur, key)
+        self.time_zone = next((str(r[5]) for r in key if r[2] == "z"), "UTC")
         # duckdb_columns()/duckdb_views() rather than information_schema: same facts, 3x faster
         rows = cur.execute(
             "SELECT c.table_name, c.column_name, c.data_type, c.is_nullable, v.view_name IS NOT NULL "

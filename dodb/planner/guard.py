@@ -82,7 +82,7 @@ _FUNCTIONS = frozenset({
 _CAST_TYPES = {t for t in (getattr(exp.DataType.Type, n, None) for n in (
     "TINYINT", "SMALLINT", "INT", "BIGINT", "HUGEINT", "INT128", "UINT128", "UTINYINT", "USMALLINT", "UINT", "UBIGINT",
     "DECIMAL", "FLOAT", "DOUBLE", "VARCHAR", "TEXT", "CHAR", "NCHAR", "NVARCHAR", "DATE", "TIMESTAMP", "TIMESTAMPNTZ",
-    "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS", "DATETIME", "TIME", "BOOLEAN", "BLOB", "VARBINARY",
+    "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS", "DATETIME", "TIMESTAMPTZ", "TIME", "BOOLEAN", "BLOB", "VARBINARY",
     "BINARY")) if t is not None}
 # arguments each structural node may carry (anything else is a DuckDB extension dodb does not plan)
 _ARGS = {

@@ -23,6 +23,7 @@ from ..oblivious.noise import ShiftedTruncatedDiscreteLaplace
 from ..oblivious.rng import RandomSource, new_rng
 from ..operators import ExecContext
 from ..operators.context import MODES, check_privacy_params
+from ..operators.expressions.zoned import using_zone
 from .build import PlanBuilder, scans_of
 from .catalog import Catalog
 from ..oblivious.trace import Trace
@@ -192,13 +193,14 @@ class QueryPlan:
                 return answer
         self.operators()
         ctx = ctx or ExecContext(mode=self.mode, rng=rng or new_rng(), neighbour=self.neighbour)
-        if executor is None:
-            ex = Executor(self.catalog, ctx, self.allocation, bin_size=bin_size, memory_limit=memory_limit,
-                          expected_rows=self.expected_rows)
-            out = ex.run(self.root)
-            self.stats = ex.stats
-        else:
-            out, self.stats = executor.run(self, ctx, bin_size)
+        with using_zone(self.catalog.time_zone):  # TIMESTAMPTZ results name the session's zone
+            if executor is None:
+                ex = Executor(self.catalog, ctx, self.allocation, bin_size=bin_size, memory_limit=memory_limit,
+                              expected_rows=self.expected_rows)
+                out = ex.run(self.root)
+                self.stats = ex.stats
+            else:
+                out, self.stats = executor.run(self, ctx, bin_size)
         self.trace = ctx.trace
         self.moves = list(ctx.moves)
         self.leaks = ctx.leaks
@@ -436,7 +438,8 @@ def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode
         raise InvalidParameterError(f"unknown mode {mode!r}; choose one of {MODES}")
     check_privacy_params(epsilon, delta)
     try:
-        return _plan(sql, catalog, epsilon, delta, mode, neighbour, allocation, params, public_fast, workers)
+        with using_zone(catalog.time_zone):  # zone-dependent TIMESTAMPTZ expressions: UTC only
+            return _plan(sql, catalog, epsilon, delta, mode, neighbour, allocation, params, public_fast, workers)
     except UnsupportedQueryError as e:
         raise quote_source(e, sql) from None
     except DodbError:

@@ -72,7 +72,7 @@ def column_checksums(data: pa.Table) -> dict[str, int]:
             lanes = lanes.reshape(len(arr), -1) if len(arr) else lanes.reshape(0, 1)
         elif pa.types.is_boolean(arr.type):
             lanes = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=bool)
-        elif pa.types.is_decimal128(arr.type):
+        elif pa.types.is_decimal128(arr.type) or arr.type == pa.month_day_nano_interval():
             lanes = np.frombuffer(arr.buffers()[1], dtype=np.uint64, count=2 * (len(arr) + arr.offset))[
                 2 * arr.offset:].reshape(len(arr), 2) if len(arr) else np.zeros((0, 2), np.uint64)
         elif pa.types.is_time(arr.type):  # numpy has no TIME: the stored integers (µs or ms of the day)

@@ -6,7 +6,7 @@ so that reading it touches the same bytes whatever the data:
 * ``__dodb_slot`` BIGINT — the slot number ``0 … capacity-1`` (public), in storage order;
 * ``__dodb_real`` BOOLEAN — whether the slot holds a real row or a dummy;
 * per logical column ``c``: ``c`` itself, NOT NULL, with its logical DuckDB type
-  (numbers, decimals, dates, times, timestamps, booleans), or for a string/blob column a
+  (numbers, decimals, dates, times, timestamps with or without time zone, booleans), or for a string/blob column a
   BLOB of exactly the column's public width (zero-padded) plus ``__dodb_len__c`` INTEGER;
   a nullable column also gets ``__dodb_valid__c`` BOOLEAN (NULL never reaches storage, so
   no validity bitmap's presence or compression depends on the data).
@@ -63,7 +63,8 @@ class LogicalColumn:
 
 
 _STORABLE = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
-             "UBIGINT", "FLOAT", "DOUBLE", "BOOLEAN", "DATE", "TIME", "TIMESTAMP", "VARCHAR", "BLOB")
+             "UBIGINT", "FLOAT", "DOUBLE", "BOOLEAN", "DATE", "TIME", "TIMESTAMP", "TIMESTAMP WITH TIME ZONE",
+             "INTERVAL", "VARCHAR", "BLOB")
 
 
 def check_storable(table: str, col: str, duck_type: str) -> None:
@@ -72,7 +73,7 @@ def check_storable(table: str, col: str, duck_type: str) -> None:
     if t in _STORABLE or t.startswith("DECIMAL"):
         return
     raise CatalogError(f"column {table}.{col} has type {duck_type}, which dodb cannot store privately "
-                       f"(supported: numbers, DECIMAL, BOOLEAN, DATE, TIME, TIMESTAMP, VARCHAR, BLOB)")
+                       f"(supported: numbers, DECIMAL, BOOLEAN, DATE, TIME, TIMESTAMP, TIMESTAMPTZ, INTERVAL, VARCHAR, BLOB)")
 
 
 def physical_columns(cols: list[LogicalColumn]) -> list[tuple[str, str]]:
@@ -166,7 +167,7 @@ def from_physical(data: pa.Table, cols: list[LogicalColumn], n: int) -> tuple[np
         typ = arr.type
         if pa.types.is_boolean(typ):
             out[c.name] = Column(typ, _bools(arr), valid)
-        elif pa.types.is_decimal128(typ):
+        elif pa.types.is_decimal128(typ) or typ == pa.month_day_nano_interval():  # two words a value
             words = np.frombuffer(arr.buffers()[1], dtype=np.uint64, count=2 * (n + arr.offset))[2 * arr.offset:]
             out[c.name] = Column(typ, words.reshape(n, 2).copy(), valid)
         else:

@@ -150,6 +150,12 @@ EXPRS = {
     "interval_rows": "CAST(tm AS VARCHAR) || CAST(tm - INTERVAL 25 HOUR AS VARCHAR) || CAST(tm + to_minutes(b) AS VARCHAR) "
                      "|| CAST(ts - to_hours(b) AS VARCHAR) || CAST(dt + to_days(i) AS VARCHAR) "
                      "|| CAST(ts + to_microseconds(b) AS VARCHAR)",
+    "timestamptz": "CAST(CAST(ts AS TIMESTAMPTZ) AS VARCHAR) || CAST(CAST(to_timestamp(f) AS DATE) AS VARCHAR) "
+                   "|| CAST(epoch_us(to_timestamp(i)) AS VARCHAR) || CAST(CAST(dt AS TIMESTAMPTZ) > to_timestamp(b) "
+                   "AS VARCHAR) || CAST(CAST(to_timestamp(t16) AS TIMESTAMP) AS VARCHAR)",
+    "interval_values": "CASE WHEN k THEN INTERVAL 1 DAY ELSE INTERVAL 2 MONTH END > INTERVAL 30 DAY "
+                       "OR epoch(CASE WHEN k THEN INTERVAL 1 DAY ELSE INTERVAL 25 HOUR END) > i "
+                       "OR greatest(INTERVAL 40 DAY, CASE WHEN k THEN INTERVAL 1 MONTH END) = INTERVAL 40 DAY",
     "regex_rewrite": "regexp_extract(s, '(a|é)(b*?)_?', 2) || regexp_replace(n, 'x*', '-', 'g') "
                      "|| regexp_replace(s, '(a)|b', '<\\1>')",
 }

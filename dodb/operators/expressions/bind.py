@@ -28,6 +28,7 @@ from ..table import Column
 from .errors import message_for
 from .numeric import Unsupported
 from .types import SqlType, bind_types
+from .zoned import current_zone
 
 __all__ = ["Const", "Prepared", "prepare", "Output", "operator_functions"]
 
@@ -197,7 +198,8 @@ def prepare(exprs: Mapping[str, exp.Expression | str], schema: Mapping[str, pa.D
     """
     sqls = {name: _sql(e) for name, e in exprs.items()}
     # first by the whole schema (no parse on a repeated query), then by the columns used
-    whole = (tuple((n, str(t), int(widths.get(n, 0))) for n, t in schema.items()), tuple(sqls.items()))
+    zone = current_zone()  # a zone-dependent TIMESTAMPTZ operation binds in UTC only (zoned.py)
+    whole = (tuple((n, str(t), int(widths.get(n, 0))) for n, t in schema.items()), tuple(sqls.items()), zone)
     with _lock:
         hit = _cache.get(whole)
     if hit is not None:
@@ -209,7 +211,7 @@ def prepare(exprs: Mapping[str, exp.Expression | str], schema: Mapping[str, pa.D
         used |= {c.name for c in trees[name].find_all(exp.Column)}
     sub_schema = {n: t for n, t in schema.items() if n in used}
     key = (tuple((n, str(t), int(widths.get(n, 0))) for n, t in sub_schema.items()),
-           tuple(sqls.items()))
+           tuple(sqls.items()), zone)
     with _lock:
         hit = _cache.get(key)
     if hit is not None:
@@ -247,7 +249,7 @@ def _empty_column(t: pa.DataType | str, width: int) -> Column:
         return Column(pa.decimal128(38, 0), np.zeros((0, 2), np.uint64), np.zeros(0, bool), huge=True)
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return Column(pa.string(), np.zeros((0, max(1, width)), np.uint8), np.zeros(0, bool), np.zeros(0, np.int32))
-    if pa.types.is_decimal(t):
+    if pa.types.is_decimal(t) or t == pa.month_day_nano_interval():  # two words a value
         return Column(t, np.zeros((0, 2), np.uint64), np.zeros(0, bool))
     return Column(t, np.zeros(0, np.int64), np.zeros(0, bool))
 

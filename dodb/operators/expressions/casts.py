@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import dates, format as fmt
+from . import dates, format as fmt, strings, zoned
 from .numeric import Unsupported, cast_number
 from .types import SqlType
 from .value import Val, constant
+from ...oblivious.select import select
 
 __all__ = ["cast", "text_width"]
 
@@ -26,7 +27,7 @@ def text_width(t: SqlType) -> int:
         return fmt.dec_text_width(39, 0)
     if t.kind == "dec":
         return fmt.dec_text_width(t.precision, t.scale)
-    return {"date": fmt.DATE_TEXT_WIDTH, "ts": fmt.TS_TEXT_WIDTH, "time": fmt.TIME_TEXT_WIDTH, "bool": 5}.get(t.kind, 0)
+    return {"date": fmt.DATE_TEXT_WIDTH, "ts": fmt.TS_TEXT_WIDTH, "tstz": fmt.TS_TEXT_WIDTH + 3, "time": fmt.TIME_TEXT_WIDTH, "bool": 5}.get(t.kind, 0)
 
 
 def _to_text(ev, v: Val, to: SqlType) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
@@ -50,6 +51,13 @@ def _to_text(ev, v: Val, to: SqlType) -> tuple[np.ndarray, np.ndarray, np.ndarra
     if k == "time":
         mat, lengths = fmt.time_text(v.data)
         return mat, lengths, none, ""
+    if k == "tstz":  # the UTC wall clock and '+00' (not after ±infinity)
+        zoned.require_utc("CAST of TIMESTAMP WITH TIME ZONE to VARCHAR")
+        mat, lengths, bad = fmt.ts_text(v.data)
+        infinite = (v.data == fmt.TS_INFINITY) | (v.data == -fmt.TS_INFINITY)  # not -2^63 (to_timestamp makes it: a time)
+        suffix = np.broadcast_to(np.frombuffer(b"+00", np.uint8), (v.n, 3))
+        mat, lengths = strings.concat([(mat, lengths), (suffix, select(infinite, 0, 3))])
+        return mat, lengths, bad, ""
     raise Unsupported(f"CAST of {v.type} to VARCHAR")
 
 
@@ -88,6 +96,13 @@ def cast(ev, v: Val, to: SqlType, try_: bool) -> Val:
         fails = [(bad & dates.finite(v.data, "date"), "Conversion Error: Date and time not in timestamp range")]
     elif src.kind == "ts" and to.kind == "date":
         data = dates.keep_infinities(v.data, "ts", dates.split_ts(v.data)[0], "date")
+    elif "tstz" in (src.kind, to.kind) and {src.kind, to.kind} <= {"tstz", "ts", "date"}:
+        # in UTC the TIMESTAMP operation on the same lane (expressions/zoned.py)
+        zoned.require_utc(f"CAST from {src} to {to}")
+        as_ts = zoned.as_timestamp(v)
+        mid = cast(ev, as_ts, zoned.TIMESTAMP, try_) if src.kind == "date" else as_ts  # a TIMESTAMP
+        out = cast(ev, mid, to, try_) if to.kind == "date" else mid
+        return Val(to, out.data, out.valid, out.err)
     else:
         raise Unsupported(f"CAST from {src} to {to}")
     valid = v.valid.copy()

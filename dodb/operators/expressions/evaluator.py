@@ -14,7 +14,7 @@ import numpy as np
 from sqlglot import exp
 
 from . import int128 as i128
-from . import numeric, strings
+from . import interval_lanes, numeric, strings, zoned
 from .errors import code_for
 from .fused import fused_compare, fused_logic
 from .numeric import Unsupported
@@ -79,11 +79,20 @@ class Evaluator:
             return v
         if t.kind in ("interval", "other"):
             raise Unsupported(f"constant of type {t}")
+        if any(getattr(self.p.types.get(id(n)), "kind", None) == "tstz" for n in node.walk()):  # lint: public types
+            zoned.require_utc("a TIMESTAMP WITH TIME ZONE constant")  # folded by DuckDB in UTC
         return constant(t, value, self.n)
 
     # -- leaves and structure --------------------------------------------------------------------
     def ev_Column(self, node: exp.Column) -> Val:
         return from_column(self.columns.get(node.name), self.type_of(node))
+
+    def ev_Interval(self, node: exp.Interval) -> Val:
+        """A constant INTERVAL as a value: (months, days, µs) on every row."""
+        from .functions import interval_parts
+        parts = np.array(interval_parts(node), dtype=np.int64)
+        return Val(parse_type("INTERVAL"), np.broadcast_to(parts, (self.n, 3)).copy(), np.ones(self.n, bool),
+                   np.zeros(self.n, np.int32))
 
     def ev_Paren(self, node: exp.Paren) -> Val:
         return self.ev(node.this)
@@ -168,6 +177,10 @@ class Evaluator:
             return lt, eq, none
         if ka == kb == "time":  # microseconds since midnight
             return a.data < b.data, a.data == b.data, none
+        if ka == kb == "interval":  # DuckDB's normalised (months, days, µs)
+            return (*interval_lanes.compare(a.data, b.data), none)
+        if "tstz" in (ka, kb):  # instants; a TIMESTAMP or DATE side is cast to TIMESTAMPTZ first
+            return self._compare_instants(a, b)
         if ka in ("date", "ts") and kb in ("date", "ts"):
             x = a.data * (86_400_000_000 if ka == "date" and kb == "ts" else 1)
             y = b.data * (86_400_000_000 if kb == "date" and ka == "ts" else 1)
@@ -182,6 +195,21 @@ class Evaluator:
         for mask, msg in fails:
             none = np.maximum(none, self.fail(mask, msg))
         return lt, eq, none
+
+    def _compare_instants(self, a: Val, b: Val) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(less, equal, error codes) of two values one of which is a TIMESTAMPTZ: DuckDB casts
+        the other side to TIMESTAMPTZ (in the session's zone: UTC only, ``zoned``)."""
+        tstz = a.type if a.type.kind == "tstz" else b.type
+        sides = []
+        for v in (a, b):
+            if v.type.kind in ("date", "ts"):
+                zoned.require_utc(f"comparing a {v.type} with a TIMESTAMP WITH TIME ZONE")
+                v = self.coerce(v, tstz)  # its errors (a DATE out of range) include the operand's
+            elif v.type.kind != "tstz":
+                raise Unsupported(f"comparing a {v.type} with a TIMESTAMP WITH TIME ZONE")
+            sides.append(v)
+        x, y = sides
+        return x.data < y.data, x.data == y.data, np.maximum(x.err, y.err).astype(np.int32)
 
     def _comparison(self, node: exp.Binary) -> Val:
         a, b = self.ev(node.left), self.ev(node.right)
@@ -328,7 +356,11 @@ class Evaluator:
         out = args[0]
         err = out.err
         for v in args[1:]:
-            lt, eq, cerr = self.compare(out, v)
+            if rt.kind == "interval":  # DuckDB orders the stored triples here (interval_lanes.compare)
+                lt, eq = interval_lanes.compare(out.data, v.data, raw=True)
+                cerr = np.zeros(self.n, np.int32)
+            else:
+                lt, eq, cerr = self.compare(out, v)
             better = ~(lt | eq) if not greatest else lt
             take = v.valid & (~out.valid | better)
             out = _choose(take, v, out)
@@ -376,6 +408,8 @@ def _choose(mask: np.ndarray, a: Val, b: Val) -> Val:
         return Val(a.type, select(mask[:, None], da, db), valid, b.err, select(mask, a.lengths, b.lengths))
     if a.type.kind == "dec":
         return Val(a.type, i128.where(mask, a.data, b.data), valid, b.err)
+    if a.type.kind == "interval":  # (n, 3) lanes
+        return Val(a.type, select(mask[:, None], a.data, b.data), valid, b.err)
     return Val(a.type, select(mask, a.data, b.data), valid, b.err)
 
 

@@ -12,14 +12,14 @@ import re
 import numpy as np
 from sqlglot import exp
 
-from . import dates, intervals, int128 as i128, numeric, strings
+from . import dates, interval_lanes, intervals, int128 as i128, numeric, strings
 from .numeric import Unsupported
 from .types import parse_type
 from .value import Val
 from ...oblivious.select import floor_mod, select
 
 __all__ = ["HANDLERS", "date_arith", "ANON", "handles", "unit_name", "epoch_seconds", "part_of", "interval_arith",
-           "shift_by_interval", "is_interval"]
+           "shift_by_interval", "is_interval", "interval_parts"]
 
 HANDLERS: dict = {}
 BIGINT = parse_type("BIGINT")
@@ -47,7 +47,7 @@ def is_interval(node: exp.Expression) -> bool:
     return isinstance(node, exp.Interval)
 
 
-def _interval(node: exp.Expression) -> tuple[int, int, int]:
+def interval_parts(node: exp.Expression) -> tuple[int, int, int]:
     """(months, days, micros) of a constant ``INTERVAL 'k' UNIT`` or ``INTERVAL 'k unit [k unit …]'``."""
     while isinstance(node, exp.Paren):
         node = node.this
@@ -89,7 +89,7 @@ def shift_by_interval(ev, base_node: exp.Expression, interval: exp.Expression, s
         days, micros, arg_valid, arg_err = intervals.constructed(ev, interval, sign, base.valid)
         months, valid, err = 0, valid & arg_valid, np.maximum(err, arg_err)
     else:
-        months, days, micros = (sign * k for k in _interval(interval))
+        months, days, micros = (sign * k for k in interval_parts(interval))
     if base.type.kind == "time":
         return intervals.shift_time_value(base, micros, valid, err, rt)
     if base.type.kind not in ("date", "ts") or rt.kind not in ("date", "ts"):
@@ -202,6 +202,8 @@ _CLOCK_PARTS = ("hour", "minute", "second", "millisecond", "microsecond")
 def epoch_seconds(v: Val, rt) -> Val:
     """``epoch(x)`` / ``EXTRACT(epoch FROM x)``: seconds since 1970 as DOUBLE (µs / 10^6,
     one division, as DuckDB computes it); NULL on ±infinity."""
+    if rt.kind == "float" and v.type.kind == "interval":
+        return Val(rt, interval_lanes.epoch(v.data), v.valid, v.err)
     if rt.kind == "float" and v.type.kind == "time":  # seconds since midnight
         return Val(rt, v.data / 1e6, v.valid, v.err)
     if rt.kind != "float" or v.type.kind not in ("date", "ts"):

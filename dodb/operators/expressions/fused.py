@@ -32,8 +32,10 @@ def _lanes(a: Val, b: Val) -> tuple[np.ndarray, int, np.ndarray, int] | None:
     """64-bit lanes and public factors whose products order the values as DuckDB's comparison
     does (the evaluator's ``compare``), or ``None``."""
     ka, kb = a.type.kind, b.type.kind
-    if ka == kb == "time":
+    if ka == kb == "time" or ka == kb == "tstz":  # µs of the day, or instants
         return a.data, 1, b.data, 1
+    if "tstz" in (ka, kb):  # a side cast to TIMESTAMPTZ in the session's zone: the reference
+        return None
     if ka in ("date", "ts") and kb in ("date", "ts"):
         # a DATE against a TIMESTAMP is compared in microseconds, as the reference does
         return (a.data, _US_PER_DAY if (ka, kb) == ("date", "ts") else 1,

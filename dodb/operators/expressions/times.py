@@ -14,13 +14,16 @@ from __future__ import annotations
 import numpy as np
 from sqlglot import exp
 
-from . import dates
-from .functions import ANON, epoch_seconds, handles, part_of
-from .numeric import Unsupported
+from . import dates, numeric, zoned
+from .functions import ANON, BIGINT, epoch_seconds, handles, part_of
+from .numeric import Unsupported, cast_number
+from .types import parse_type
 from .value import Val
 from ...oblivious.select import floor_mod, select
 
 __all__ = ["PART_FUNCTIONS"]
+
+DOUBLE = parse_type("DOUBLE")
 
 # functions sqlglot leaves anonymous, each one date part of its argument
 PART_FUNCTIONS = {"MILLISECOND": "millisecond", "MICROSECOND": "microsecond", "CENTURY": "century",
@@ -52,7 +55,7 @@ def _ev_epoch(ev, node):
 
 def _epoch_us(ev, node):
     """``epoch_us(x)``: microseconds since 1970-01-01 as BIGINT (a DATE is its midnight)."""
-    v = ev.ev(_one_argument(node, "EPOCH_US"))
+    v = zoned.as_timestamp(ev.ev(_one_argument(node, "EPOCH_US")))  # an instant: zone-free
     rt = ev.type_of(node)
     if rt.kind != "int" or v.type.kind not in ("date", "ts"):
         raise Unsupported(f"EPOCH_US of {v.type}")
@@ -74,7 +77,9 @@ def _ev_epoch_ms(ev, node):
     sqlglot reads ``epoch_ms(bigint)`` (milliseconds to a TIMESTAMP) as the same node: that
     one is refused."""
     scale = node.args.get("scale")
-    v = ev.ev(node.this)
+    if scale is None:  # to_timestamp(seconds)
+        return _to_timestamp(ev, node)
+    v = zoned.as_timestamp(ev.ev(node.this))  # an instant: zone-free
     rt = ev.type_of(node)
     if not (isinstance(scale, exp.Literal) and str(scale.this) == "3") or v.type.kind not in ("date", "ts") \
             or rt.kind != "int":  # lint: public types and the query's shape
@@ -88,6 +93,22 @@ def _ev_epoch_ms(ev, node):
     bad = (bad | (np.abs(ms) > _MS_MAX)) & finite
     err = np.maximum(v.err, ev.fail(bad, "Conversion Error: Could not convert Timestamp to higher precision."))
     return Val(rt, select(bad, 0, ms), finite, err)
+
+
+def _to_timestamp(ev, node):
+    """``to_timestamp(seconds)``: the TIMESTAMPTZ ``seconds × 10^6`` µs after 1970 UTC, rounded
+    as DuckDB casts a DOUBLE to BIGINT; an error where that cast fails (NaN, ±inf, beyond
+    64 bits).  An instant: no time zone involved."""
+    v = ev.ev(node.this)
+    rt = ev.type_of(node)
+    if rt.kind != "tstz" or v.type.kind not in ("int", "float", "dec"):  # lint: public types only
+        raise Unsupported(f"TO_TIMESTAMP of {v.type}")
+    with np.errstate(all="ignore"):
+        seconds = Val(DOUBLE, numeric.as_f64(v) * 1e6, v.valid, v.err)
+    us, bad, _ = cast_number(seconds, BIGINT)
+    bad = bad & v.valid
+    err = np.maximum(v.err, ev.fail(bad, "Conversion Error: Epoch seconds out of range for TIMESTAMP WITH TIME ZONE"))
+    return Val(rt, select(bad, 0, us), v.valid, err)
 
 
 @handles(exp.DateFromParts)

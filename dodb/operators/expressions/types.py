@@ -16,6 +16,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ...duckcalls import scratch_registered
+from .zone_setting import current_zone
 
 __all__ = ["SqlType", "parse_type", "bind_types", "INT_BITS", "arrow_type", "HUGEINT"]
 
@@ -30,8 +31,9 @@ INT_NAME = {8: "INT8", 16: "INT16", 32: "INT32", 64: "INT64"}
 
 @dataclass(frozen=True)
 class SqlType:
-    """A DuckDB logical type: ``kind`` in bool/int/dec/float/date/ts/time/str/null/interval/other
-    (``time``: microseconds since midnight, 0 to 24:00:00 inclusive)."""
+    """A DuckDB logical type: ``kind`` in bool/int/dec/float/date/ts/tstz/time/str/null/interval/other
+    (``time``: microseconds since midnight, 0 to 24:00:00 inclusive; ``tstz``: an instant in µs
+    since 1970 UTC)."""
 
     name: str
     kind: str
@@ -68,7 +70,8 @@ def parse_type(name: str) -> SqlType:
     if m:
         return SqlType(f"DECIMAL({m.group(1)},{m.group(2)})", "dec", 0, int(m.group(1)), int(m.group(2)))
     simple = {"DOUBLE": ("float", 64), "FLOAT": ("float", 32), "BOOLEAN": ("bool", 0), "VARCHAR": ("str", 0),
-              "DATE": ("date", 0), "TIMESTAMP": ("ts", 0), "TIME": ("time", 0), "INTERVAL": ("interval", 0), '"NULL"': ("null", 0),
+              "DATE": ("date", 0), "TIMESTAMP": ("ts", 0), "TIME": ("time", 0), "INTERVAL": ("interval", 0),
+              "TIMESTAMP WITH TIME ZONE": ("tstz", 0), '"NULL"': ("null", 0),
               "NULL": ("null", 0)}
     if up in simple:
         kind, bits = simple[up]
@@ -83,7 +86,9 @@ def arrow_type(t: SqlType) -> pa.DataType:
     if t.kind == "dec":
         return pa.decimal128(t.precision, t.scale)
     return {"float": pa.float64() if t.bits == 64 else pa.float32(), "bool": pa.bool_(), "str": pa.string(),
-            "date": pa.date32(), "ts": pa.timestamp("us"), "time": pa.time64("us"), "null": pa.null()}[t.kind]
+            "date": pa.date32(), "ts": pa.timestamp("us"), "tstz": pa.timestamp("us", tz=current_zone()),
+            "time": pa.time64("us"), "null": pa.null(),
+            "interval": pa.month_day_nano_interval()}[t.kind]
 
 
 _cache: dict[tuple, list[SqlType]] = {}

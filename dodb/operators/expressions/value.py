@@ -5,7 +5,8 @@ A :class:`Val` is one expression's result over every padded row: lanes of a fixe
 shape (``data``), validity (False = SQL NULL), a per-row error code (0 = none) and, for
 strings, byte lengths.  Lanes by kind: ``bool`` bool; ``int`` int64 (whatever DuckDB's
 width: the width is checked, not stored); ``float`` float64; ``dec`` :class:`I128`
-(unscaled); ``date`` int64 days; ``ts`` int64 microseconds; ``str`` ``(n, w)`` uint8.
+(unscaled); ``date`` int64 days; ``ts`` and ``tstz`` int64 microseconds; ``str`` ``(n, w)`` uint8;
+``interval`` ``(n, 3)`` int64 (months, days, µs).
 """
 from __future__ import annotations
 
@@ -64,10 +65,13 @@ def from_column(c: Column, t: SqlType) -> Val:
         return Val(t, c.values.astype(bool, copy=False), valid, no_errors(n))
     if t.kind == "float":
         return Val(t, c.values.astype(np.float64, copy=False), valid, no_errors(n))
-    if t.kind in ("int", "date", "ts", "time"):
+    if t.kind in ("int", "date", "ts", "tstz", "time"):
         return Val(t, c.values.astype(np.int64, copy=False), valid, no_errors(n))
     if t.kind == "null":
         return Val(t, np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), no_errors(n))
+    if t.kind == "interval":  # (n, 3) months, days, µs
+        from .interval_lanes import from_words
+        return Val(t, from_words(c.values), valid, no_errors(n))
     raise TypeError(f"unsupported column type {t}")
 
 
@@ -87,6 +91,8 @@ def constant(t: SqlType, value, n: int) -> Val:
         data, lengths = _string_lanes(raw, n)
         return Val(t, data, valid, err, lengths, raw)
     if value is None:
+        if t.kind == "interval":
+            return Val(t, np.zeros((n, 3), np.int64), valid, err)
         if t.kind == "dec":
             return Val(t, i128.const(0, n), valid, err)
         zero = {"bool": np.zeros(n, bool), "float": np.zeros(n)}.get(t.kind, np.zeros(n, np.int64))
@@ -106,7 +112,9 @@ def constant(t: SqlType, value, n: int) -> Val:
     if t.kind == "time":  # a datetime.time: microseconds since midnight
         us = ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + value.microsecond
         return Val(t, np.full(n, us, dtype=np.int64), valid, err)
-    if t.kind == "ts":
+    if t.kind == "tstz":  # an aware datetime: its instant
+        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    if t.kind in ("ts", "tstz"):
         delta = value - dt.datetime(1970, 1, 1)
         us = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
         return Val(t, np.full(n, us, dtype=np.int64), valid, err)
@@ -128,8 +136,11 @@ def to_column(v: Val, width: int | None = None) -> Column:
         return Column(t, i128.to_words(i128.where(valid, v.data, zero)), valid, huge=v.type.huge)
     if v.type.kind == "null":
         return Column(pa.null(), np.zeros(v.n, dtype=np.int8), valid)
+    if v.type.kind == "interval":
+        from .interval_lanes import to_words
+        return Column(t, to_words(select(valid[:, None], v.data, np.zeros(1, np.int64))), valid)
     dtype = {"bool": np.bool_, "float": np.float64 if v.type.bits == 64 else np.float32, "date": np.int32,
-             "ts": np.int64, "time": np.int64}.get(v.type.kind)
+             "ts": np.int64, "tstz": np.int64, "time": np.int64}.get(v.type.kind)
     if v.type.kind == "int":
         dtype = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}[v.type.bits]
     vals = select(valid, v.data, np.zeros(1, dtype=v.data.dtype)).astype(dtype)
