@@ -68,3 +68,18 @@ def test_intervals_at_the_edges(expr):
             ((I32[1], I32[1], I64[1]), (I32[0], I32[0], I64[0])), ((0, 1, -1), (0, 0, 86_399_999_999)),
             ((-1, 30, 0), (0, 0, 0)), ((12, 0, 0), (0, 365, 0)), (None, (0, 0, 0)), ((0, 0, 0), None)]
     _check(rows, 2, [expr])
+
+
+def test_a_bare_interval_constant_is_a_value():
+    """``SELECT INTERVAL 1 DAY FROM t``: the whole expression is the constant (bind.py types
+    each whole expression, not only the value nodes inside it, which skip INTERVALs)."""
+    import dodb
+
+    db = dodb.connect()
+    db.con.sql("CREATE TABLE c AS SELECT range AS id, range % 3 AS k FROM range(6)")
+    want = db.con.sql("SELECT id, INTERVAL 1 DAY AS a, INTERVAL '90' MINUTE AS b FROM c ORDER BY id").fetchall()
+    db.set_budget(epsilon=10, delta=1e-4)
+    db.protect("c", "id", max_contributions=1)
+    got = db.sql("SELECT id, INTERVAL 1 DAY AS a, INTERVAL '90' MINUTE AS b FROM c ORDER BY id", epsilon=1.0)
+    assert got.fetchall() == want
+    db.close()

@@ -115,5 +115,6 @@ def test_a_null_format_and_null_text_are_null():
 
 @pytest.mark.parametrize("fmt", ["%z", "%Y %Z", "%n", "%U", "%G", "%c"])
 def test_formats_dodb_does_not_read_are_refused(fmt):
-    with pytest.raises(UnsupportedQueryError, match="STRPTIME format|values of type"):
+    # %z/%Z make DuckDB type the result TIMESTAMPTZ, refused for strptime as a whole
+    with pytest.raises(UnsupportedQueryError, match="STRPTIME format|values of type|STRPTIME of VARCHAR giving"):
         _run(["2020"], [], f"strptime(s, '%Y {fmt}')")

@@ -219,7 +219,9 @@ def prepare(exprs: Mapping[str, exp.Expression | str], schema: Mapping[str, pa.D
             _cache[whole] = hit
         return hit
     p = Prepared(trees)
-    nodes = [n for t in trees.values() for n in _value_nodes(t)]
+    # every value node, and each whole expression (a bare INTERVAL constant is one too)
+    nodes = [n for t in trees.values() for n in _value_nodes(t)] + \
+        [t for t in trees.values() if isinstance(t, exp.Interval)]
     by_sql = _types(sub_schema, _unique(n.sql(dialect="duckdb") for n in nodes))
     for name, tree in trees.items():
         if by_sql.get(tree.sql(dialect="duckdb")) is None:
