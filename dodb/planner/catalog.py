@@ -35,6 +35,7 @@ from .. import sqlbuild
 from ..errors import CatalogError
 from ..storage.canonical import PRIVATE_SCHEMA
 from ..storage.layout import LogicalColumn
+from .memory import physical_memory
 from .public_cache import PublicFacts
 
 _versions = itertools.count()  # catalog fingerprints: unique across Catalog objects of a process
@@ -85,14 +86,21 @@ class TableInfo:
         return [LogicalColumn(c, t, c not in self.not_null, self.widths.get(c, 0)) for c, t in self.columns.items()]
 
 
-SLOT_CACHE_BYTES = 1 << 30  # default; DODB_SLOT_CACHE_BYTES overrides (0 turns it off)
+SLOT_CACHE_BYTES = 1 << 30  # the least default; DODB_SLOT_CACHE_BYTES overrides (0 turns it off)
+SLOT_CACHE_SHARE = 8  # by default a catalog keeps up to 1/8 of physical memory, at least SLOT_CACHE_BYTES
 
 
 def slot_cache_bytes() -> int:
-    """Bytes of decoded private slot arrays a catalog keeps between queries."""
+    """Bytes of decoded private slot arrays (and sorted sides) a catalog keeps between queries:
+    ``DODB_SLOT_CACHE_BYTES``, else an eighth of physical memory and at least 1 GiB — a
+    table's scan and its sorted side must fit together, or every query sorts again (TPC-H
+    Q19 at sf 1: about 1.1 GB for lineitem's six columns, scan and sorted side)."""
     raw = os.environ.get("DODB_SLOT_CACHE_BYTES")
+    if not raw:
+        total = physical_memory()
+        return SLOT_CACHE_BYTES if total is None else max(SLOT_CACHE_BYTES, total // SLOT_CACHE_SHARE)
     try:
-        return max(0, int(raw)) if raw else SLOT_CACHE_BYTES
+        return max(0, int(raw))
     except ValueError:
         raise CatalogError(f"DODB_SLOT_CACHE_BYTES must be a number of bytes, got {raw!r}") from None
 

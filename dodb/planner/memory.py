@@ -151,15 +151,21 @@ def timeline(root: Node, known: dict[int, int] | None = None) -> list[tuple[Node
     return out
 
 
+def physical_memory() -> int | None:
+    """The machine's physical memory in bytes, or ``None`` where ``sysconf`` cannot say."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def default_memory_limit() -> int:
     """``DODB_MEMORY_LIMIT`` (bytes, or with a K/M/G suffix), else half of physical memory."""
     env = os.environ.get("DODB_MEMORY_LIMIT", "").strip()
     if env:
         return parse_bytes(env)
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * DEFAULT_SHARE)
-    except (ValueError, OSError, AttributeError):  # no sysconf: a conservative 4 GiB
-        return 4 << 30
+    total = physical_memory()
+    return 4 << 30 if total is None else int(total * DEFAULT_SHARE)  # no sysconf: a conservative 4 GiB
 
 
 def parse_bytes(text: str) -> int:
