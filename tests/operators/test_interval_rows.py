@@ -15,6 +15,8 @@ from hypothesis import given, settings, strategies as st
 from dodb.operators import expressions as E
 from dodb.operators.table import from_arrow
 
+from .util import ERROR_KINDS, duckdb_row_results
+
 I64, I32 = (-(1 << 63), (1 << 63) - 1), (-(1 << 31), (1 << 31) - 1)
 _BIG = st.sampled_from([I64[0], I64[1], I64[0] + 1, 2562047788, -2562047788, 2562047789, 153722867280, -153722867281,
                         I32[0], I32[1], 306783378, -306783379, 106751991, -106751992, 0, 1, -1])
@@ -41,21 +43,6 @@ def _table(rows: list) -> pa.Table:
         "unnest(?::INTEGER[]) j", [text(0), text(1), text(2), [r[3] for r in rows], j]).to_arrow_table()
 
 
-def _row_results(con, expr: str, n: int) -> list:
-    """(value as text or None, the error class) per row, one row at a time."""
-    out = []
-    for k in range(n):
-        try:
-            v = con.execute(f"SELECT ({expr})::VARCHAR FROM t LIMIT 1 OFFSET {k}").fetchone()[0]
-            out.append((v, None))
-        except duckdb.Error as e:
-            out.append((None, type(e).__name__))
-    return out
-
-
-_KINDS = {"ConversionException": "Conversion Error", "OutOfRangeException": "Out of Range Error"}
-
-
 def _check(rows: list, dummies: int, exprs: list[str]) -> None:
     t = _table(rows)
     garbage = _table([("23:59:59", "294247-01-10 04:00:54.775806", "5881580-07-10", I64[0], I32[0])] * dummies)
@@ -68,9 +55,9 @@ def _check(rows: list, dummies: int, exprs: list[str]) -> None:
         cols, codes = E.evaluate(pt, {"r": f"({expr})::VARCHAR"})
         assert not codes[~is_real].any()
         got = cols["r"].to_arrow(is_real).to_pylist()
-        for (want, raised), g, code, row in zip(_row_results(con, expr, len(rows)), got, codes[is_real], rows):
+        for (want, raised), g, code, row in zip(duckdb_row_results(con, expr, len(rows)), got, codes[is_real], rows):
             if raised:
-                assert code and E.message_for(int(code)).startswith(_KINDS[raised]), (expr, row, raised)
+                assert code and E.message_for(int(code)).startswith(ERROR_KINDS[raised]), (expr, row, raised)
             else:
                 assert code == 0 and g == want, (expr, row, g, want, code and E.message_for(int(code)))
 

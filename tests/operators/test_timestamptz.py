@@ -18,6 +18,8 @@ from dodb.operators import expressions as E
 from dodb.operators.expressions.zoned import using_zone
 from dodb.operators.table import from_arrow
 
+from .util import ERROR_KINDS, duckdb_row_results
+
 _TS = st.datetimes(dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31, 23, 59, 59, 999999)) | \
     st.sampled_from(["infinity", "-infinity", "294247-01-10 04:00:54.775806", "290309-12-22 (BC) 00:00:00",
                      "0001-01-01 (BC) 12:00:00.5", "1969-12-31 23:59:59.999999"])
@@ -46,19 +48,6 @@ def _table(rows: list) -> pa.Table:
         [text(0), text(1), text(2), text(3), [r[4] for r in rows], [r[5] for r in rows]]).to_arrow_table()
 
 
-def _row_results(con, expr: str, n: int) -> list:
-    out = []
-    for k in range(n):
-        try:
-            out.append((con.execute(f"SELECT ({expr})::VARCHAR FROM t LIMIT 1 OFFSET {k}").fetchone()[0], None))
-        except duckdb.Error as e:
-            out.append((None, type(e).__name__))
-    return out
-
-
-_KINDS = {"ConversionException": "Conversion Error", "OutOfRangeException": "Out of Range Error"}
-
-
 def _check(rows: list, dummies: int, exprs: list[str]) -> None:
     t = _table(rows)
     garbage = _table([("294247-01-10 04:00:54.775806", "290309-12-22 (BC) 00:00:00", "infinity", "5881580-07-10",
@@ -73,9 +62,9 @@ def _check(rows: list, dummies: int, exprs: list[str]) -> None:
         cols, codes = E.evaluate(pt, {"r": f"({expr})::VARCHAR"})
         assert not codes[~is_real].any()
         got = cols["r"].to_arrow(is_real).to_pylist()
-        for (want, raised), g, code, row in zip(_row_results(con, expr, len(rows)), got, codes[is_real], rows):
+        for (want, raised), g, code, row in zip(duckdb_row_results(con, expr, len(rows)), got, codes[is_real], rows):
             if raised:
-                assert code and E.message_for(int(code)).startswith(_KINDS[raised]), (expr, row, raised)
+                assert code and E.message_for(int(code)).startswith(ERROR_KINDS[raised]), (expr, row, raised)
             else:
                 assert code == 0 and g == want, (expr, row, g, want, code and E.message_for(int(code)))
 

@@ -106,3 +106,19 @@ def assert_same_answer_or_error(db, raw: duckdb.DuckDBPyConnection, sql: str) ->
     got = db.sql(sql, epsilon=1.0)
     assert_same_rows(got.arrow(), want)
     assert sorted(got.fetchall(), key=repr) == sorted(raw.sql(sql).fetchall(), key=repr), sql
+
+
+# DuckDB's exception classes and the prefix of dodb's message for the same row error
+ERROR_KINDS = {"ConversionException": "Conversion Error", "OutOfRangeException": "Out of Range Error"}
+
+
+def duckdb_row_results(con, expr: str, n: int) -> list:
+    """``(value as text or None, DuckDB's exception class or None)`` of ``expr`` over each of
+    the ``n`` rows of table ``t`` on ``con``, one row at a time (a row's error stays its own)."""
+    out = []
+    for k in range(n):
+        try:
+            out.append((con.execute(f"SELECT ({expr})::VARCHAR FROM t LIMIT 1 OFFSET {k}").fetchone()[0], None))
+        except duckdb.Error as e:
+            out.append((None, type(e).__name__))
+    return out
