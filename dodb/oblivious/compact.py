@@ -57,6 +57,7 @@ def _select(mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 PARALLEL_MIN_ROWS = 1 << 16  # binned compactions this large run their halves on two threads
 SPLIT_MIN_WORDS = 4  # a compaction with this many payload words splits them between threads
+GROUP_MIN_WORDS = 2  # ... into groups of at least this many (each thread evolves live/dist again)
 
 
 def word_groups(words: int, n: int, count: int) -> list[tuple[int, int]]:
@@ -68,8 +69,7 @@ def word_groups(words: int, n: int, count: int) -> list[tuple[int, int]]:
     >>> word_groups(3, 1 << 20, 2), word_groups(15, 1000, 2)
     ([(0, 3)], [(0, 15)])
     """
-    parts = min(count, words // (SPLIT_MIN_WORDS // 2)) if n >= PARALLEL_MIN_ROWS and words >= SPLIT_MIN_WORDS else 1
-    parts = max(1, parts)
+    parts = min(count, words // GROUP_MIN_WORDS) if n >= PARALLEL_MIN_ROWS and words >= SPLIT_MIN_WORDS else 1
     cuts = [g * words // parts for g in range(parts)] + [words]
     return list(zip(cuts[:-1], cuts[1:]))
 

@@ -48,6 +48,7 @@ def generation() -> int:
     """The current generation of cached plans (in every plan key)."""
     return _generation[0]
 
+
 # every mutable container a QueryPlan holds: copied per use, so no use sees another's edits
 _CONTAINERS = ("names", "internal", "allocation", "events", "event_nodes", "types", "expected_rows")
 

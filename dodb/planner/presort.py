@@ -126,8 +126,8 @@ def _grouped(side: Node, keys: list[str], consumers: dict[int, int]) -> bool:
     """Whether ``side`` is a GROUP BY's output, through projections and filters, in the order
     of ``keys``: its groups come out in the order of its sort keys (operators/aggregate.py
     sorts by them, encoded as a join encodes them, real rows first, and compacts in order),
-    so keys that are, below, a prefix of those sort keys are in order, ties (none among
-    groups) in position order.  The GROUP BY's unused slots (and those of compacting filters
+    so keys that are, below, a prefix of those sort keys are in order, and groups that tie
+    on the prefix sit in position order (the order the output has).  The GROUP BY's unused slots (and those of compacting filters
     between) then get NULL keys (``ordered_keys``), which sort last, as after a scan."""
     found = _chain(side, list(keys), consumers, grouped=True)
     if found is None:
