@@ -186,14 +186,18 @@ def fill_word_block(arrays: Sequence[np.ndarray], out: np.ndarray) -> BlockLayou
 
 def from_word_block(block: np.ndarray, likes: Sequence[np.ndarray], layout: BlockLayout,
                     n: int) -> list[np.ndarray]:
-    """Inverse of :func:`word_block` for the first ``n`` rows (fresh arrays shaped like ``likes``)."""
+    """Inverse of :func:`word_block` for the first ``n`` rows, shaped like ``likes``.
+
+    An array of one 8-byte word a row comes back as a view of its row of ``block`` (no
+    copy: the block is the caller's own, and each array has rows of its own, so writing
+    one never touches another); the others are fresh arrays."""
     out = []
     for a, (w, shift, k, shared) in zip(likes, layout.places):
         if shared:
             row = block[w:w + 1, :n][0]
             out.append(_from_field(row >> np.uint64(shift) if shift else row, a))
-        elif _simple(a):
-            out.append(block[w:w + 1, :n][0].astype(f"u{a.dtype.itemsize}").view(a.dtype))
+        elif _simple(a):  # 8 bytes a row (narrower ones share words)
+            out.append(block[w:w + 1, :n][0].view(a.dtype))
         else:
             out.append(from_word_columns(block[w:w + k], a, n))
     return out

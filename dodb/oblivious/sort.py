@@ -402,7 +402,7 @@ def oblivious_sort(
         if descending:
             out_keys = [~out_keys[0] & np.uint64((1 << int(key_bits)) - 1)]
     else:
-        out_keys = [w[:n].copy() for w in (work_keys if unique else work_keys[:-1])]  # not views: X can go
+        out_keys = [w[:n] for w in (work_keys if unique else work_keys[:-1])]  # views: the payload keeps X anyway
         if descending:
             out_keys = [~w for w in out_keys]
     return out_keys, from_word_block(work_pay, list(payload), widths, n)
@@ -436,16 +436,17 @@ def oblivious_merge(
     buf = _trace_buffer(trace, len(keys), payload, m, "merge")
     right = n - split
     nk = len(keys)
-    # payload words in input order (rows n.. zero), then the second run moved reversed to the end
-    X, widths = _block(nk, payload, m)
+    # the first run's payload words, zeros, then the second run's reversed at the end: each
+    # run is written into its place in the block directly (no copy of the block)
+    X = np.empty((nk + block_words(payload), m), dtype=np.uint64)
+    X[:nk] = _U64_MAX
     work_keys, work_pay = X[:nk], X[nk:]
+    widths = fill_word_block([p[:split] for p in payload], work_pay[:, :split])
+    work_pay[:, split:m - right] = 0
+    fill_word_block([p[split:][::-1] for p in payload], work_pay[:, m - right:])
     for row, k in zip(work_keys, keys):
         row[:split] = k[:split]
         row[m - right:] = k[split:][::-1]
-    if right:
-        tail = work_pay[:, split:n][:, ::-1].copy()
-        work_pay[:, split:] = 0
-        work_pay[:, m - right:] = tail
     blk = min(BLOCK, m)
     net = (_CompiledNetwork if use_compiled() else _NumpyNetwork)(X, nk, m, m, blk, False)
     trace.record("merge:bitonic", buf, n, m, blk)
@@ -456,4 +457,4 @@ def oblivious_merge(
     if j >= 1:
         net.blocks(j)
     net.finish()
-    return [w[:n].copy() for w in work_keys], from_word_block(work_pay, list(payload), widths, n)
+    return [w[:n] for w in work_keys], from_word_block(work_pay, list(payload), widths, n)

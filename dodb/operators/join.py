@@ -41,7 +41,7 @@ from .context import ExecContext, OpResult, UnboundedStabilityError
 from .filter import filter_table
 from .keys import EncodedKey, KeyField, column_fields, encode_keys, normalise_key, pack_fields
 from .pkfk import pk_fk_left_join
-from .table import Column, PaddedTable, concat_tables, unify_columns
+from .table import Column, PaddedTable, concat_tables, read_only, unify_columns
 from ..oblivious.select import select
 
 __all__ = ["join", "sorted_side", "JOIN_TYPES", "OBLIVIOUS_JOIN_LIMIT", "same_unit_stability"]
@@ -101,7 +101,7 @@ def sorted_side(ctx: ExecContext, t: PaddedTable, keys: list[str], cache=None, s
     arrays, shape = cache.get_or_compute(key, sort, weight=lambda got: sum(a.nbytes for a in got[0]))
     if not sorted_now:  # lint: public whether this side was sorted before (the queries run)
         ctx.kernels.sort_events(shape, t.arrays())  # the key's public shape: no key is encoded again
-    return t.with_arrays([a.copy() for a in arrays])  # the kept lanes are never handed out
+    return t.with_arrays([read_only(a) for a in arrays])  # the kept lanes are never written
 
 
 def _degrees(ctx: ExecContext, lcols, rcols, l_ok, r_ok, bound_l: int | None, bound_r: int | None,

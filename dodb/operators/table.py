@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from ..errors import DodbError
 from ..oblivious.select import select
 
-__all__ = ["Column", "PaddedTable", "from_arrow", "column_from_arrow", "concat_tables", "UnsupportedTypeError"]
+__all__ = ["Column", "PaddedTable", "from_arrow", "column_from_arrow", "concat_tables", "UnsupportedTypeError", "read_only"]
 
 
 class UnsupportedTypeError(DodbError, TypeError):
@@ -356,3 +356,11 @@ def concat_tables(tables: Sequence[PaddedTable], stability: int | None = None) -
     real = np.concatenate([t.is_real for t in tables])
     s = sum(t.stability for t in tables) if stability is None else stability
     return PaddedTable(list(first.names), cols, real, s, dict(first.meta))
+
+
+def read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view of a kept array, which is made read-only itself (the slot cache and
+    the sorted join sides it keeps: docs/design.md §Slot cache).  No operator writes its
+    inputs; one that did would raise instead of changing what later queries read."""
+    a.flags.writeable = False
+    return a.view()

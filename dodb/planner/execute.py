@@ -30,7 +30,7 @@ from ..operators.lookup import lookup_join
 from ..operators.scalar_row import SCALAR_ROWS, scalar_row
 from ..operators.theta_join import cross_product
 from ..operators.window import window
-from ..operators.table import Column, column_from_arrow, concat_tables
+from ..operators.table import Column, column_from_arrow, concat_tables, read_only
 from .catalog import Catalog
 from .guard import pushable
 from .logical import (AddRowId, Aggregate, CrossJoin, CrossOne, Distinct, Exchange, Filter, Join, Node, OneRow, Project, ScalarRow, Scan, SetOp,
@@ -379,12 +379,12 @@ class Executor:
                 cur.close()
 
         # every slot of these columns, as the storage version the catalog just read holds them
-        # (docs/design.md §Slot cache): the key is public, the arrays handed out are fresh copies
+        # (docs/design.md §Slot cache): the key is public, the arrays handed out are read-only views
         key = ("slots", info.name, tuple(c.name for c in cols), int(info.capacity), info.version,
                tuple(sorted(info.checksums.items())))
         is_real, columns = self.catalog.slot_cache.get_or_compute(
             key, read, weight=lambda got: got[0].nbytes + sum(_nbytes(c) for c in got[1].values()))
-        is_real, columns = is_real.copy(), {k: _fresh(c) for k, c in columns.items()}
+        is_real, columns = read_only(is_real), {k: _read_only_column(c) for k, c in columns.items()}
         self._scan_sources[node.node_id] = key
         self.ctx.trace.record(f"scan:{info.name}", -1, int(info.capacity), len(cols))
         names = [f"{node.alias}.{c}" for c in node.source_columns]
@@ -422,9 +422,8 @@ def _nbytes(c) -> int:
     return sum(a.nbytes for a in _arrays_of(c).values())
 
 
-def _fresh(c):
-    """``c`` with copies of all its arrays: operators may write their inputs in place."""
-    return replace(c, **{k: a.copy() for k, a in _arrays_of(c).items()})
+def _read_only_column(c):
+    return replace(c, **{k: read_only(a) for k, a in _arrays_of(c).items()})
 
 
 def _broadcast(big: PaddedTable, one: PaddedTable, stability: int) -> PaddedTable:

@@ -34,22 +34,23 @@ def test_repeated_scans_are_served_from_memory_with_the_same_answer():
     assert cache.misses == 2
 
 
-def test_handed_out_arrays_are_copies():
-    """An operator writing its input in place cannot reach the kept arrays."""
+def test_handed_out_arrays_are_read_only():
+    """An operator writing its input in place fails instead of reaching the kept arrays."""
     db = _db()
     db.sql(GROUPED, epsilon=1.0)
     (value, _), = db.catalog.slot_cache._entries.values()
     kept = value[1]["age"].values.copy()
     from dodb.planner import execute
 
-    got = []
+    tried = []
     real = execute.Executor._scan_private
 
     def spoil(self, node, info):
         t = real(self, node, info)
         for c in t.columns:
-            c.values[...] = 0  # vandalise what this query got
-        got.append(t)
+            with pytest.raises(ValueError, match="read-only"):
+                c.values[...] = 0  # vandalise what this query got
+            tried.append(c)
         return t
 
     execute.Executor._scan_private = spoil
@@ -57,7 +58,7 @@ def test_handed_out_arrays_are_copies():
         db.sql(GROUPED, epsilon=1.0)
     finally:
         execute.Executor._scan_private = real
-    assert got and (value[1]["age"].values == kept).all()
+    assert tried and (value[1]["age"].values == kept).all()
     res = db.sql(GROUPED, epsilon=1.0).arrow()
     assert res.column("n").to_pylist() == [15, 15, 15, 15]
 

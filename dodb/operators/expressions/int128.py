@@ -80,8 +80,9 @@ def from_i64(x: np.ndarray) -> I128:
 
 
 def from_words(words: np.ndarray) -> I128:
-    """Arrow decimal128 storage ``(n, 2)`` uint64 (low, high) to a number."""
-    return I128(np.ascontiguousarray(words[:, 1]).view(np.int64).copy(), np.ascontiguousarray(words[:, 0]).copy())
+    """Arrow decimal128 storage ``(n, 2)`` uint64 (low, high) to a number (each word copied out of
+    the interleaved storage once; the evaluator never writes into a value's arrays)."""
+    return I128(np.ascontiguousarray(words[:, 1]).view(np.int64), np.ascontiguousarray(words[:, 0]))
 
 
 def to_words(a: I128) -> np.ndarray:

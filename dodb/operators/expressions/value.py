@@ -54,25 +54,32 @@ def from_column(c: Column, t: SqlType) -> Val:
     """Lanes of a padded column, as the type DuckDB binds it to.
 
     The lanes may be the column's own arrays (no copy where the dtype already fits): the
-    evaluator never writes into a value's arrays, every node makes new ones."""
+    evaluator never writes into a value's arrays, every node makes new ones.  A read-only
+    array (a scan's, kept by the slot cache) is copied: the compiled kernels are typed by
+    writability, and one typing of each keeps them compiled once (``kernel_signatures``)."""
     n = int(c.valid.shape[0])
-    valid = c.valid
+    valid = _writable(c.valid)
     if t.kind == "str":
-        return Val(t, c.values, valid, no_errors(n), c.lengths.astype(np.int64))
+        return Val(t, _writable(c.values), valid, no_errors(n), c.lengths.astype(np.int64))
     if t.kind == "dec":
         return Val(t, i128.from_words(c.values), valid, no_errors(n))
     if t.kind == "bool":
-        return Val(t, c.values.astype(bool, copy=False), valid, no_errors(n))
+        return Val(t, _writable(c.values.astype(bool, copy=False)), valid, no_errors(n))
     if t.kind == "float":
-        return Val(t, c.values.astype(np.float64, copy=False), valid, no_errors(n))
+        return Val(t, _writable(c.values.astype(np.float64, copy=False)), valid, no_errors(n))
     if t.kind in ("int", "date", "ts", "tstz", "time"):
-        return Val(t, c.values.astype(np.int64, copy=False), valid, no_errors(n))
+        return Val(t, _writable(c.values.astype(np.int64, copy=False)), valid, no_errors(n))
     if t.kind == "null":
         return Val(t, np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), no_errors(n))
     if t.kind == "interval":  # (n, 3) months, days, µs
         from .interval_lanes import from_words
         return Val(t, from_words(c.values), valid, no_errors(n))
     raise TypeError(f"unsupported column type {t}")
+
+
+def _writable(a: np.ndarray) -> np.ndarray:
+    """``a``, or a copy of it when it is read-only (whether it is depends on the plan only)."""
+    return a if a.flags.writeable else a.copy()
 
 
 def _string_lanes(data: bytes, n: int) -> tuple[np.ndarray, np.ndarray]:
