@@ -76,7 +76,7 @@ _FUNCTIONS = frozenset({
     "ceiling", "trunc", "left_grapheme", "right_grapheme", "strip_accents", "bit_count", "signbit",
     "isfinite", "era", "millisecond", "microsecond", "weekday", "epoch_us", "add", "subtract", "multiply", "fmod",
     "nextafter", "ord", "round_even", "roundbankers", "printf", "divide", "date_sub", "datesub", "try_strptime",
-    "to_hours", "to_minutes", "to_microseconds", "to_days", "to_weeks",
+    "to_hours", "to_minutes", "to_microseconds", "to_days", "to_weeks", "age",
 })
 # CAST targets the padded representation holds (docs/design.md §Storage)
 _CAST_TYPES = {t for t in (getattr(exp.DataType.Type, n, None) for n in (
