@@ -66,7 +66,9 @@ _SCALAR = _classes(
     "Atan2", "Sinh", "Cosh", "Tanh", "Asinh", "Acosh", "Atanh", "Degrees", "Radians", "Pi", "Hour", "Minute",
     "Second", "TimeToUnix", "UnixToTime", "MD5", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot",
     "BitwiseLeftShift", "BitwiseRightShift", "Unicode", "Chr", "Translate", "Hex", "Factorial",
-    "SplitPart", "Glob", "Format", "Levenshtein", "Escape", "SHA2", "ToDays")
+    "SplitPart", "Glob", "Format", "Levenshtein", "Escape", "SHA2", "ToDays",
+    # constants of the query's moment (expressions/now.py writes them in before planning)
+    "CurrentDate", "CurrentTimestamp")
 _AGGREGATES = _classes("Count", "Sum", "Avg", "Min", "Max")
 _QUERIES = _classes("Select", "Union", "Intersect", "Except", "Subquery", "Exists", "Any", "All")
 # DuckDB scalar functions sqlglot does not model: pure functions of their arguments only
