@@ -481,9 +481,10 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
           copartition: bool = True) -> QueryPlan:
     bound = params_key(params)
     now = read_now(catalog.time_zone) if mentions_now(sql) else None  # DuckDB's, read once a query
+    moment = None if now is None else now.key(sql)
     # a pure function of the text, the parameters, the moment and the catalog: kept per catalog fingerprint
     parsed, schema, optimized, tables, public_sql = catalog.schema_cache.get_or_compute(
-        ("front end", sql, bound, now, catalog.fingerprint), lambda: _front_end(sql, catalog, params, now))
+        ("front end", sql, bound, moment, catalog.fingerprint), lambda: _front_end(sql, catalog, params, now))
     names = [n for n, _ in schema]
     if public_fast and public_sql is not None and all(_scalar_type(t) for _, t in schema):
         # nothing private is read: DuckDB answers, the operators are built only if needed
@@ -493,7 +494,7 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
                          [f"__public_{i}" for i in range(len(names))], mode, float(epsilon), float(delta),
                          neighbour, {}, [], [], catalog, types=[t for _, t in schema], public_sql=public_sql,
                          tables=tables, build_later=later)
-    key = ("plan", sql, bound, now, catalog.fingerprint, float(epsilon), float(delta), mode, neighbour, allocation,
+    key = ("plan", sql, bound, moment, catalog.fingerprint, float(epsilon), float(delta), mode, neighbour, allocation,
            workers, copartition)
     return reuse_or_build(catalog, key, tables, lambda contents: _build(
         sql, catalog, epsilon, delta, mode, neighbour, allocation, params, public_fast, workers, copartition,

@@ -9,6 +9,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
+import sqlglot
 
 import dodb
 from dodb.compare import snapshot
@@ -77,3 +78,14 @@ def test_the_evaluator_pins_the_moment_in_the_zone():
         con.execute("SET TimeZone = ?", [zone])
         want = (con.execute("SELECT current_date").fetchone()[0] - DAY0).days
         assert now_mod.read_now(zone).days == want
+
+
+def test_one_argument_age_counts_from_midnight_utc(db):
+    sql = "SELECT id, age(ts) AS a, age(d) AS b FROM ev ORDER BY id"
+    got = db.sql(sql, epsilon=1.0).arrow()
+    want = db.oracle.sql(sql).to_arrow_table()
+    assert got.to_pylist() == want.to_pylist()  # the interval words, not timedeltas
+    # in a zone already in tomorrow, current_date is tomorrow but age(x) still counts from UTC's today
+    tree = now_mod.pin(sqlglot.parse_one("SELECT age(x), current_date", read="duckdb"),
+                       now_mod.Now(days=20001, micros=20000 * 86_400_000_000 + 5))
+    assert tree.sql("duckdb") == "SELECT AGE(CAST('2024-10-04' AS TIMESTAMP), x), CAST('2024-10-05' AS DATE)"

@@ -45,11 +45,10 @@ def age_lanes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _age(ev, node):
-    """``age(a, b)``; the one-argument form (from today's midnight) is refused: it depends on
-    the transaction's start time."""
+    """``age(a, b)`` (``age(x)`` arrives as ``age(today's UTC midnight, x)``: expressions/now.py)."""
     args = node.expressions
     if len(args) != 2:
-        raise Unsupported("AGE with one argument (it reads the current date)")
+        raise Unsupported(f"AGE with {len(args)} arguments")
     a, b = ev.ev(args[0]), ev.ev(args[1])
     rt = ev.type_of(node)
     if {a.type.kind, b.type.kind} - {"date", "ts"} or rt.kind != "interval":  # lint: public types only

@@ -1,8 +1,9 @@
-"""``current_date`` and ``current_timestamp`` as the constants DuckDB makes of them
-(docs/design.md §Expressions, The current date).
+"""``current_date`` and ``current_timestamp`` as the constants DuckDB makes of them, and
+``age(x)`` as ``age(today, x)`` (docs/design.md §Expressions, The current moment).
 
 DuckDB gives both the value of its transaction's start, the same on every row and in every
-part of the query (``current_date`` in the session's ``TimeZone``).  dodb asks DuckDB for
+part of the query (``current_date`` in the session's ``TimeZone``; one-argument ``age`` counts
+from midnight of the start's date in UTC, whatever the zone).  dodb asks DuckDB for
 both once per query — a fresh transaction on a cursor of the scratch connection set to the
 session's zone — and writes them into the parsed query as a DATE and a TIMESTAMPTZ constant
 before anything is planned or cached, so a cached plan or binding is keyed by the value
@@ -25,7 +26,7 @@ from ...duckcalls import scratch
 __all__ = ["Now", "mentions_now", "read_now", "pin", "pinned"]
 
 # the spellings sqlglot reads as these two nodes (``today()`` is DuckDB's current_date)
-_WORDS = re.compile(r"\b(current_date|current_timestamp|today)\b", re.IGNORECASE)
+_WORDS = re.compile(r"\b(current_date|current_timestamp|today)\b|\bage\s*\(", re.IGNORECASE)
 _EPOCH = dt.datetime(1970, 1, 1)
 
 
@@ -33,6 +34,14 @@ class Now(NamedTuple):
     """The query's date (days since 1970) and instant (µs since 1970 UTC)."""
     days: int
     micros: int
+
+    def key(self, sql: str) -> tuple:
+        """The values the text may use (a cache key: a query that only needs today's date is
+        the same query all day)."""
+        low = sql.lower()
+        return (self.days if re.search(r"\b(current_date|today)\b", low) else None,
+                self.micros if "current_timestamp" in low else None,
+                self.micros // 86_400_000_000 if re.search(r"\bage\s*\(", low) else None)
 
 
 def mentions_now(sql: str) -> bool:
@@ -60,13 +69,17 @@ def _constant(node: exp.Expression, now: Now) -> exp.Expression | None:
     if isinstance(node, exp.CurrentTimestamp) and not any(node.args.values()):  # lint: public the parse tree
         text = (_EPOCH + dt.timedelta(microseconds=now.micros)).strftime("%Y-%m-%d %H:%M:%S.%f+00")
         return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build("TIMESTAMPTZ"))
+    if isinstance(node, exp.Anonymous) and node.name.upper() == "AGE" and len(node.expressions) == 1:
+        text = (_EPOCH + dt.timedelta(days=now.micros // 86_400_000_000)).strftime("%Y-%m-%d")
+        start = exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build("TIMESTAMP"))
+        return exp.Anonymous(this="age", expressions=[start, node.expressions[0]])
     return None
 
 
 def pin(tree: exp.Expression, now: Now) -> exp.Expression:
     """``tree`` with every ``current_date``/``current_timestamp`` node replaced by ``now``'s
-    constant (in place; the returned tree is the root)."""
-    for node in list(tree.find_all(exp.CurrentDate, exp.CurrentTimestamp)):
+    constant and ``age(x)`` by ``age(today's UTC midnight, x)`` (in place; the returned tree is the root)."""
+    for node in list(tree.find_all(exp.CurrentDate, exp.CurrentTimestamp, exp.Anonymous)):
         new = _constant(node, now)
         if new is None:
             continue
