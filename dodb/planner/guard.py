@@ -66,7 +66,11 @@ _SCALAR = _classes(
     "Atan2", "Sinh", "Cosh", "Tanh", "Asinh", "Acosh", "Atanh", "Degrees", "Radians", "Pi", "Hour", "Minute",
     "Second", "TimeToUnix", "UnixToTime", "MD5", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot",
     "BitwiseLeftShift", "BitwiseRightShift", "Unicode", "Chr", "Translate", "Hex", "Factorial",
-    "SplitPart", "Glob", "Format", "Levenshtein", "Escape", "SHA2", "ToDays")
+    "SplitPart", "Glob", "Format", "Levenshtein", "Escape", "SHA2", "ToDays",
+    # constants of the query's moment (expressions/now.py writes them in before planning)
+    "CurrentDate", "CurrentTimestamp",
+    # a string's bytes and its split, read only by octet_length/to_base64 and len (expressions/blobs.py, text.py)
+    "Encode", "ToBase64", "Split", "ArraySize")
 _AGGREGATES = _classes("Count", "Sum", "Avg", "Min", "Max")
 _QUERIES = _classes("Select", "Union", "Intersect", "Except", "Subquery", "Exists", "Any", "All")
 # DuckDB scalar functions sqlglot does not model: pure functions of their arguments only
@@ -76,7 +80,7 @@ _FUNCTIONS = frozenset({
     "ceiling", "trunc", "left_grapheme", "right_grapheme", "strip_accents", "bit_count", "signbit",
     "isfinite", "era", "millisecond", "microsecond", "weekday", "epoch_us", "add", "subtract", "multiply", "fmod",
     "nextafter", "ord", "round_even", "roundbankers", "printf", "divide", "date_sub", "datesub", "try_strptime",
-    "to_hours", "to_minutes", "to_microseconds", "to_days", "to_weeks",
+    "to_hours", "to_minutes", "to_microseconds", "to_days", "to_weeks", "age", "base64",
 })
 # CAST targets the padded representation holds (docs/design.md §Storage)
 _CAST_TYPES = {t for t in (getattr(exp.DataType.Type, n, None) for n in (

@@ -23,6 +23,7 @@ from ..oblivious.noise import ShiftedTruncatedDiscreteLaplace
 from ..oblivious.rng import RandomSource, new_rng
 from ..operators import ExecContext
 from ..operators.context import MODES, check_privacy_params
+from ..operators.expressions.now import Now, mentions_now, pin, read_now
 from ..operators.expressions.zoned import using_zone
 from .build import PlanBuilder, scans_of
 from .catalog import Catalog
@@ -452,7 +453,7 @@ def plan_query(sql: str, catalog: Catalog, *, epsilon: float, delta: float, mode
         raise PlanningError(f"dodb cannot plan this query: {type(e).__name__}: {one_line(e)}") from e
 
 
-def _front_end(sql: str, catalog: Catalog, params) -> tuple[exp.Expression, list[tuple[str, str]], exp.Expression,
+def _front_end(sql: str, catalog: Catalog, params, now: Now | None = None) -> tuple[exp.Expression, list[tuple[str, str]], exp.Expression,
                                                              frozenset[str], str | None]:
     """Parse, guard, bind and optimise: ``(parsed, DuckDB's result schema, optimised AST, base tables,
     the SQL of a query over public tables only)``.
@@ -462,6 +463,7 @@ def _front_end(sql: str, catalog: Catalog, params) -> tuple[exp.Expression, list
     """
     # parameters become literal nodes of the parsed tree, never text (planner/params.py)
     parsed = parse(sql) if params is None else bind_parameters(parse(number_positional(sql)), params)
+    parsed = parsed if now is None else pin(parsed, now)  # current_date as this query's constant
     reject_unsupported(rewrite_grouping(parsed.copy()))
     guarded = guard(parsed, catalog)
     schema = result_schema(guarded, catalog)  # DuckDB names and types the query as written
@@ -478,9 +480,11 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
           allocation: str, params=None, public_fast: bool = False, workers: int = 1,
           copartition: bool = True) -> QueryPlan:
     bound = params_key(params)
-    # a pure function of the text, the parameters and the catalog: kept per catalog fingerprint
+    now = read_now(catalog.time_zone) if mentions_now(sql) else None  # DuckDB's, read once a query
+    moment = None if now is None else now.key(sql)
+    # a pure function of the text, the parameters, the moment and the catalog: kept per catalog fingerprint
     parsed, schema, optimized, tables, public_sql = catalog.schema_cache.get_or_compute(
-        ("front end", sql, bound, catalog.fingerprint), lambda: _front_end(sql, catalog, params))
+        ("front end", sql, bound, moment, catalog.fingerprint), lambda: _front_end(sql, catalog, params, now))
     names = [n for n, _ in schema]
     if public_fast and public_sql is not None and all(_scalar_type(t) for _, t in schema):
         # nothing private is read: DuckDB answers, the operators are built only if needed
@@ -490,7 +494,7 @@ def _plan(sql: str, catalog: Catalog, epsilon: float, delta: float, mode: str, n
                          [f"__public_{i}" for i in range(len(names))], mode, float(epsilon), float(delta),
                          neighbour, {}, [], [], catalog, types=[t for _, t in schema], public_sql=public_sql,
                          tables=tables, build_later=later)
-    key = ("plan", sql, bound, catalog.fingerprint, float(epsilon), float(delta), mode, neighbour, allocation,
+    key = ("plan", sql, bound, moment, catalog.fingerprint, float(epsilon), float(delta), mode, neighbour, allocation,
            workers, copartition)
     return reuse_or_build(catalog, key, tables, lambda contents: _build(
         sql, catalog, epsilon, delta, mode, neighbour, allocation, params, public_fast, workers, copartition,

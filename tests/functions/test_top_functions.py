@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tests.functions import top_functions
 
-FLOOR = 192  # entries ok on main (docs/top_functions.md)
+FLOOR = 197  # entries ok on main (docs/top_functions.md)
 
 
 def test_no_wrong_answers_and_coverage_holds():

@@ -85,7 +85,7 @@ class PythonView:
 # numpy buffers are counted when a node handler returns (the kernels' helpers, called in
 # public loops, are covered by the shapes they return and by their callers' counts)
 _NODE_MODULES = {"evaluator.py", "functions.py", "text.py", "casts.py", "__init__.py", "test_expression_traces.py",
-                 "times.py", "maths.py", "digests.py", "bits.py", "more_functions.py"}
+                 "times.py", "maths.py", "digests.py", "bits.py", "more_functions.py", "ages.py", "blobs.py"}
 
 
 def _numpy_live() -> tuple[int, int]:
@@ -140,6 +140,9 @@ EXPRS = {
     "split_format": "split_part(s, 'a', 2) || split_part(n, '', -1) || format('{}-{}', s, i) || printf('%d%%', b)",
     "edit_glob": "levenshtein(s, n) + divide(b, 7) > 3 OR s GLOB 'a*'",
     "per_row_text": "replace(s, n, 'xy') || CAST(s LIKE n AS VARCHAR) || CAST(s LIKE 'a!%' ESCAPE '!' AS VARCHAR)",
+    "age": "epoch(age(ts, dt)) + epoch(age(dt, TIMESTAMP '2000-02-29 12:00:00')) + epoch(age(ts, ts))",
+    "blobs_splits": "octet_length(encode(s)) + length(to_base64(encode(n))) + len(string_split(s, 'a')) "
+                    "+ array_length(string_split(n, '')) + len(string_split(s, 'aa'))",
     "date_sub": "date_sub('month', dt, ts) + date_sub('hour', ts, dt) + datesub('year', dt, dt)",
     "time": "tm < TIME '12:00:00' OR hour(tm) + minute(tm) + second(tm) > 70 OR epoch(tm) > 3600",
     "regex": "regexp_matches(s, '(a|é)+[0-9]?$') OR regexp_full_match(n, '\\d+') OR s SIMILAR TO '.*_.' OR n ~ '^x'",

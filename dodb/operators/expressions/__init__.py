@@ -23,7 +23,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ..table import Column, PaddedTable
-from . import bits, digests, functions, maths, more_functions, regexps, strptime, text, times  # noqa: F401  (register the function handlers)
+from . import ages, bits, blobs, digests, functions, maths, more_functions, regexps, strptime, text, times  # noqa: F401  (register the function handlers)
 from .bind import Output, prepare
 from .errors import ExpressionError, code_for, message_for, raise_for_code
 from .types import HUGEINT

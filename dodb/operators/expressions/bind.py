@@ -26,6 +26,7 @@ from ...sqlpos import position_of
 from ...errors import UnsupportedQueryError
 from ..table import Column
 from .errors import message_for
+from .now import pinned
 from .numeric import Unsupported
 from .types import SqlType, bind_types
 from .zoned import current_zone
@@ -196,9 +197,10 @@ def prepare(exprs: Mapping[str, exp.Expression | str], schema: Mapping[str, pa.D
     ``widths``: public byte widths of the string columns.  Raises
     :class:`~dodb.errors.UnsupportedQueryError` for anything not evaluated exactly.
     """
-    sqls = {name: _sql(e) for name, e in exprs.items()}
-    # first by the whole schema (no parse on a repeated query), then by the columns used
     zone = current_zone()  # a zone-dependent TIMESTAMPTZ operation binds in UTC only (zoned.py)
+    # current_date/current_timestamp become this moment's constants before any cache (now.py)
+    sqls = pinned({name: _sql(e) for name, e in exprs.items()}, zone)
+    # first by the whole schema (no parse on a repeated query), then by the columns used
     whole = (tuple((n, str(t), int(widths.get(n, 0))) for n, t in schema.items()), tuple(sqls.items()), zone)
     with _lock:
         hit = _cache.get(whole)

@@ -184,12 +184,7 @@ def _ev_split_part(ev, node):
         keep = inside & (idx == want) & (k != 0)
     else:
         hits = strings.find(v.data, v.lengths, sep)
-        taken = np.zeros_like(hits)
-        free = np.zeros(v.n, dtype=np.int64)
-        for j in range(w):  # greedy, non-overlapping: every position of every row
-            take = hits[:, j] & (j >= free)
-            taken[:, j] = take
-            free = select(take, j + len(sep), free)
+        taken = strings.non_overlapping(hits, len(sep))
         ends = np.cumsum(taken, axis=1)                    # separators starting at or before j
         in_sep = np.zeros_like(hits)
         for t in range(len(sep)):

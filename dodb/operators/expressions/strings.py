@@ -20,7 +20,7 @@ from ...oblivious.select import any_along, select
 __all__ = ["inside", "shift_left", "shift_right", "compact", "starts", "char_count", "char_index", "compare",
            "like", "find", "decode", "encode", "concat", "keep_chars", "trim", "pad", "repeat", "replace",
            "first_match", "compare_const", "digits_u64", "constant_rows", "select_constants", "find_each",
-           "like_steps", "like_each", "code_point_rows", "replace_each"]
+           "like_steps", "like_each", "code_point_rows", "replace_each", "non_overlapping"]
 
 
 def inside(lengths: np.ndarray, w: int) -> np.ndarray:
@@ -235,6 +235,18 @@ def find(mat: np.ndarray, lengths: np.ndarray, needle: bytes) -> np.ndarray:
     for k, ch in enumerate(needle):
         ok = ok & (shift_left(mat, k) == ch)
     return ok
+
+
+def non_overlapping(hits: np.ndarray, m: int) -> np.ndarray:
+    """The matches of a needle of ``m`` bytes taken greedily left to right without overlap
+    (DuckDB's splits), from :func:`find`'s hits: one pass over every position of every row."""
+    taken = np.zeros_like(hits)
+    free = np.zeros(hits.shape[0], dtype=np.int64)
+    for j in range(hits.shape[1]):
+        take = hits[:, j] & (j >= free)
+        taken[:, j] = take
+        free = select(take, j + m, free)
+    return taken
 
 
 def find_each(mat: np.ndarray, lengths: np.ndarray, needles: np.ndarray, needle_lengths: np.ndarray) -> np.ndarray:

@@ -158,8 +158,31 @@ def _ev_strpos(ev, node):
 
 @handles(exp.Length)
 def _ev_length(ev, node):
+    if isinstance(node.this, exp.Split):  # len(string_split(s, sep)): a list's length, no list made
+        return _split_count(ev, node, node.this)
     v = _str(ev, node.this)
     return Val(ev.type_of(node), strings.char_count(v.data, v.lengths), v.valid, v.err)
+
+
+@handles(exp.ArraySize)
+def _ev_array_size(ev, node):
+    if not isinstance(node.this, exp.Split) or node.expression is not None:
+        raise Unsupported("the length of a list other than string_split(s, separator)")
+    return _split_count(ev, node, node.this)
+
+
+def _split_count(ev, node, split: exp.Split) -> Val:
+    """The number of parts ``string_split(s, sep)`` makes (docs/design.md §Expressions): the
+    separators DuckDB takes (left to right, without overlap) + 1; an empty separator splits
+    into characters (none for ''); a constant separator only."""
+    v = _str(ev, split.this)
+    sep = _text(ev, split.expression, "STRING_SPLIT")
+    if not sep:
+        count = strings.char_count(v.data, v.lengths)
+    else:
+        taken = strings.non_overlapping(strings.find(v.data, v.lengths, sep), len(sep))
+        count = taken.sum(axis=1, dtype=np.int64) + 1
+    return Val(ev.type_of(node), np.asarray(count, dtype=np.int64), v.valid, v.err)
 
 
 def _byte_length(factor: int):
