@@ -179,3 +179,16 @@ def test_epoch_ms_rounds_half_away_and_raises_at_the_edge(values):
     n = len(values)
     full = pa.concat_tables([t, pa.table({"a": pa.array([dates.TS_MAX_US] * n, pa.int64()).cast(pa.timestamp("us"))})])
     compare(t, from_arrow(full, stability=1, is_real=np.r_[np.ones(n, bool), np.zeros(n, bool)]), "epoch_ms(a)")
+
+
+@pytest.mark.parametrize("unit", ["hour", "minute", "second"])
+def test_date_diff_sub_day_units_of_dates_beyond_the_timestamp_range(unit):
+    """DuckDB's DATE overload counts whole days times the unit's count a day: DATEs beyond the
+    TIMESTAMP range answer (dodb raised an overflow there), with ±infinity NULL as before."""
+    days = np.array([-dates.DATE_MAX, dates.DATE_MAX, 1_825_482_015 // 1000 * 1000, 0, 10_957, INF_DAYS, -3],
+                    np.int32)
+    t = pa.table({"da": pa.array(days, pa.int32()).cast(pa.date32()),
+                  "db": pa.array(days[::-1].copy(), pa.int32()).cast(pa.date32())})
+    pt = from_arrow(t, stability=1, is_real=np.ones(days.size, bool))
+    compare(t, pt, f"date_diff('{unit}', da, db)")
+    compare(t, pt, f"date_diff('{unit}', db, da)")
