@@ -256,10 +256,10 @@ def group_by(
     elif ctx.mode == "oblivious":
         out = grouped
     else:
-        live, moved = kern.compact(group_rows, grouped.arrays()[:-1])
         noisy = int(ctx.release(name, "groups", group_rows.sum(keepdims=True), epsilon, delta, out_s)[0])
         m = min(noisy, n)
-        out = grouped.with_arrays([a[:m] for a in moved] + [live[:m]])
+        live, moved = kern.compact(group_rows, grouped.arrays()[:-1], rows=m)  # decode only the m kept
+        out = grouped.with_arrays(moved + [live])
     return OpResult(out.with_stability(out_s), ctx.leaks[leaks_before:], ctx.trace)
 
 

@@ -66,11 +66,17 @@ def _pad_to_multiple(table: PaddedTable, arrays: list[np.ndarray], b: int) -> li
     return out
 
 
-def _gather_prefixes(arrays: list[np.ndarray], b: int, keep: np.ndarray) -> list[np.ndarray]:
-    """Concatenate the first ``keep[j]`` rows of every bin ``j`` (``keep`` is public)."""
+def prefix_rows(b: int, keep: np.ndarray) -> np.ndarray | int:
+    """Positions of the first ``keep[j]`` rows of every bin ``j`` of ``b`` rows, in order (``keep``
+    is public); one bin's is a count.
+
+    >>> prefix_rows(4, np.array([2, 0, 3])).tolist(), prefix_rows(9, np.array([5]))
+    ([0, 1, 8, 9, 10], 5)
+    """
+    if keep.shape[0] == 1:
+        return int(keep[0])
     starts = np.arange(keep.shape[0], dtype=np.int64) * b
-    idx = np.repeat(starts, keep) + (np.arange(int(keep.sum())) - np.repeat(np.cumsum(keep) - keep, keep))
-    return [a[idx] for a in arrays]
+    return np.repeat(starts, keep) + (np.arange(int(keep.sum())) - np.repeat(np.cumsum(keep) - keep, keep))
 
 
 def release_sensitivity(stability: int, binned: bool, neighbour: str) -> int:
@@ -136,8 +142,9 @@ def filter_table(
             out = table.with_arrays(arrays[:-1] + [flags])
         else:
             payload = _pad_to_multiple(table, arrays[:-1], b)  # only when it is compacted
-            live, moved = ctx.kernels.compact(padded_flags, payload, block=b if nb > 1 else None)
+            # each bin's first keep[j] rows, the only ones decoded (positions from the release)
+            live, moved = ctx.kernels.compact(padded_flags, payload, block=b if nb > 1 else None,
+                                              rows=prefix_rows(b, keep))
             ctx.trace.record("filter:gather", -1, int(keep.sum()))
-            cols = _gather_prefixes(moved + [live], b, keep)
-            out = table.with_arrays(cols)
+            out = table.with_arrays(moved + [live])
     return OpResult(out.with_stability(s), ctx.leaks[leaks_before:], ctx.trace)

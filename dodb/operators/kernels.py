@@ -80,9 +80,11 @@ class ObliviousKernels(Kernels):
         return oblivious_merge(key.words, payload, split=split, trace=self.trace)
 
     def compact(self, flags: np.ndarray, payload: Sequence[np.ndarray],
-                block: int | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
+                block: int | None = None, rows: int | np.ndarray | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Stable compaction (:func:`dodb.oblivious.compact.compact`); ``rows``: only these output
+        rows (a public count or positions)."""
         # (shifting rounds are cheap per column: packing rows does not pay here, unlike sorting)
-        return ocompact(flags, payload, block=block, trace=self.trace)
+        return ocompact(flags, payload, block=block, rows=rows, trace=self.trace)
 
     def distribute(self, live: np.ndarray, target: np.ndarray,
                    payload: Sequence[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
