@@ -11,6 +11,7 @@ widths, never on the data.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
@@ -95,7 +96,18 @@ def _field(a: np.ndarray) -> np.ndarray:
 def _from_field(v: np.ndarray, like: np.ndarray) -> np.ndarray:
     """Inverse of :func:`_field`: unsigned numbers back to rows shaped like ``like``."""
     n, rb = int(v.shape[0]), row_bytes(like)
-    return v.astype(f"u{rb}").view(np.uint8).reshape(n, rb).view(like.dtype).reshape((n,) + like.shape[1:])
+    v = np.ascontiguousarray(v.astype(f"u{rb}", copy=False))
+    return v.view(np.uint8).reshape(n, rb).view(like.dtype).reshape((n,) + like.shape[1:])
+
+
+_LITTLE = sys.byteorder == "little"
+
+
+def _lanes_of(row: np.ndarray, rb: int) -> np.ndarray:
+    """A contiguous ``uint64`` row of ``n`` words as ``(n, 8 // rb)`` lanes of ``rb`` bytes: on a
+    little-endian machine the field at bit shift ``s`` (a multiple of ``8·rb``) is lane
+    ``s // (8·rb)``, so a field is read or written with one strided pass, no shifts."""
+    return row.view(f"u{rb}").reshape(int(row.shape[0]), 8 // rb)
 
 
 @dataclass(frozen=True)
@@ -167,7 +179,11 @@ def fill_word_block(arrays: Sequence[np.ndarray], out: np.ndarray) -> BlockLayou
         n = int(a.shape[0])
         if shared:
             v = _field(a)
-            if shift == 0:
+            if _LITTLE:  # written into its lane of the (zeroed) word: one strided pass
+                rb = row_bytes(a)
+                lane = shift // (8 * rb)
+                _lanes_of(out[w:w + 1, :n][0], rb)[:, lane:lane + 1] = v[:, None]
+            elif shift == 0:
                 out[w:w + 1, :n] = out[w:w + 1, :n] | v
             else:
                 wide = v.astype(np.uint64)
@@ -195,7 +211,12 @@ def from_word_block(block: np.ndarray, likes: Sequence[np.ndarray], layout: Bloc
     for a, (w, shift, k, shared) in zip(likes, layout.places):
         if shared:
             row = block[w:w + 1, :n][0]
-            out.append(_from_field(row >> np.uint64(shift) if shift else row, a))
+            if _LITTLE:
+                rb = row_bytes(a)
+                lane = shift // (8 * rb)
+                out.append(_from_field(_lanes_of(np.ascontiguousarray(row), rb)[:, lane:lane + 1][:, 0], a))
+            else:
+                out.append(_from_field(row >> np.uint64(shift) if shift else row, a))
         elif _simple(a):  # 8 bytes a row (narrower ones share words)
             out.append(block[w:w + 1, :n][0].view(a.dtype))
         else:
