@@ -65,9 +65,12 @@ def _scale(col: Column) -> int:
 def sum_column(col: Column, lo: np.ndarray, hi: np.ndarray, nonnull: np.ndarray) -> Column:
     """SUM of ``col`` from its exact totals' words: DECIMAL(38, s), zero words where NULL; a
     SUM of integers (or booleans) is DuckDB's HUGEINT."""
-    words = np.stack([lo, hi.view(np.uint64)], axis=1)
+    # each word selected as one column (the fast one-dimensional select), then interleaved
+    words = np.empty((int(nonnull.shape[0]), 2), dtype=np.uint64)
+    words[:, 0] = select(nonnull, np.asarray(lo).view(np.uint64), np.uint64(0))
+    words[:, 1] = select(nonnull, np.asarray(hi).view(np.uint64), np.uint64(0))
     huge = col.huge or not pa.types.is_decimal(col.type)
-    return Column(pa.decimal128(38, _scale(col)), select(nonnull[:, None], words, np.uint64(0)), nonnull, huge=huge)
+    return Column(pa.decimal128(38, _scale(col)), words, nonnull, huge=huge)
 
 
 def avg_column(col: Column, lo: np.ndarray, hi: np.ndarray, count: np.ndarray, nonnull: np.ndarray) -> Column:
