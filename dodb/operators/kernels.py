@@ -139,13 +139,16 @@ class PlainKernels(Kernels):
     def merge(self, key: EncodedKey, payload: Sequence[np.ndarray], split: int):
         return self.sort(key, payload)
 
-    def compact(self, flags: np.ndarray, payload: Sequence[np.ndarray], block: int | None = None):
+    def compact(self, flags: np.ndarray, payload: Sequence[np.ndarray], block: int | None = None,
+                rows: int | np.ndarray | None = None):
         flags = np.asarray(flags, dtype=bool)
         if block is None:
             order = np.argsort(~flags, kind="stable")
         else:
             blk = np.arange(flags.shape[0]) // block
             order = np.lexsort((~flags, blk))
+        if rows is not None:
+            order = order[:rows] if isinstance(rows, (int, np.integer)) else order[rows]
         return flags[order], [p[order] for p in payload]
 
     def distribute(self, live: np.ndarray, target: np.ndarray, payload: Sequence[np.ndarray]):

@@ -30,9 +30,11 @@ def _compaction(replacement):
 
 
 def argsort_compaction():
-    def compact(marked, payload=(), *, block=None, trace=None):
+    def compact(marked, payload=(), *, block=None, rows=None, trace=None):
         marked = np.asarray(marked, dtype=bool)
         order = np.argsort(~marked, kind="stable")
+        if rows is not None:  # the caller's public choice of output rows, as the real compaction
+            order = order[:rows] if isinstance(rows, (int, np.integer)) else order[rows]
         return marked[order], [p[order] for p in payload]
 
     return _compaction(compact)
@@ -51,8 +53,8 @@ def _marked_rows(marked, out):
 def compiled_branch():
     real = K.ocompact
 
-    def compact(marked, payload=(), *, block=None, trace=None):
+    def compact(marked, payload=(), *, block=None, rows=None, trace=None):
         _marked_rows(np.asarray(marked, dtype=bool), np.zeros(len(marked), dtype=np.int64))
-        return real(marked, payload, block=block, trace=trace)
+        return real(marked, payload, block=block, rows=rows, trace=trace)
 
     return _compaction(compact)
