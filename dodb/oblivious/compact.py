@@ -26,7 +26,7 @@ from .threads import pool, threads
 from .trace import Trace
 from .select import select
 
-__all__ = ["compact", "distribute", "exclusive_count"]
+__all__ = ["compact", "distribute", "exclusive_count", "row_pick"]
 
 
 def exclusive_count(flags: np.ndarray) -> np.ndarray:
@@ -85,13 +85,16 @@ def _rounds_on_words(kernel: str, live: np.ndarray, dist: np.ndarray, cols: np.n
     getattr(compiled, kernel)(live, dist, cols.reshape(-1), words, n, rounds, mk, tmp, chunk, wave)
 
 
-def _chosen(live: np.ndarray, block: np.ndarray, rows: "int | np.ndarray | None") -> tuple[np.ndarray, np.ndarray]:
-    """``live`` and the block's columns at ``rows`` (:func:`compact`'s public choice of output rows)."""
+def row_pick(rows: "int | np.ndarray | None") -> "slice | np.ndarray":
+    """:func:`compact`'s ``rows`` as an index along the rows: every row, the first ``rows``, or
+    the listed positions (public: from released sizes).
+
+    >>> row_pick(None), row_pick(3), row_pick(np.array([0, 2])).tolist()
+    (slice(None, None, None), slice(None, 3, None), [0, 2])
+    """
     if rows is None:
-        return live, block
-    if isinstance(rows, (int, np.integer)):
-        return live[:int(rows)], block[:, :int(rows)]
-    return live[rows], block[:, rows]  # lint: public positions from released sizes (compact's contract)
+        return slice(None)
+    return slice(int(rows)) if isinstance(rows, (int, np.integer)) else np.asarray(rows)
 
 
 def _run_compiled(kernel: str, flags: np.ndarray, dist: np.ndarray, payload: Sequence[np.ndarray], n: int,
@@ -119,7 +122,8 @@ def _run_compiled(kernel: str, flags: np.ndarray, dist: np.ndarray, payload: Seq
                    for (lv, ds), (a, b) in zip(states, groups)]
         for f in futures:
             f.result()
-    live, block = _chosen(live.view(bool), block, rows)  # only the rows the caller keeps are decoded
+    pick = row_pick(rows)  # only the rows the caller keeps are decoded
+    live, block = live.view(bool)[pick], block[:, pick]  # lint: public positions from released sizes
     return live, from_word_block(block, payload, widths, int(live.shape[0]))
 
 
@@ -212,9 +216,7 @@ def compact(
         dist[: n - s] = select(head, dist[s:], dist[: n - s])
         live = incoming | stays
         r += 1
-    if rows is None:
-        return live, cols
-    pick = slice(0, int(rows)) if isinstance(rows, (int, np.integer)) else rows
+    pick = row_pick(rows)
     return live[pick], [c[pick] for c in cols]  # lint: public positions from released sizes
 
 

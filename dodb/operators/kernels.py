@@ -18,7 +18,7 @@ import numpy as np
 
 from ..oblivious import compact as ocompact
 from ..oblivious import expand as oexpand
-from ..oblivious.compact import distribute as odistribute
+from ..oblivious.compact import distribute as odistribute, row_pick
 from ..oblivious import oblivious_merge, oblivious_sort, segmented_lex_scan, segmented_scan
 from ..oblivious.sort import oblivious_sort_events
 from ..oblivious.scan import scan_events
@@ -147,8 +147,7 @@ class PlainKernels(Kernels):
         else:
             blk = np.arange(flags.shape[0]) // block
             order = np.lexsort((~flags, blk))
-        if rows is not None:
-            order = order[:rows] if isinstance(rows, (int, np.integer)) else order[rows]
+        order = order[row_pick(rows)]
         return flags[order], [p[order] for p in payload]
 
     def distribute(self, live: np.ndarray, target: np.ndarray, payload: Sequence[np.ndarray]):
