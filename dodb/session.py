@@ -36,6 +36,7 @@ from .accountant.ledger import check_horizon, check_neighbour
 from .accountant.standing import defer_standing, has_standing
 from .errors import (CatalogError, DatabaseBusyError, DodbError, InvalidParameterError, MemoryLimitError,
                      QueryExecutionError, ReadOnlyError, one_line)
+from .heap import keep_freed_memory
 from .planner.memory import default_memory_limit, format_bytes
 from .oblivious.noise import MAX_RELEASE_EPSILON
 from .oblivious.rng import new_rng
@@ -71,6 +72,7 @@ class Database:
         self.allow_insecure = allow_insecure
         # refuse plans whose public memory estimate is above this (bytes; docs/design.md §Memory guard)
         self.memory_limit: int = default_memory_limit()
+        keep_freed_memory()  # large arrays reuse freed pages, query after query (§Freed memory kept)
         self._seed = seed
         self._rng = new_rng(seed)
         self._lock = threading.RLock()  # one query / owner action at a time on this connection

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..oblivious.rng import new_rng, seeded_mode
+from ..heap import keep_freed_memory
 from ..oblivious.threads import set_threads
 from ..oblivious.trace import TraceEvent
 from ..operators.context import ExecContext, Leak
@@ -76,6 +77,7 @@ class _Tables:
 
 def run_worker(task: WorkerTask) -> WorkerResult:
     """Run worker ``task.worker``'s share (module doc)."""
+    keep_freed_memory()  # a worker process reuses its freed pages between tasks (design.md §Freed memory kept)
     if task.threads is not None:
         set_threads(task.threads)  # one CPU per task on a cluster: no oversubscription
     if task.rng is not None:
