@@ -9,7 +9,9 @@ the JSON says how many timed runs a number is the median of).  The machine is sh
 Peak memory: the process's resident-set high-water mark (``VmHWM`` in
 ``/proc/self/status``) is reset before a measured run by writing ``5`` to
 ``/proc/self/clear_refs`` (Linux ≥ 4.0); the peak is ``VmHWM`` after the run minus
-``VmRSS`` before it.  It therefore counts everything the process touches — numpy
+``VmRSS`` before it, on a run that first hands dodb's kept free pages back
+(``PeakMemory(release_heap=True)``, the first run of a configuration; later runs reuse
+them and are not slowed by it).  It therefore counts everything the process touches — numpy
 buffers, Arrow buffers and DuckDB's own memory — unlike tracemalloc.  Where the reset is
 not allowed the fallback is the ``getrusage`` ``ru_maxrss`` delta (a lower bound: it only
 moves when a new process-wide maximum is reached).
@@ -116,7 +118,15 @@ class PeakMemory:
 
     method: str = ""
 
+    def __init__(self, release_heap: bool = False):
+        # dodb keeps freed heap pages mapped (dodb/heap.py); they would count in the resident set
+        # before a run and hide the run's own need, so a run that measures memory hands them back first
+        self.release_heap = release_heap
+
     def __enter__(self) -> "PeakMemory":
+        if self.release_heap:
+            from dodb.heap import release_freed_memory
+            release_freed_memory()
         self.base_rss = _status_kb("VmRSS")
         try:
             with open("/proc/self/clear_refs", "w") as f:

@@ -284,8 +284,8 @@ def write_tpch_reports(data: dict, out: Path, plots: bool = True) -> Path:
              f"nation, region public. δ = {p['delta']:g} per query; budget large enough for every run.",
              "", f"> {NOISE_CAVEAT} Runs longer than {p['long']:g} s were measured once. dodb runs numpy and numba "
              "kernels (the sort on up to 2 threads); DuckDB uses all cores. Peak memory = resident-set high-water mark of the worker process during "
-             "a run minus its resident set before (reset with `/proc/self/clear_refs`), so it includes DuckDB's and "
-             "Arrow's memory.", ""]
+             "a run minus its resident set before (reset with `/proc/self/clear_refs`; the first run of each configuration, "
+             "after dodb's kept free heap pages are handed back), so it includes DuckDB's and Arrow's memory.", ""]
     lines += [line for n in data.get("notes", []) for line in (f"> {n}", "")]
     bad = [r for r in res if r["status"] == "ok" and not r.get("match", True)]
     failed = [r for r in res if r["status"] != "ok"]

@@ -157,7 +157,7 @@ def run_one(q: int, where: Path, epsilon: float) -> dict:
         db = dodb.connect(str(copy))
         t0 = time.perf_counter()
         try:
-            with PeakMemory() as peak:
+            with PeakMemory(release_heap=True) as peak:
                 got = db.sql(sql, epsilon=epsilon).fetchall()
             out.update(status=compare(got, expected), seconds=time.perf_counter() - t0, peak_bytes=peak.peak_bytes,
                        rows=len(expected))

@@ -172,7 +172,7 @@ def _worker(conn, scale: float, generator: str, seed: int, delta: float) -> None
             times, peak, res, method = [], 0, None, ""
             for i in range(task["warmup"] + task["repeats"]):
                 timed = i >= task["warmup"]
-                with PeakMemory() as pm:
+                with PeakMemory(release_heap=i == 0) as pm:  # the first run measures memory
                     t1 = time.perf_counter()
                     res = fn()
                     dt = time.perf_counter() - t1
