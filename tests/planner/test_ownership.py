@@ -31,7 +31,9 @@ def test_unit_path_joins_are_recognised():
     assert any(j.same_unit and j.left_keys == ["l1.l_orderkey"] and j.right_keys == ["l2.l_orderkey"]
                for j in walk(self_join.root) if isinstance(j, Join))
     # and so are Q21's joins with its per-order summaries of l2 and l3 (rules/unnest_exists.py)
-    p21 = db.plan(tpch_query(21), epsilon=1.0, delta=1e-6)
+    # (at this scale no supplier is in SAUDI ARABIA: the public supplier-nation join, done first,
+    # is then empty and so provably is everything after it; a nation with a supplier keeps it real)
+    p21 = db.plan(tpch_query(21).replace("SAUDI ARABIA", "FRANCE"), epsilon=1.0, delta=1e-6)
     summaries = [j for j in walk(p21.root) if isinstance(j, Join) and j.left_keys == ["l1.l_orderkey"]
                  and j.right_keys[0].endswith("._k0")]
     assert len(summaries) == 2 and all(j.same_unit and j.right_degree == 1 for j in summaries)
