@@ -105,6 +105,21 @@ def test_in_list_and_between_with_nulls():
         compare(t, _pt(t), sql)
 
 
+def test_in_list_and_between_compare_in_one_type():
+    """DuckDB compares an IN list in the widest type of all its operands: with a DOUBLE
+    anywhere, a DECIMAL(38,0) item is compared as a double (no failing DECIMAL(38,2) cast), and
+    integers 1 apart beyond 2^53 are equal; without one, decimals meet at every operand's scale
+    (`b IN (h, 0.5)` casts h to DECIMAL(38,1), which fails).  Found by the hypothesis family test."""
+    big = decimal.Decimal("9" * 38)
+    t = _table(d=pa.array([decimal.Decimal("0.00"), decimal.Decimal("0.10"), None], pa.decimal128(15, 2)),
+               h=pa.array([big, big, big], pa.decimal128(38, 0)), f=pa.array([0.0, 0.1, 1.0]),
+               b=pa.array([12345678901234567, 1, None], pa.int64()))
+    for sql in ["d IN (h, f)", "d IN (1, f)", "b IN (12345678901234568, f)", "b IN (h, 1.5::DOUBLE)",
+                "d NOT IN (h, f)", "f IN (d, h)", "b IN (h, 0.5)", "d IN (NULL, h, 1)", "b IN (1, 2)",
+                "d IN (b, 0.10)", "d BETWEEN h AND f", "b BETWEEN 0.5 AND h", "d NOT BETWEEN b AND f"]:
+        compare(t, _pt(t), sql)
+
+
 def test_errors_only_where_duckdb_evaluates():
     """CASE branches and COALESCE arguments that DuckDB does not evaluate raise nothing."""
     t = _table(x=pa.array([0, 2, None, 5], pa.int32()))

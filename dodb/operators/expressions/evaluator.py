@@ -10,6 +10,8 @@ evaluator over zero rows is the bind-time check (:mod:`.bind`).
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from sqlglot import exp
 
@@ -40,6 +42,7 @@ class Evaluator:
         self.columns = columns
         self.n = n
         self.codes: set[int] = set()  # every error code this evaluation can set (public: by node)
+        self._read: dict[tuple[str, SqlType], Val] = {}  # column lanes read so far (ev_Column)
 
     # -- helpers -----------------------------------------------------------------------------
     def type_of(self, node: exp.Expression) -> SqlType:
@@ -85,7 +88,16 @@ class Evaluator:
 
     # -- leaves and structure --------------------------------------------------------------------
     def ev_Column(self, node: exp.Column) -> Val:
-        return from_column(self.columns.get(node.name), self.type_of(node))
+        """A column's lanes, read once per evaluation however often the expressions name it (a
+        scan's read-only lanes are copied on the read; TPC-H Q6 names l_discount twice, Q19
+        each column three times).  Each reference gets its own :class:`Val` over the shared
+        arrays: the evaluator never writes into a value's arrays, it only rebinds a result's."""
+        t = self.type_of(node)
+        key = (node.name, t)
+        v = self._read.get(key)
+        if v is None:
+            v = self._read[key] = from_column(self.columns.get(node.name), t)
+        return dataclasses.replace(v)
 
     def ev_Interval(self, node: exp.Interval) -> Val:
         """A constant INTERVAL as a value: (months, days, µs) on every row."""
@@ -256,11 +268,19 @@ class Evaluator:
         if node.args.get("query") is not None or node.args.get("unnest") is not None or node.args.get("field"):
             raise Unsupported("IN with a subquery")
         a = self.ev(node.this)
+        items = [self.ev(item) for item in node.expressions]
+        common = numeric.in_list_type([v.type for v in [a] + items])
+        if common is not None:
+            # DuckDB compares the whole list in one type, the widest of all operands: with a DOUBLE
+            # anywhere every operand is a DOUBLE (`d IN (h, f)` compares d with the DECIMAL(38,0) h as
+            # doubles), and decimals meet at every operand's scale (`t8 IN (h, 0.5)` casts h to
+            # DECIMAL(38,1), which fails) — not pair by pair
+            a = a if a.type.kind == "null" else self.coerce(a, common)
+            items = [v if v.type.kind == "null" else self.coerce(v, common) for v in items]
         hit = np.zeros(self.n, dtype=bool)
         unknown = ~a.valid
         err = a.err
-        for item in node.expressions:
-            b = self.ev(item)
+        for b in items:
             _, eq, cerr = self.compare(a, b)
             hit = hit | (eq & a.valid & b.valid)
             unknown = unknown | ~b.valid
@@ -269,6 +289,9 @@ class Evaluator:
 
     def ev_Between(self, node: exp.Between) -> Val:
         a, lo, hi = self.ev(node.this), self.ev(node.args["low"]), self.ev(node.args["high"])
+        common = numeric.in_list_type([a.type, lo.type, hi.type])
+        if common is not None:  # one type for all three, as for an IN list (DuckDB binds them together)
+            a, lo, hi = (v if v.type.kind == "null" else self.coerce(v, common) for v in (a, lo, hi))
         lt1, eq1, e1 = self.compare(lo, a)
         lt2, eq2, e2 = self.compare(a, hi)
         ge, le = lt1 | eq1, lt2 | eq2

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import int128 as i128
-from .types import INT_NAME, SqlType
+from .types import INT_NAME, SqlType, parse_type
 from .value import Val
 from ...oblivious.select import as_float64, select
 
@@ -305,6 +305,30 @@ def common_decimal(a: SqlType, b: SqlType) -> SqlType:
     scale = max(sa, sb)
     precision = min(38, max(da, db) + scale)
     return SqlType(f"DECIMAL({precision},{scale})", "dec", 0, precision, scale)
+
+
+def in_list_type(types: list[SqlType]) -> SqlType | None:
+    """The one type DuckDB compares an IN list in when its operands are numbers of different
+    types: DOUBLE if any is a float, else :func:`common_decimal` folded over them in order when
+    any is a DECIMAL; ``None`` when the pairwise comparisons already are DuckDB's (integers
+    alone, or not numbers).  NULL operands do not count.
+
+    >>> from .types import parse_type
+    >>> in_list_type([parse_type("TINYINT"), parse_type("DECIMAL(38,0)"), parse_type("DECIMAL(2,1)")]).name
+    'DECIMAL(38,1)'
+    >>> in_list_type([parse_type("DECIMAL(15,2)"), parse_type("DOUBLE")]).name, in_list_type([parse_type("INTEGER")])
+    ('DOUBLE', None)
+    """
+    kinds = {t.kind for t in types} - {"null"}
+    if not kinds or not kinds <= {"int", "dec", "float"} or kinds == {"int"}:
+        return None
+    if "float" in kinds:
+        return parse_type("DOUBLE")
+    numbers = [t for t in types if t.kind != "null"]
+    common = numbers[0]
+    for t in numbers[1:]:
+        common = common_decimal(common, t)
+    return common
 
 
 def narrow_lanes(a: Val, b: Val) -> tuple[np.ndarray, int, np.ndarray, int] | None:
