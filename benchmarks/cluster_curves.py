@@ -147,8 +147,9 @@ def write_plots(data: dict, out: Path) -> dict[str, str | None]:
         lines, {}, out / "cluster_time_vs_scale.png", xlabel="TPC-H scale factor", logx=True,
         colors={label[e]: COLORS[e] for e in ENGINES},
         title=f"TPC-H {qs}: time against scale, P = {pw}",
-        caption=caption(data, "Geomean over the queries; open markers: results included from an earlier run "
-                              "(" + ", ".join(sorted(included)) + ")" if included else "Geomean over the queries"))
+        caption=caption(data, "Geomean over the queries" + (
+            "; open markers (off the lines): results included from an earlier run (" + ", ".join(sorted(included))
+            + ")" if included else "")))
     lines = {LABELS[e]: [(s["workers"], s["geomean"][e], False) for s in workers_pts if s["geomean"][e]]
              for e in ("inline", "ray")}
     refs = {LABELS[e]: [(s["workers"], s["geomean"][e]) for s in workers_pts if s["geomean"][e]]
@@ -187,7 +188,8 @@ def render(data: dict) -> str:
         body.append([f"{s['scale']:g}", s["workers"], _s(g["duckdb"]), _s(g["embedded"]), _s(g["inline"]),
                      _s(g["ray"]), _x(g["embedded"], g["inline"]), _x(g["embedded"], g["ray"]),
                      _x(g["ray"], g["duckdb"]), s["source"]])
-    lines += [md_table(head, body), "", "embedded / X > 1: the cluster is faster than one process.", ""]
+    lines += [md_table(head, body, align="l" + "r" * 8 + "l"), "",
+              "embedded / X > 1: the cluster is faster than one process.", ""]
     failed = [pt for pt in data["points"] if pt["error"]]
     if failed:
         lines += ["## Failed configurations", ""] + [f"- sf {pt['scale']:g}, P = {pt['workers']}: {pt['error']}"
@@ -206,7 +208,8 @@ def render(data: dict) -> str:
     lines += [md_table(["sf", "P", "Q", "DuckDB", "embedded", "inline:P", "Ray local:P"], body), ""]
     lines += ["## Points", ""] + [
         f"- sf {pt['scale']:g}, P = {pt['workers']}: {pt['source']}"
-        + (f", commit {pt.get('git_commit')}, run {pt.get('date')}, repeats {pt.get('repeats')}" if not pt["error"] else "")
-        + (f", protect {pt['protect_seconds']:.1f} s, shard {pt['shard_seconds']:.1f} s" if pt.get("protect_seconds") else "")
+        + ("" if pt["error"] else f", commit {pt.get('git_commit')}, run {pt.get('date')}, repeats {pt.get('repeats')}")
+        + (f", protect {pt['protect_seconds']:.1f} s, shard {pt['shard_seconds']:.1f} s"
+           if pt.get("protect_seconds") else "")
         + (f", wall {pt['wall_seconds']:.0f} s" if pt.get("wall_seconds") else "") for pt in data["points"]] + [""]
     return "\n".join(lines)

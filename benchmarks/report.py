@@ -178,7 +178,7 @@ def plot_cluster_curve(lines: dict[str, list[tuple[float, float, bool]]], refs: 
                        xlabel: str, logx: bool, title: str, caption: str,
                        colors: dict[str, str] | None = None) -> Path | None:
     """Geomean seconds (log) against x, one line per engine; ``(x, y, open)`` points, open markers
-    for results included from elsewhere; ``refs``: engines drawn as a horizontal line at the geomean
+    (not on the line) for results included from elsewhere; ``refs``: engines drawn as a horizontal line at the geomean
     of their measurements (the dots), for engines that do not depend on x.  ``caption`` under the axes;
     ``colors``: a matplotlib colour per label (default: the colour cycle)."""
     import textwrap
@@ -194,7 +194,8 @@ def plot_cluster_curve(lines: dict[str, list[tuple[float, float, bool]]], refs: 
         if not pts:
             continue
         color = (colors or {}).get(label, f"C{i}")
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], color=color, label=label)
+        run = [p for p in pts if not p[2]]  # an included point is a marker, off the line
+        ax.plot([p[0] for p in run], [p[1] for p in run], color=color, label=label)
         for x, y, hollow in pts:
             ax.plot([x], [y], marker="o", color=color, markerfacecolor="white" if hollow else color)
     for j, (label, pts) in enumerate(refs.items()):
