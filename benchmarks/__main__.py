@@ -46,7 +46,7 @@ def run_all(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import (allocation, breakdown, cluster, exchange_cost, kernels, lookup_choice, operators, orp, planning, profile, realdata,
+    from . import (allocation, breakdown, cluster, cluster_curves, exchange_cost, kernels, lookup_choice, operators, orp, planning, profile, realdata,
                    scaling, small_db, tpcds, tpch)
 
     p = argparse.ArgumentParser(prog="python -m benchmarks", description="dodb benchmark harness")
@@ -63,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
                              ("orp", orp, "ORP + comparison sort vs the bitonic network"),
                              ("tpcds", tpcds, "the 99 TPC-DS queries with private sales tables vs DuckDB"),
                              ("cluster", cluster, "TPC-H on one process against P workers (inline and Ray)"),
+                             ("cluster_curves", cluster_curves, "cluster time against scale and against workers "
+                                                                "(plots; runs `cluster` per configuration)"),
                              ("exchange_cost", exchange_cost, "cost model: DO exchange vs oblivious exchange vs "
                                                               "column sort, P = 16 and 64"),
                              ("scaling", scaling, "TPC-H time/memory exponents over scale factors (from JSON)"),

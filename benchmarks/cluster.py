@@ -11,7 +11,6 @@ each.  DuckDB on the same data is the baseline.  Answers are checked against Duc
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import tempfile
@@ -44,6 +43,14 @@ def _median_time(fn, repeats: int) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    data = measure(args)
+    write(data, args.out)
+    print(render(data))
+    return 0
+
+
+def measure(args: argparse.Namespace) -> dict:
+    """One configuration (``args.scale``, ``args.workers``): the report's data, nothing written."""
     import duckdb
 
     import dodb
@@ -89,14 +96,18 @@ def run(args: argparse.Namespace) -> int:
                 "rows": list(rows.values()), "kinds": kinds, "machine": machine_info(),
                 "command": f"python -m benchmarks cluster --scale {args.scale:g} --workers {args.workers} "
                            f"--queries {args.queries} --repeats {args.repeats}" + (" --no-ray" if args.no_ray else "")}
-        args.out.mkdir(parents=True, exist_ok=True)
-        name = f"cluster_sf{args.scale:g}_p{args.workers}"
-        write_json(args.out / f"{name}.json", data)
-        (args.out / f"{name}.md").write_text(render(data))
-        print(render(data))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return 0
+    return data
+
+
+def write(data: dict, out: Path) -> Path:
+    """``cluster_sf{S}_p{P}.json`` and ``.md`` in ``out``; returns the JSON's path."""
+    out.mkdir(parents=True, exist_ok=True)
+    name = f"cluster_sf{data['scale']:g}_p{data['workers']}"
+    write_json(out / f"{name}.json", data)
+    (out / f"{name}.md").write_text(render(data))
+    return out / f"{name}.json"
 
 
 def render(data: dict) -> str:

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 __all__ = ["md_table", "plot_kernels", "plot_operators", "plot_tpch_epsilon", "plot_tpch_scale",
-           "plot_tpch_padding", "have_matplotlib", "write_tpch_reports"]
+           "plot_tpch_padding", "plot_cluster_curve", "have_matplotlib", "write_tpch_reports"]
 
 
 def md_table(header: Sequence[str], rows: Iterable[Sequence[Any]], align: str | None = None) -> str:
@@ -168,6 +168,55 @@ def plot_tpch_scale(per_scale: dict[float, dict[str, float]], path: Path) -> Pat
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_cluster_curve(lines: dict[str, list[tuple[float, float, bool]]], refs: dict[str, list[tuple[float, float]]],
+                       path: Path, *,
+                       xlabel: str, logx: bool, title: str, caption: str,
+                       colors: dict[str, str] | None = None) -> Path | None:
+    """Geomean seconds (log) against x, one line per engine; ``(x, y, open)`` points, open markers
+    (not on the line) for results included from elsewhere; ``refs``: engines drawn as a horizontal line at the geomean
+    of their measurements (the dots), for engines that do not depend on x.  ``caption`` under the axes;
+    ``colors``: a matplotlib colour per label (default: the colour cycle)."""
+    import textwrap
+
+    if not have_matplotlib() or not (any(lines.values()) or any(refs.values())):
+        return None
+    plt = _plt()
+    wrapped = textwrap.fill(caption, 125)
+    n_cap = wrapped.count("\n") + 1
+    fig, ax = plt.subplots(figsize=(7.5, 4.6 + 0.13 * n_cap))
+    xs = sorted({x for pts in lines.values() for x, _, _ in pts} | {x for pts in refs.values() for x, _ in pts})
+    for i, (label, pts) in enumerate(lines.items()):
+        if not pts:
+            continue
+        color = (colors or {}).get(label, f"C{i}")
+        run = [p for p in pts if not p[2]]  # an included point is a marker, off the line
+        ax.plot([p[0] for p in run], [p[1] for p in run], color=color, label=label)
+        for x, y, hollow in pts:
+            ax.plot([x], [y], marker="o", color=color, markerfacecolor="white" if hollow else color)
+    for j, (label, pts) in enumerate(refs.items()):
+        if not pts:
+            continue
+        color = (colors or {}).get(label, f"C{len(lines) + j}")
+        g = math.exp(sum(math.log(y) for _, y in pts) / len(pts))
+        ax.axhline(g, ls="--", color=color, label=f"{label} (reference, {g:.3g} s)")
+        ax.plot([x for x, _ in pts], [y for _, y in pts], ls="none", marker=".", color=color)
+    if logx:
+        ax.set_xscale("log")
+    else:
+        ax.set_xticks(xs)
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("geometric mean seconds over the queries")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.text(0.01, 0.01, wrapped, fontsize=6, va="bottom", ha="left")
+    fig.tight_layout(rect=(0, 0.02 + 0.022 * n_cap, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

@@ -121,3 +121,26 @@ def test_tpcds_report_compares_answers_like_the_oracle():
     assert compare([(2, "b"), (1, "a")], [(1, "a"), (2, "b")]).startswith("equal (order")
     assert compare([(1, 0.3001)], [(1, 0.3)]) == "WRONG"
     assert compare([(1, None)], [(1, 0)]) == "WRONG"
+
+
+def test_cluster_curves_tiny(tmp_path):
+    """benchmarks/cluster_curves.py: three configurations run, one included, both plots written."""
+    stop41 = ROOT / "benchmarks" / "results" / "stop41" / "cluster_sf1_p2.json"
+    _run("cluster_curves", "--scales", "0.002,0.003", "--workers", "2", "--scale", "0.002", "--workers-list", "1,2",
+         "--queries", "1,3", "--repeats", "1", "--no-ray", "--include", str(stop41), "--out", str(tmp_path))
+    data = json.loads((tmp_path / "cluster_curves.json").read_text())
+    points = {(pt["scale"], pt["workers"]): pt for pt in data["points"]}
+    assert set(points) == {(0.002, 2), (0.003, 2), (0.002, 1), (1.0, 2)}  # (0.002, 2) run once
+    assert not any(pt["error"] for pt in data["points"])
+    assert data["common_queries"] == [1, 3]
+    for key, pt in points.items():
+        assert [r["query"] for r in pt["rows"]][:2] == [1, 3]
+        assert all(r["embedded"] > 0 and r["inline"] > 0 and r["duckdb"] > 0 for r in pt["rows"])
+        assert (pt["source"] == str(stop41)) == (key == (1.0, 2)) == all(r["ray"] for r in pt["rows"])
+    g = {(s["scale"], s["workers"]): s["geomean"] for s in data["summary"]}
+    assert g[(0.002, 1)]["ray"] is None and g[(1.0, 2)]["ray"] > g[(0.002, 2)]["inline"] > 0
+    md = (tmp_path / "cluster_curves.md").read_text()
+    assert "## Geomean seconds per configuration" in md and "more than 2 workers" in md
+    for png in ("cluster_time_vs_scale.png", "cluster_time_vs_workers.png"):
+        assert f"]({png})" in md and (tmp_path / png).stat().st_size > 0
+    assert (tmp_path / "cluster_sf0.003_p2.md").exists()
