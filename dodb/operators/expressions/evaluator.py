@@ -96,7 +96,7 @@ class Evaluator:
         key = (node.name, t)
         v = self._read.get(key)
         if v is None:
-            v = self._read[key] = from_column(self.columns.get(node.name), t)
+            v = self._read[key] = from_column(self.columns.get(node.name), t)  # lint: public a column name and type
         return dataclasses.replace(v)
 
     def ev_Interval(self, node: exp.Interval) -> Val:
