@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 import sys
 
@@ -31,9 +32,7 @@ _M_MMAP_MAX = -4
 # freed memory kept at the heap's top before glibc trims it; mallopt takes an int
 KEEP_AT_TOP_BYTES = (1 << 31) - 1
 
-_state: dict[str, bool] = {}
-
-
+@functools.cache
 def _libc():
     if not sys.platform.startswith("linux"):
         return None
@@ -46,21 +45,19 @@ def _libc():
     return libc
 
 
+@functools.cache
 def keep_freed_memory() -> bool:
     """Serve large allocations from the heap and keep freed heap memory (once per process).
 
     Returns whether the setting is in force.  Called when a database opens and in cluster
     workers; a no-op off glibc or with ``DODB_KEEP_FREED_MEMORY=0``.
     """
-    if "on" in _state:
-        return _state["on"]
     on = False
     if os.environ.get("DODB_KEEP_FREED_MEMORY", "1").strip() not in ("0", "false", "no", "off"):
         libc = _libc()
         if libc is not None:
-            # both or neither: without the trim threshold the heap's freed top goes back at once
+            # in force only if both took: without the trim threshold the freed top goes back at once
             on = bool(libc.mallopt(_M_TRIM_THRESHOLD, KEEP_AT_TOP_BYTES)) and bool(libc.mallopt(_M_MMAP_MAX, 0))
-    _state["on"] = on
     return on
 
 

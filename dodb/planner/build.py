@@ -470,33 +470,36 @@ class PlanBuilder(ThetaJoins):
         one nation, not all 10,000 before the nation filter).  Consumes the used predicates
         from ``pending`` and applies those the joined items cover."""
         rels = list(rels)
-        while True:
-            pair = None
-            for i, a in enumerate(rels):
-                if a.node.one_row or not _all_public(a.node):
-                    continue
-                for j in range(i + 1, len(rels)):
-                    b = rels[j]
-                    if b.node.one_row or not _all_public(b.node):
-                        continue
-                    keys = [k for p in pending if (k := self._equi(p, a, b))]
-                    if keys and (self.degree(a.node, [k[0] for k in keys]) == 1
-                                 or self.degree(b.node, [k[1] for k in keys]) == 1):
-                        pair = (i, j)
-                        break
-                if pair:
-                    break
-            if pair is None:
-                return rels
+        while (pair := self._public_pair(rels, pending)) is not None:
             i, j = pair
-            used = [p for p in pending if self._joins_on(p, rels[i], rels[j])]
-            pending[:] = [p for p in pending if p not in used]
-            a, b, keys = self._key_pairs(rels[i], rels[j], used)
-            merged = self._join_node(a, b, "inner", [k[0] for k in keys], [k[1] for k in keys])
-            ready = [p for p in pending if _refs(p) <= merged.aliases]
-            pending[:] = [p for p in pending if p not in ready]
-            rels[i] = self._filter(merged, ready)
-            del rels[j]
+            rels[i] = self._equi_join(rels[i], rels.pop(j), pending)  # j > i: rels[i] stays in place
+        return rels
+
+    def _public_pair(self, rels: list[_Rel], pending: list[exp.Expression]) -> tuple[int, int] | None:
+        """The first two public items (in FROM order) linked by equalities of ``pending``, one
+        side unique on its keys; ``None`` if there are none."""
+        public = [i for i, r in enumerate(rels) if not r.node.one_row and _all_public(r.node)]
+        for i, j in itertools.combinations(public, 2):
+            keys = [k for p in pending if (k := self._equi(p, rels[i], rels[j]))]
+            if keys and (self.degree(rels[i].node, [k[0] for k in keys]) == 1
+                         or self.degree(rels[j].node, [k[1] for k in keys]) == 1):
+                return i, j
+        return None
+
+    def _equi_join(self, left: _Rel, right: _Rel, pending: list[exp.Expression]) -> _Rel:
+        """Inner join of ``left`` and ``right`` on the equalities of ``pending`` that link them
+        (taken out of ``pending``), then the conditions of ``pending`` the result covers."""
+        used = [p for p in pending if self._joins_on(p, left, right)]
+        pending[:] = [p for p in pending if p not in used]
+        left, right, keys = self._key_pairs(left, right, used)
+        return self._apply_ready(self._join_node(left, right, "inner", [k[0] for k in keys], [k[1] for k in keys]),
+                                 pending)
+
+    def _apply_ready(self, rel: _Rel, pending: list[exp.Expression]) -> _Rel:
+        """``rel`` filtered by the conditions of ``pending`` it covers (taken out of ``pending``)."""
+        ready = [p for p in pending if _refs(p) <= rel.aliases]
+        pending[:] = [p for p in pending if p not in ready]
+        return self._filter(rel, ready)
 
     def _join_inner(self, rels: list[_Rel], spanning: list[exp.Expression]) -> _Rel:
         pending = list(spanning)
@@ -504,34 +507,24 @@ class PlanBuilder(ThetaJoins):
         cur, rest = rels[0], rels[1:]
         while rest:
             pick = next((i for i, r in enumerate(rest) if any(self._joins_on(p, cur, r) for p in pending)), None)
-            if pick is None:
-                pick = next((i for i, r in enumerate(rest) if r.node.one_row or cur.node.one_row
-                             or self._public_one_row(r.node)), None)
-                if pick is None:  # no equality links cur to any source: an oblivious product
-                    pick = min(range(len(rest)), key=lambda i: upper_rows(rest[i].node))
-                    cur = self._cross_join(cur, rest.pop(pick), pending)
-                    ready = [p for p in pending if _refs(p) <= cur.aliases]
-                    pending = [p for p in pending if p not in ready]
-                    cur = self._filter(cur, ready)
-                    continue
-                r = rest.pop(pick)
-                big, one = (cur, r) if r.node.one_row else (r, cur)
-                # A private one-row value (e.g. an average) reaches every row of the other
-                # side: then every output row can change, and the stability is its size bound.
-                s = upper_rows(big.node) if one.node.stability > 0 else big.node.stability
-                node = CrossOne(big.node, one.node, columns=big.node.columns + one.node.columns,
-                                stability=s, degrees=dict(big.node.degrees), unique=list(big.node.unique),
-                                one_row=big.node.one_row and one.node.one_row, fds=big.node.fds + one.node.fds)
-                cur = _Rel(node, {**cur.cols, **r.cols}, cur.aliases | r.aliases)
-            else:
-                r = rest.pop(pick)
-                used = [p for p in pending if self._joins_on(p, cur, r)]
-                pending = [p for p in pending if p not in used]
-                cur, r, keys = self._key_pairs(cur, r, used)
-                cur = self._join_node(cur, r, "inner", [k[0] for k in keys], [k[1] for k in keys])
-            ready = [p for p in pending if _refs(p) <= cur.aliases]
-            pending = [p for p in pending if p not in ready]
-            cur = self._filter(cur, ready)
+            if pick is not None:
+                cur = self._equi_join(cur, rest.pop(pick), pending)
+                continue
+            pick = next((i for i, r in enumerate(rest) if r.node.one_row or cur.node.one_row
+                         or self._public_one_row(r.node)), None)
+            if pick is None:  # no equality links cur to any source: an oblivious product
+                pick = min(range(len(rest)), key=lambda i: upper_rows(rest[i].node))
+                cur = self._apply_ready(self._cross_join(cur, rest.pop(pick), pending), pending)
+                continue
+            r = rest.pop(pick)
+            big, one = (cur, r) if r.node.one_row else (r, cur)
+            # A private one-row value (e.g. an average) reaches every row of the other
+            # side: then every output row can change, and the stability is its size bound.
+            s = upper_rows(big.node) if one.node.stability > 0 else big.node.stability
+            node = CrossOne(big.node, one.node, columns=big.node.columns + one.node.columns,
+                            stability=s, degrees=dict(big.node.degrees), unique=list(big.node.unique),
+                            one_row=big.node.one_row and one.node.one_row, fds=big.node.fds + one.node.fds)
+            cur = self._apply_ready(_Rel(node, {**cur.cols, **r.cols}, cur.aliases | r.aliases), pending)
         return self._filter(cur, pending)
 
     def _join_node(self, left: _Rel, right: _Rel, how: str, lk: list[str], rk: list[str]) -> _Rel:

@@ -264,19 +264,21 @@ class Evaluator:
             return Val(t, a.valid & (a.data == bool(target.this)), np.ones(self.n, bool), a.err)
         raise Unsupported(f"IS {target.sql(dialect='duckdb')}")
 
+    def _in_one_type(self, vals: list[Val]) -> list[Val]:
+        """The operands of an IN list or a BETWEEN in the one type DuckDB compares them in, the
+        widest of all (``numeric.in_list_type``): with a DOUBLE anywhere every operand is a DOUBLE
+        (`d IN (h, f)` compares d with the DECIMAL(38,0) h as doubles), and decimals meet at every
+        operand's scale (`t8 IN (h, 0.5)` casts h to DECIMAL(38,1), which fails) — not pair by
+        pair.  NULL operands stay as they are."""
+        common = numeric.in_list_type([v.type for v in vals])
+        if common is None:
+            return vals
+        return [v if v.type.kind == "null" else self.coerce(v, common) for v in vals]
+
     def ev_In(self, node: exp.In) -> Val:
         if node.args.get("query") is not None or node.args.get("unnest") is not None or node.args.get("field"):
             raise Unsupported("IN with a subquery")
-        a = self.ev(node.this)
-        items = [self.ev(item) for item in node.expressions]
-        common = numeric.in_list_type([v.type for v in [a] + items])
-        if common is not None:
-            # DuckDB compares the whole list in one type, the widest of all operands: with a DOUBLE
-            # anywhere every operand is a DOUBLE (`d IN (h, f)` compares d with the DECIMAL(38,0) h as
-            # doubles), and decimals meet at every operand's scale (`t8 IN (h, 0.5)` casts h to
-            # DECIMAL(38,1), which fails) — not pair by pair
-            a = a if a.type.kind == "null" else self.coerce(a, common)
-            items = [v if v.type.kind == "null" else self.coerce(v, common) for v in items]
+        a, *items = self._in_one_type([self.ev(node.this)] + [self.ev(item) for item in node.expressions])
         hit = np.zeros(self.n, dtype=bool)
         unknown = ~a.valid
         err = a.err
@@ -288,10 +290,7 @@ class Evaluator:
         return Val(self.type_of(node), hit, hit | ~unknown, err)
 
     def ev_Between(self, node: exp.Between) -> Val:
-        a, lo, hi = self.ev(node.this), self.ev(node.args["low"]), self.ev(node.args["high"])
-        common = numeric.in_list_type([a.type, lo.type, hi.type])
-        if common is not None:  # one type for all three, as for an IN list (DuckDB binds them together)
-            a, lo, hi = (v if v.type.kind == "null" else self.coerce(v, common) for v in (a, lo, hi))
+        a, lo, hi = self._in_one_type([self.ev(node.this), self.ev(node.args["low"]), self.ev(node.args["high"])])
         lt1, eq1, e1 = self.compare(lo, a)
         lt2, eq2, e2 = self.compare(a, hi)
         ge, le = lt1 | eq1, lt2 | eq2
