@@ -54,19 +54,37 @@ def test_the_blocks_apply_only_when_few_rows_are_kept():
     assert few_block(4 * 4096 - 1, 1) is None and few_block(4 * 4096, 1) == 4096
 
 
-def test_the_trace_depends_on_the_sizes_alone(small_blocks):
-    """Two inputs with the same n and m and different marks (and counts) record the same events."""
+def _traces(n: int, m: int, counts) -> list[list[str]]:
     rng = np.random.default_rng(7)
-    n, m = 5000, 9
     traces = []
-    for count in (0, 3, 9):
+    for count in counts:
         marked = np.zeros(n, bool)
         marked[rng.choice(n, count, replace=False)] = True
         t = Trace()
         compact(marked, _payload(rng, n), rows=m, trace=t)
         traces.append([str(e) for e in t.events])
+    return traces
+
+
+def test_the_trace_depends_on_the_sizes_alone(small_blocks):
+    """Two inputs with the same n and m and different marks (and counts) record the same events."""
+    traces = _traces(5000, 9, (0, 3, 9))
     assert traces[0] == traces[1] == traces[2]
     assert any("compact:round" in e for e in traces[0]) and len(traces[0]) > 3  # levels ran
+
+
+def test_a_block_size_from_the_true_count_is_caught(small_blocks, monkeypatch):
+    """Planted leak: the schedule sized by the true number of marked rows instead of the public
+    ``m`` (still correct rows) records different events for different counts."""
+    real = compact_mod._compact_few
+
+    def by_true_count(marked, payload, m, b, trace):
+        true_b = compact_mod.few_block(marked.shape[0], max(1, int(marked.sum()))) or b
+        return real(marked, payload, m, true_b, trace)
+
+    monkeypatch.setattr(compact_mod, "_compact_few", by_true_count)
+    traces = _traces(5000, 9, (0, 3, 9))
+    assert not traces[0] == traces[1] == traces[2]
 
 
 def test_a_level_that_keeps_too_few_rows_per_block_is_caught(small_blocks, monkeypatch):
