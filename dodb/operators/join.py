@@ -39,7 +39,7 @@ import pyarrow as pa
 
 from .context import ExecContext, OpResult, UnboundedStabilityError
 from .filter import filter_table
-from .keys import EncodedKey, KeyField, column_fields, encode_keys, normalise_key, pack_fields
+from .keys import EncodedKey, KeyField, column_fields, encode_keys, normalise_key, pack_fields, run_starts, word_bit
 from .pkfk import pk_fk_left_join
 from .table import Column, PaddedTable, concat_tables, read_only, unify_columns
 from ..oblivious.select import select
@@ -124,21 +124,24 @@ def _degrees(ctx: ExecContext, lcols, rcols, l_ok, r_ok, bound_l: int | None, bo
     fields: list[KeyField] = []
     for c in cols:
         fields.extend(column_fields(c))
+    key_bits = sum(f.bits for f in fields)
     tag = np.concatenate([np.zeros(nl, np.uint64), np.ones(nr, np.uint64)])
-    key_words, _ = pack_fields(fields, n)
     pos_bits = max(1, int(n).bit_length())
-    words, bits = pack_fields(fields + [KeyField(tag, 1), KeyField(np.arange(n, dtype=np.uint64), pos_bits)], n)
     ok = np.concatenate([l_ok, r_ok])
+    # One key carries everything the merge must deliver: (key, side tag, position) orders the
+    # rows and makes each key distinct, and the eligibility bit below the position changes no
+    # order.  The merge then moves key words only, no payload, and the merged words give the
+    # key runs (their first ``key_bits`` bits), the side and the eligibility back.
+    words, bits = pack_fields(fields + [KeyField(tag, 1), KeyField(np.arange(n, dtype=np.uint64), pos_bits),
+                                        KeyField(ok.astype(np.uint64), 1)], n)
     # each side arrives sorted by key with ties in position order, so each half
     # of the union is already sorted by this key: a merge gives the union sort's order
-    _, (ok_s, tag_s, *kw_s) = kern.merge(EncodedKey(words, bits), [ok, tag] + key_words, nl)
-    starts = np.zeros(n, dtype=bool)
-    if n:
-        starts[0] = True
-        for w in kw_s:
-            starts[1:] = starts[1:] | (w[1:] != w[:-1])
-    is_l = ok_s & (tag_s == 0)
-    is_r = ok_s & (tag_s == 1)
+    merged, _ = kern.merge(EncodedKey(words, bits), [], nl)
+    ok_s = word_bit(merged, bits - 1)
+    tag_s = word_bit(merged, key_bits)
+    starts = run_starts(merged, key_bits)
+    is_l = ok_s & ~tag_s
+    is_r = ok_s & tag_s
     rank_l = kern.seg_prefix(is_l, starts, "count") - 1
     rank_r = kern.seg_prefix(is_r, starts, "count") - 1
     if bound_l is not None:
@@ -147,7 +150,7 @@ def _degrees(ctx: ExecContext, lcols, rcols, l_ok, r_ok, bound_l: int | None, bo
         is_r = is_r & (rank_r < bound_r)
     cnt_l = kern.seg_last(kern.seg_reduce(is_l, starts, "count"), starts)
     cnt_r = kern.seg_last(kern.seg_reduce(is_r, starts, "count"), starts)
-    left_row = tag_s == 0
+    left_row = ~tag_s
     deg = select(left_row, select(is_l, cnt_r, 0), select(is_r, cnt_l, 0))
     # back to the two sides, each in its sorted order (same key order, ties by position)
     _, (deg_l,) = kern.compact(left_row, [deg])

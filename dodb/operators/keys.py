@@ -19,7 +19,8 @@ import pyarrow as pa
 from .table import UnsupportedTypeError, Column
 from ..oblivious.select import as_float64, select
 
-__all__ = ["KeyField", "column_fields", "pack_fields", "encode_keys", "EncodedKey", "normalise_key"]
+__all__ = ["KeyField", "column_fields", "pack_fields", "encode_keys", "EncodedKey", "normalise_key", "word_bit",
+           "run_starts"]
 
 _SIGN64 = np.uint64(1 << 63)
 
@@ -129,6 +130,39 @@ def pack_fields(fields: Sequence[KeyField], n: int) -> tuple[list[np.ndarray], i
         words.append(cur << np.uint64(64 - used) if 0 < used < 64 else cur)
     return words, total
 
+
+
+def word_bit(words: Sequence[np.ndarray], i: int) -> np.ndarray:
+    """Bit ``i`` of every row's packed key (counted from the first field's top bit, as
+    :func:`pack_fields` lays fields out), as booleans.
+
+    >>> words, _ = pack_fields([KeyField(np.array([2, 1], np.uint64), 2), KeyField(np.array([1, 0], np.uint64), 1)], 2)
+    >>> word_bit(words, 0).tolist(), word_bit(words, 2).tolist()
+    ([True, False], [True, False])
+    """
+    w, s = divmod(int(i), 64)
+    return ((words[w] >> np.uint64(63 - s)) & np.uint64(1)).astype(bool)  # lint: public word index (the field's place)
+
+
+def run_starts(words: Sequence[np.ndarray], bits: int) -> np.ndarray:
+    """Rows whose first ``bits`` key bits differ from the previous row's (row 0 starts a run):
+    the runs of equal keys in rows sorted by a packed key that has more fields after them.
+
+    >>> words, _ = pack_fields([KeyField(np.array([1, 1, 2], np.uint64), 2), KeyField(np.array([0, 1, 0], np.uint64), 1)], 3)
+    >>> run_starts(words, 2).tolist()
+    [True, False, True]
+    """
+    n = int(words[0].shape[0])
+    starts = np.zeros(n, dtype=bool)
+    if not n:
+        return starts
+    starts[0] = True
+    for w in range(-(-int(bits) // 64)):
+        take = min(64, int(bits) - 64 * w)  # this word's share of the prefix, from its top
+        a = words[w] & np.uint64(((1 << take) - 1) << (64 - take))  # lint: public word index (the key's width)
+        # not ``|=``: numpy's in-place OR of one-element bool arrays branches on the value
+        starts[1:] = starts[1:] | (a[1:] != a[:-1])
+    return starts
 
 @dataclass
 class EncodedKey:
