@@ -29,9 +29,9 @@ import numpy as np
 from numba import njit
 from numba import uint64 as _ix
 
-from .compiled import _OPTS
+from .compiled import _OPTS, _ONE
 
-__all__ = ["sort_blocks", "sort_long", "CHUNK"]
+__all__ = ["sort_blocks", "sort_long", "unmerge_pass", "CHUNK"]
 
 CHUNK = 256  # comparators per pass: a stage pair's four runs of CHUNK rows stay in L1
 
@@ -505,3 +505,77 @@ def sort_long(X, nk, nw, m, n, k, j, pair, part, parts, msk):
         _pair_rows(X, nk, nw, m, _I0, m, n, k, j, part, parts, msk)
     else:
         _single_rows(X, nk, nw, m, _I0, m, n, k, j, part, parts, msk)
+
+
+# ----------------------------------------------------------------------------- the unmerge
+
+@njit(**_OPTS)
+def _unroute(X, nw, stride, a0, b0, L, jbit, msk):
+    """One reversed half-cleaner stage on the ``L <= CHUNK`` pairs ``(a0 + u, b0 + u)``.
+
+    Word 0 of a row is its origin (its row in the merge's input); bit ``jbit`` of the lower
+    row's origin says the forward stage found it in the upper slot: the pair is swapped
+    under that mask, every word (:mod:`.unmerge`).
+    """
+    for u in range(L):
+        x = X[_ix(a0 + u)]
+        y = X[_ix(b0 + u)]
+        s = (x >> jbit) & _ONE
+        m1 = np.uint64(0) - s
+        x, y = _swp(m1, x, y)
+        X[_ix(a0 + u)] = x
+        X[_ix(b0 + u)] = y
+        msk[_ix(u)] = m1
+    for w in range(1, nw):
+        o = w * stride
+        for u in range(L):
+            x, y = _swp(msk[_ix(u)], X[_ix(o + a0 + u)], X[_ix(o + b0 + u)])
+            X[_ix(o + a0 + u)] = x
+            X[_ix(o + b0 + u)] = y
+
+
+@njit(inline="always", **_OPTS)
+def _unmerge_stage(X, nw, m, lo, span, j, jbit, part, parts, msk):
+    """Reversed stage ``j`` on rows ``[lo, lo + span)``: thread ``part`` of ``parts`` takes a
+    slice of every group's pairs (public sizes only)."""
+    share = (j + parts - 1) // parts
+    u0 = min(part * share, j)
+    u1 = min(u0 + share, j)
+    for g in range(span // (2 * j)):
+        base = lo + g * 2 * j
+        for c0 in range(u0, u1, CHUNK):
+            _unroute(X, nw, m, base + c0, base + j + c0, min(CHUNK, u1 - c0), jbit, msk)
+
+
+@njit(**_OPTS)
+def unmerge_pass(X, nw, m, blk, cols, b0, b1, j, jbit, part, parts, msk, T):
+    """``j == 0``: the reversed stages ``1 … blk/2`` on blocks ``b0 .. b1-1`` of ``blk`` rows,
+    each block through all of them while it is in cache.  Otherwise the whole-array
+    reversed stage ``j >= blk`` (bit ``jbit``), thread ``part`` of ``parts``.  One kernel for
+    both, so one signature covers every size (the warmup's data reach no long stage).
+
+    In a block, the stages with ``j < cols`` run on its transpose ``T`` (``nw * blk`` words;
+    row ``r * cols + c`` at ``c * rows + r``), where a pair of columns is a pair of contiguous
+    runs of ``rows`` rows, as the sort's short stages do (:func:`_tile`)."""
+    if j != 0:
+        _unmerge_stage(X, nw, m, _I0, m, j, jbit, part, parts, msk)
+        return
+    rows = blk // cols
+    for b in range(b0, b1):
+        lo = b * blk
+        _tile(X, T, nw, m, lo, rows, cols, False)
+        jj = np.int64(1)
+        bit = np.uint64(0)
+        while jj < cols:
+            for g in range(cols // (2 * jj)):
+                for t in range(jj):
+                    ca = g * 2 * jj + t
+                    for c0 in range(0, rows, CHUNK):
+                        _unroute(T, nw, blk, ca * rows + c0, (ca + jj) * rows + c0, min(CHUNK, rows - c0), bit, msk)
+            jj *= 2
+            bit += _ONE
+        _tile(X, T, nw, m, lo, rows, cols, True)
+        while jj < blk:
+            _unmerge_stage(X, nw, m, lo, blk, jj, bit, _I0, _I1, msk)
+            jj *= 2
+            bit += _ONE

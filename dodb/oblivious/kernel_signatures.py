@@ -70,6 +70,9 @@ SIGNATURES: dict[str, list[str]] = {
     'dodb.oblivious.compiled_sort.sort_long': [
         "(Array(uint64, 1, 'C', False, aligned=True), int64, int64, int64, int64, int64, int64, bool, int64, int64, Array(uint64, 1, 'C', False, aligned=True))",
     ],
+    'dodb.oblivious.compiled_sort.unmerge_pass': [
+        "(Array(uint64, 1, 'C', False, aligned=True), int64, int64, int64, int64, int64, int64, int64, uint64, int64, int64, Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True))",
+    ],
     'dodb.oblivious.compiled_strings.compare_const_rows': [
         "(Array(uint8, 1, 'C', False, aligned=True), Array(int64, 1, 'C', False, aligned=True), Array(uint8, 1, 'C', True, aligned=True), Array(uint8, 1, 'C', False, aligned=True), Array(uint8, 1, 'C', False, aligned=True), int64, int64, int64)",
     ],

@@ -4,12 +4,13 @@ The DO algorithm follows Chu–Zhuo–Shi–Chan (ITC 2021): the output is padde
 true join size plus one-sided noise, never to the quadratic worst case.
 
 1. Sort each side obliviously by ``(is_dummy, key)``, carrying its payload.
-2. Sort a *narrow* union of both sides — encoded key, side tag, position — and count,
+2. Merge a *narrow* union of both sides — encoded key, side tag, position — and count,
    per key run, the eligible rows of each side (real, no NULL key).  Every row learns the
    other side's degree ``deg``; declared degree bounds are *enforced* here (rows beyond
    the bound in their key run are dropped), so the stability below always holds.
-3. Compact the union back into its two sides: the left part is in the same order as the
-   sorted left table (same key, ties by position), likewise the right.
+3. Unmerge the union back into its two sides (the merge's stages run backwards, steered
+   by each row's position; oblivious/unmerge.py): the left part is in the sorted left
+   table's order (same key, ties by position), likewise the right.
 4. Release the join size ``J + noise`` (sensitivity = output stability), expand every
    left row ``deg_R`` times and every right row ``deg_L`` times into ``m`` slots
    (:func:`~dodb.oblivious.expand.expand`), re-sort the right copies to their partner's
@@ -34,12 +35,14 @@ three releases (join size, unmatched left, unmatched right), each a DO compactio
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 import pyarrow as pa
 
 from .context import ExecContext, OpResult, UnboundedStabilityError
 from .filter import filter_table
-from .keys import EncodedKey, KeyField, column_fields, encode_keys, normalise_key, pack_fields, run_starts, word_bit
+from .keys import EncodedKey, KeyField, column_fields, encode_keys, normalise_key, pack_fields, run_starts, word_bit, word_field
 from .pkfk import pk_fk_left_join
 from .table import Column, PaddedTable, concat_tables, read_only, unify_columns
 from ..oblivious.select import select
@@ -152,16 +155,17 @@ def _degrees(ctx: ExecContext, lcols, rcols, l_ok, r_ok, bound_l: int | None, bo
     cnt_r = kern.seg_last(kern.seg_reduce(is_r, starts, "count"), starts)
     left_row = ~tag_s
     deg = select(left_row, select(is_l, cnt_r, 0), select(is_r, cnt_l, 0))
-    # back to the two sides, each in its sorted order (same key order, ties by position)
-    _, (deg_l,) = kern.compact(left_row, [deg])
+    # back to the two sides, each in its sorted order (same key order, ties by position): the
+    # merge run backwards, steered by each row's position, carried in the merged key
+    origin = word_field(merged, key_bits + 1, pos_bits).astype(np.int64)
     if right == "none":
-        return deg_l[:nl], (None, None, None)
+        (deg_l,), _ = kern.unmerge(origin, [deg], nl)
+        return deg_l, (None, None, None)
     if right == "deg":
-        _, (deg_r,) = kern.compact(~left_row, [deg])
-        return deg_l[:nl], (deg_r[:nr], None, None)
-    _, (deg_r, rank_r2, own_r) = kern.compact(~left_row, [deg, rank_r, cnt_r])
-    return deg_l[:nl], (deg_r[:nr], rank_r2[:nr], own_r[:nr])
-
+        (deg_l,), (deg_r,) = kern.unmerge(origin, [deg], nl)
+        return deg_l, (deg_r, None, None)
+    (deg_l, _, _), (deg_r, rank_r2, own_r) = kern.unmerge(origin, [deg, rank_r, cnt_r], nl)
+    return deg_l, (deg_r, rank_r2, own_r)
 
 def max_key_multiplicity(real: pa.Table, keys: list[str]) -> int:
     """Largest number of rows of ``real`` (public rows) sharing one value of ``keys``, with the
@@ -205,6 +209,7 @@ def join(
     right_source: tuple | None = None,
     left_sorted: bool = False,
     right_sorted: bool = False,
+    keep: Sequence[str] | None = None,
 ) -> OpResult:
     """Equi-join ``left`` and ``right`` on ``left_keys = right_keys``.
 
@@ -221,6 +226,9 @@ def join(
     scan, unchanged, may keep its sorted lanes for later joins (:func:`sorted_side`).
     ``left_sorted``/``right_sorted``: that side arrives in :func:`sorted_side`'s order
     already (sorted at its scan, planner/presort.py).
+
+    ``keep``: the output columns anyone reads (planner/prune.py); the others — often the
+    keys — are not carried through the expansion or the filter.  Public: the query's.
     """
     if how not in JOIN_TYPES:
         raise ValueError(f"unknown join type {how!r}")
@@ -270,6 +278,10 @@ def join(
     right = "none" if how in ("semi", "anti") else ("deg" if one_unique else "ranks")
     dl, (dr, rank_r, own_r) = _degrees(ctx, lcols, rcols, l_ok, r_ok, left_degree, right_degree, right=right)
     name = ctx.op_name(f"{how}_join")
+    if keep is not None:  # the keys were read above; only what is used goes on
+        wanted = set(keep)
+        lt = lt.select([c for c in lt.names if c in wanted])
+        rt = rt.select([c for c in rt.names if c in wanted])
 
     # Which left rows have a partner changes with either side: s_L + s_R * deg_L.
     s_match = s_l + s_r * (deg_l or 0)

@@ -21,6 +21,7 @@ from ..oblivious import expand as oexpand
 from ..oblivious.compact import distribute as odistribute, row_pick
 from ..oblivious import oblivious_merge, oblivious_sort, segmented_lex_scan, segmented_scan
 from ..oblivious.sort import oblivious_sort_events
+from ..oblivious.unmerge import oblivious_unmerge
 from ..oblivious.scan import scan_events
 from ..oblivious.trace import Trace
 from .keys import EncodedKey
@@ -78,6 +79,12 @@ class ObliviousKernels(Kernels):
         """The rows ``[0, split)`` and ``[split, n)``, each sorted by ``key`` (distinct keys),
         merged into one sorted order: (key words, payload) as :meth:`sort` would give."""
         return oblivious_merge(key.words, payload, split=split, trace=self.trace)
+
+    def unmerge(self, origin: np.ndarray, payload: Sequence[np.ndarray],
+                split: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Rows in :meth:`merge`'s order back to its two runs, each in its input order;
+        ``origin``: each merged row's input row (:func:`dodb.oblivious.unmerge.oblivious_unmerge`)."""
+        return oblivious_unmerge(origin, payload, split=split, trace=self.trace)
 
     def compact(self, flags: np.ndarray, payload: Sequence[np.ndarray],
                 block: int | None = None, rows: int | np.ndarray | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -138,6 +145,11 @@ class PlainKernels(Kernels):
 
     def merge(self, key: EncodedKey, payload: Sequence[np.ndarray], split: int):
         return self.sort(key, payload)
+
+    def unmerge(self, origin: np.ndarray, payload: Sequence[np.ndarray], split: int):
+        back = np.empty(len(origin), dtype=np.int64)
+        back[origin] = np.arange(len(origin))  # where each input row sits in the merged order
+        return [p[back[:split]] for p in payload], [p[back[split:]] for p in payload]
 
     def compact(self, flags: np.ndarray, payload: Sequence[np.ndarray], block: int | None = None,
                 rows: int | np.ndarray | None = None):

@@ -20,7 +20,7 @@ from .table import UnsupportedTypeError, Column
 from ..oblivious.select import as_float64, select
 
 __all__ = ["KeyField", "column_fields", "pack_fields", "encode_keys", "EncodedKey", "normalise_key", "word_bit",
-           "run_starts"]
+           "word_field", "run_starts"]
 
 _SIGN64 = np.uint64(1 << 63)
 
@@ -143,6 +143,24 @@ def word_bit(words: Sequence[np.ndarray], i: int) -> np.ndarray:
     w, s = divmod(int(i), 64)
     return ((words[w] >> np.uint64(63 - s)) & np.uint64(1)).astype(bool)  # lint: public word index (the field's place)
 
+
+
+def word_field(words: Sequence[np.ndarray], start: int, bits: int) -> np.ndarray:
+    """The ``bits``-bit field (at most 64) that begins at bit ``start`` of every row's packed
+    key (bits counted from the top, as :func:`pack_fields` lays fields out).
+
+    >>> words, _ = pack_fields([KeyField(np.array([1, 2], np.uint64), 60), KeyField(np.array([5, 6], np.uint64), 9)], 2)
+    >>> word_field(words, 60, 9).tolist()
+    [5, 6]
+    """
+    w, s = divmod(int(start), 64)
+    end = s + int(bits)
+    low = np.uint64((1 << bits) - 1) if bits < 64 else np.uint64(0xFFFFFFFFFFFFFFFF)
+    if end <= 64:  # lint: public field places (the key's widths)
+        return (words[w] >> np.uint64(64 - end)) & low  # lint: public word index (the field's place)
+    spill = end - 64  # the field's last bits open the next word
+    head = words[w] << np.uint64(spill)  # lint: public word index (the field's place)
+    return (head | (words[w + 1] >> np.uint64(64 - spill))) & low  # lint: public word index (the field's place)
 
 def run_starts(words: Sequence[np.ndarray], bits: int) -> np.ndarray:
     """Rows whose first ``bits`` key bits differ from the previous row's (row 0 starts a run):

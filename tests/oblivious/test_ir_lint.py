@@ -42,7 +42,9 @@ def _exercise() -> None:
             oblivious_sort([keys, keys], [np.arange(n)])  # three: the general path
     finally:
         sort_mod.BLOCK, sort_mod.SUB_BLOCK = saved
+    from dodb.oblivious.unmerge import oblivious_unmerge
     with kernel_backend_scope("compiled"):
+        oblivious_unmerge(np.arange(n), [np.arange(n)], split=n // 3)  # the merge's inverse (one kernel)
         compact(flags, [np.arange(n)])
         distribute(np.arange(n) < 5, np.arange(n) * 2, [np.arange(n)])
         expand(rng.integers(0, 2, n), [np.arange(n)], 2 * n)
