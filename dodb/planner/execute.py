@@ -249,16 +249,18 @@ class Executor:
                 out = join(left, right, lk, rk, how=node.how, epsilon=eps, delta=delta, ctx=ctx,
                            left_degree=dl, right_degree=dr, same_unit=node.same_unit,
                            sorted_cache=getattr(self.catalog, "slot_cache", None), left_source=sources[0],
-                           right_source=sources[1], left_sorted=presorted[0], right_sorted=presorted[1]).table
-            return out if lk == node.left_keys and rk == node.right_keys else out.select(node.columns)
+                           right_source=sources[1], left_sorted=presorted[0], right_sorted=presorted[1],
+                           keep=node.columns).table
+            # the columns the plan hands on (planner/prune.py narrows a join to what is used above)
+            return _columns_of(out, node)
         if isinstance(node, CrossJoin):
-            return cross_product(inputs[0], inputs[1], stability=node.stability, ctx=ctx)
+            return _columns_of(cross_product(inputs[0], inputs[1], stability=node.stability, ctx=ctx), node)
         if isinstance(node, CrossOne):
             one = inputs[1]
             if one.stability == 0:  # public: its real row moves to slot 0, where the broadcast reads
                 first = np.argsort(~one.is_real, kind="stable")
                 one = one.with_arrays([a[first] for a in one.arrays()])
-            return _broadcast(inputs[0], one, node.stability)
+            return _columns_of(_broadcast(inputs[0], one, node.stability), node)
         if isinstance(node, Aggregate):
             ordered = node.ordered_by is not None and node.ordered_by not in self.cast_pairs
             out = group_by(inputs[0], node.keys, node.aggs, epsilon=eps, delta=delta, ctx=ctx,
@@ -472,6 +474,11 @@ def _key_family(t: pa.DataType) -> str:
     if pa.types.is_integer(t):
         return "int"
     return "str" if pa.types.is_string(t) or pa.types.is_large_string(t) else str(t)
+
+
+def _columns_of(t: PaddedTable, node: Node) -> PaddedTable:
+    """``t`` with exactly the columns ``node`` hands on, in the plan's order."""
+    return t if t.names == node.columns else t.select(node.columns)
 
 
 def _unify_keys(left: PaddedTable, right: PaddedTable, lk: list[str], rk: list[str], ctx: ExecContext):

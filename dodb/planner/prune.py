@@ -33,6 +33,18 @@ def _select(child: Node, keep: set[str]) -> Node:
                    max_rows=child.max_rows)
 
 
+def _narrow_outputs(node: Node, cols: list[str]) -> None:
+    """``node`` hands on only ``cols`` (a subset of its columns, in order): its facts about
+    the dropped columns go with them."""
+    kept = set(cols)
+    node.columns = cols
+    node.degrees = {k: d for k, d in node.degrees.items() if (k in kept if isinstance(k, str) else k <= kept)}
+    node.unique = [u for u in node.unique if u <= kept]
+    node.constant = frozenset(c for c in node.constant if c in kept)
+    node.fds = [(a, b & kept) for a, b in node.fds if a <= kept and b & kept]
+    node.literals = {c: v for c, v in node.literals.items() if c in kept}
+
+
 def _narrow_filter(node: Filter, want: set[str]) -> None:
     """A filter hands on only what its consumers use: columns its predicate alone reads are
     dropped after the predicate is evaluated, before the compaction moves every column
@@ -48,13 +60,29 @@ def _narrow_filter(node: Filter, want: set[str]) -> None:
     if len(cols) == len(node.child.columns):
         node.columns = list(node.child.columns)
         return
-    kept = set(cols)
-    node.columns = cols
-    node.degrees = {k: d for k, d in node.degrees.items() if (k in kept if isinstance(k, str) else k <= kept)}
-    node.unique = [u for u in node.unique if u <= kept]
-    node.constant = frozenset(c for c in node.constant if c in kept)
-    node.fds = [(a, b & kept) for a, b in node.fds if a <= kept and b & kept]
-    node.literals = {c: v for c, v in node.literals.items() if c in kept}
+    _narrow_outputs(node, cols)
+
+
+def _narrow_join(node: Join | CrossOne | CrossJoin, want: set[str]) -> None:
+    """A join hands on only what its consumers use: its key columns, which it needs itself,
+    are often used by no one above it, and every column it hands on is expanded (moved
+    through ``log n`` rounds) to the output's size (TPC-H Q5: ``o_orderkey`` and
+    ``l_orderkey`` after ``orders ⋈ lineitem``).
+
+    >>> from .logical import Scan
+    >>> a = Scan(table="a", alias="a", source_columns=["k", "x"], columns=["a.k", "a.x"])
+    >>> b = Scan(table="b", alias="b", source_columns=["k", "y"], columns=["b.k", "b.y"])
+    >>> j = Join(a, b, how="inner", left_keys=["a.k"], right_keys=["b.k"], columns=["a.k", "a.x", "b.k", "b.y"])
+    >>> _narrow_join(j, {"a.x", "b.y"}); j.columns
+    ['a.x', 'b.y']
+    """
+    semi = isinstance(node, Join) and node.how in ("semi", "anti")
+    full = node.left.columns + ([] if semi else node.right.columns)
+    cols = [c for c in full if c in want] or full[:1]
+    if len(cols) == len(full):
+        node.columns = full
+        return
+    _narrow_outputs(node, cols)
 
 
 def prune_columns(root: Node) -> Node:
@@ -105,8 +133,7 @@ def prune_columns(root: Node) -> Node:
         if isinstance(node, (Join, CrossOne, CrossJoin)):
             node.left = _select(node.left, need[node.left.node_id])
             node.right = _select(node.right, need[node.right.node_id])
-            semi = isinstance(node, Join) and node.how in ("semi", "anti")
-            node.columns = node.left.columns + ([] if semi else node.right.columns)
+            _narrow_join(node, need.get(node.node_id, set(node.columns)))
         elif isinstance(node, (Aggregate, Sort, Filter)):
             node.child = _select(node.child, need[node.child.node_id])
             if isinstance(node, Sort):
