@@ -22,7 +22,7 @@ import numpy as np
 
 from .backend import use_compiled
 from .rows import from_word_block, word_block
-from .threads import pool, threads
+from .threads import run_parts, threads
 from .trace import Trace
 from .select import select
 
@@ -117,11 +117,8 @@ def _run_compiled(kernel: str, flags: np.ndarray, dist: np.ndarray, payload: Seq
     else:
         # every copy is made before any thread starts changing the originals
         states = [(live, dist)] + [(live.copy(), dist.copy()) for _ in groups[1:]]
-        workers = pool(len(groups))
-        futures = [workers.submit(_rounds_on_words, kernel, lv, ds, block[a:b], n, rounds)
-                   for (lv, ds), (a, b) in zip(states, groups)]
-        for f in futures:
-            f.result()
+        run_parts([(_rounds_on_words, (kernel, lv, ds, block[a:b], n, rounds))
+                   for (lv, ds), (a, b) in zip(states, groups)])
     pick = row_pick(rows)  # only the rows the caller keeps are decoded
     live, block = live.view(bool)[pick], block[:, pick]  # lint: public positions from released sizes
     return live, from_word_block(block, payload, widths, int(live.shape[0]))
@@ -141,10 +138,8 @@ def _run_compiled_parts(flags: np.ndarray, dist: np.ndarray, payload: Sequence[n
         return _run_compiled("compact_rounds", flags, dist, payload, n, rounds, rows=rows)
     cuts = [g * bins // parts * span for g in range(parts)] + [n]
     groups = list(zip(cuts[:-1], cuts[1:]))
-    workers = pool(parts)
-    futures = [workers.submit(_run_compiled, "compact_rounds", flags[a:b], dist[a:b], [p[a:b] for p in payload],
-                              b - a, rounds, False, _part_rows(rows, a, b)) for a, b in groups]
-    done = [f.result() for f in futures]
+    done = run_parts([(_run_compiled, ("compact_rounds", flags[a:b], dist[a:b], [p[a:b] for p in payload],
+                                       b - a, rounds, False, _part_rows(rows, a, b))) for a, b in groups])
     return np.concatenate([live for live, _ in done]), [np.concatenate(cols) for cols in zip(*(pay for _, pay in done))]
 
 

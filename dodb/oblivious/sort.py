@@ -20,7 +20,7 @@ import numpy as np
 
 from .backend import use_compiled
 from .rows import block_words, fill_word_block, from_word_block
-from .threads import pool, threads
+from .threads import run_parts, threads
 from .trace import Trace
 
 __all__ = ["oblivious_sort", "oblivious_sort_events", "oblivious_merge", "bitonic_network_stages", "next_pow2"]
@@ -217,9 +217,7 @@ class _CompiledNetwork:
         if self.threads == 1:
             call(0, 1, *self.scratch[0])
             return
-        workers = pool(self.threads)
-        for f in [workers.submit(call, part, self.threads, msk, T) for part, (msk, T) in enumerate(self.scratch)]:
-            f.result()
+        run_parts([(call, (part, self.threads, msk, T)) for part, (msk, T) in enumerate(self.scratch)])
 
     def _flush(self) -> None:
         if self.pending is not None:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Sequence
 
 from ..errors import InvalidParameterError
 
-__all__ = ["threads", "set_threads", "pool"]
+__all__ = ["threads", "set_threads", "pool", "run_parts"]
 
 _chosen: list[int] = []  # the count once decided (environment or set_threads)
 _POOLS: dict[int, ThreadPoolExecutor] = {}
@@ -61,3 +62,26 @@ def pool(size: int) -> ThreadPoolExecutor:
     if got is None:
         got = _POOLS.setdefault(size, ThreadPoolExecutor(size, thread_name_prefix="dodb-kernel"))
     return got
+
+
+def run_parts(calls: Sequence[tuple[Callable, tuple]]) -> list[Any]:
+    """Each ``fn(*args)`` of ``calls`` on its own thread of the shared pool; their results, in order.
+
+    A pool thread keeps its finished task — function, arguments and future, with the
+    result — until it takes the next one, so arrays passed or returned could outlive the
+    call by a moment that depends on thread timing, and the audit counts the live arrays
+    at every operator's end (docs/threat-model.md §Measured and modelled).  Arguments and results
+    travel in boxes emptied here, before this returns: no pool thread holds an array after
+    the call."""
+    boxes: list[list] = [[fn, args, None] for fn, args in calls]
+    try:
+        for f in [pool(len(boxes)).submit(_run_box, box) for box in boxes]:
+            f.result()
+        return [box[2] for box in boxes]
+    finally:
+        for box in boxes:
+            box.clear()
+
+
+def _run_box(box: list) -> None:
+    box[2] = box[0](*box[1])

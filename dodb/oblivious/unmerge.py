@@ -31,7 +31,7 @@ from .backend import use_compiled
 from .rows import block_words, fill_word_block, from_word_block
 from .select import select
 from .sort import BLOCK, next_pow2
-from .threads import pool, threads
+from .threads import run_parts, threads
 from .trace import Trace
 
 __all__ = ["oblivious_unmerge", "unmerge_origins"]
@@ -82,9 +82,7 @@ def _compiled_stages(X: np.ndarray, m: int) -> None:
         if parts == 1:
             call(0, *scratch[0])
             return
-        workers = pool(parts)
-        for f in [workers.submit(call, part, msk, T) for part, (msk, T) in enumerate(scratch)]:
-            f.result()
+        run_parts([(call, (part, msk, T)) for part, (msk, T) in enumerate(scratch)])
 
     nblocks = m // blk
     share = -(-nblocks // parts)

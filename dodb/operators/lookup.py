@@ -90,7 +90,7 @@ def _passes_compiled(lw: list[np.ndarray], rw: list[np.ndarray], ok: np.ndarray,
     as :func:`_passes_numpy` (a NULL public key, ``r_ok[j]`` false, clears its mask instead
     of being skipped, so every pair of rows is read)."""
     from ..oblivious import compiled
-    from ..oblivious.threads import pool, threads
+    from ..oblivious.threads import run_parts, threads
 
     pub = np.concatenate(pub_words, axis=0) if pub_words else np.zeros((0, k), dtype=np.uint64)
     out = np.zeros((pub.shape[0], n), dtype=np.uint64)
@@ -105,9 +105,7 @@ def _passes_compiled(lw: list[np.ndarray], rw: list[np.ndarray], ok: np.ndarray,
     if parts == 1:
         compiled.lookup_rows(*args, np.empty(k, dtype=np.uint64), 0, n)
     else:
-        for f in [pool(parts).submit(compiled.lookup_rows, *args, np.empty(k, dtype=np.uint64), a, b)
-                  for a, b in zip(cuts, cuts[1:])]:
-            f.result()
+        run_parts([(compiled.lookup_rows, (*args, np.empty(k, dtype=np.uint64), a, b)) for a, b in zip(cuts, cuts[1:])])
     bounds = np.cumsum([w.shape[0] for w in pub_words])[:-1]
     return matched.view(bool), np.split(out, bounds, axis=0) if pub_words else []
 

@@ -28,6 +28,7 @@ def _run(threads: int, monkeypatch):
     monkeypatch.setattr(sort_mod, "BLOCK", 64)
     monkeypatch.setattr(sort_mod, "SUB_BLOCK", 16)
     monkeypatch.setattr(compact_mod, "PARALLEL_MIN_ROWS", 1)
+    monkeypatch.setattr(importlib.import_module("dodb.oblivious.unmerge"), "BLOCK", 64)
     previous = threads_mod.set_threads(threads)
     try:
         db = dodb.connect(seed=7)
@@ -72,3 +73,45 @@ def test_the_count_is_set_and_checked(monkeypatch):
     monkeypatch.setattr(threads_mod, "_chosen", [])
     monkeypatch.delenv("DODB_THREADS")
     assert threads_mod.threads() == max(1, os.cpu_count() or 1)
+
+
+class _KeepingPool:
+    """A pool that keeps every task it was given, as a pool thread does until its next task."""
+
+    def __init__(self, inner):
+        self.inner, self.kept = inner, []
+
+    def submit(self, fn, *args):
+        f = self.inner.submit(fn, *args)
+        self.kept.append((fn, args, f))
+        return f
+
+
+def _holds_array(obj, depth: int = 0) -> bool:
+    import numpy as np
+
+    if isinstance(obj, np.ndarray):
+        return True
+    if isinstance(obj, (list, tuple)) and depth < 4:
+        return any(_holds_array(o, depth + 1) for o in obj)
+    return False
+
+
+@pytest.mark.parametrize("plant", [False, True])
+def test_no_pool_thread_keeps_an_array_after_the_call(monkeypatch, plant):
+    """What a pool thread keeps after a kernel call (its task's arguments and result) holds no
+    array, so the arrays alive at an operator's end do not depend on when that thread takes
+    its next task (the audit counts them).  Planted: submitting the arrays directly."""
+    import numpy as np
+
+    keeping = _KeepingPool(threads_mod.pool(2))
+    monkeypatch.setattr(threads_mod, "pool", lambda size: keeping)
+    a, b = np.arange(10), np.arange(20)
+    if plant:
+        futures = [keeping.submit(np.add, x, 1) for x in (a, b)]
+        got = [f.result() for f in futures]
+    else:
+        got = threads_mod.run_parts([(np.add, (x, 1)) for x in (a, b)])
+    assert np.array_equal(got[0], a + 1) and np.array_equal(got[1], b + 1)
+    kept = [(args, f.result()) for _, args, f in keeping.kept]
+    assert any(_holds_array(k) for k in kept) == plant
