@@ -30,6 +30,7 @@ from .list_agg import list_agg
 from .string_agg import string_agg
 from .table import Column, PaddedTable
 from .wide_sums import avg_column, exceeds_38_digits, int128_parts, sum_column
+from ..oblivious.scan import segment_ids
 from ..oblivious.select import as_float64, select
 
 __all__ = ["Agg", "group_by", "groups_presorted", "takes_presorted", "needs_own_pass", "AGG_FUNCS", "SUM_OVERFLOW", "RANGE_OVERFLOW", "STATUS_MESSAGES"]
@@ -113,8 +114,9 @@ def _sum_overflows(kern, lo: np.ndarray, hi: np.ndarray, starts: np.ndarray) -> 
 
 def _aggregate(kern, agg: Agg, col: Column | None, real: np.ndarray, starts: np.ndarray,
                dstarts: np.ndarray | None, overflow: np.ndarray | None = None, col2: Column | None = None,
-               grouped: bool = True) -> Column:
-    """One aggregate's column; a 128-bit SUM also ORs its per-run overflow flags into ``overflow``."""
+               grouped: bool = True, run_ids: np.ndarray | None = None) -> Column:
+    """One aggregate's column; a 128-bit SUM also ORs its per-run overflow flags into ``overflow``.
+    ``run_ids``: ``segment_ids(starts)``, when the caller computed it once for every aggregate."""
     if agg.func == "string_agg":
         n = real.shape[0]
         rows = n if agg.rows is None else agg.rows
@@ -136,7 +138,7 @@ def _aggregate(kern, agg: Agg, col: Column | None, real: np.ndarray, starts: np.
         return Column(pa.int64(), kern.seg_reduce(inc & dstarts, starts, "count"), np.ones_like(real))
     t = col.type
     if agg.func in ("sum", "avg") and (pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t)):
-        fused = grouped_int128(kern, agg.func, col, inc, starts, overflow)  # one pass, the same view
+        fused = grouped_int128(kern, agg.func, col, inc, starts, overflow, run_ids)  # one pass, the same view
         if fused is not None:
             return fused
     nonnull = kern.seg_reduce(inc, starts, "count") > 0
@@ -334,10 +336,12 @@ def _group_pass(kern, ctx, table: PaddedTable, keys: list[str], aggs: list[Agg],
     ctx.trace.record("group_by:scan", -1, n, len(aggs))
     out_cols = [sorted_t.column(k) for k in out_keys]
     overflow = np.zeros(n, dtype=bool)
+    run_ids = segment_ids(starts) if sum(a.func in ("sum", "avg") for a in aggs) > 1 else None  # shared by the sums
     for a in aggs:
         col = sorted_t.column(a.column) if a.column is not None else None
         col2 = sorted_t.column(a.column2) if a.column2 is not None else None
-        out_cols.append(_aggregate(kern, a, col, real, starts, dstarts, overflow, col2, grouped=bool(keys)))
+        out_cols.append(_aggregate(kern, a, col, real, starts, dstarts, overflow, col2, grouped=bool(keys),
+                                   run_ids=run_ids))
     ends = np.zeros(n, dtype=bool)
     if n:
         ends[:-1] = starts[1:]

@@ -29,11 +29,11 @@ __all__ = ["grouped_int128"]
 
 
 def grouped_int128(kern, func: str, col: Column, inc: np.ndarray, starts: np.ndarray,
-                   overflow: np.ndarray | None) -> Column | None:
+                   overflow: np.ndarray | None, run_ids: np.ndarray | None = None) -> Column | None:
     """SUM/AVG (``func``) of an integer/DECIMAL/boolean ``col`` over the rows where ``inc``
     is set, per run of ``starts``, on every row (the reference's running values); a 38-digit
     SUM ORs its per-run overflow flags into ``overflow``.  ``None`` when the compiled
-    kernels are off (the reference runs)."""
+    kernels are off (the reference runs).  ``run_ids``: ``segment_ids(starts)`` if known."""
     if not use_compiled():
         return None
     from ..oblivious import compiled_reduce
@@ -45,7 +45,8 @@ def grouped_int128(kern, func: str, col: Column, inc: np.ndarray, starts: np.nda
     out = np.empty((7 if check else 3) * n, dtype=np.int64)
     compiled_reduce.seg_sum128_limbs(np.ascontiguousarray(lo, dtype=np.uint64),
                                      np.ascontiguousarray(hi, dtype=np.int64).view(np.uint64),
-                                     np.ascontiguousarray(inc, dtype=np.bool_), segment_ids(starts), out, n, check)
+                                     np.ascontiguousarray(inc, dtype=np.bool_),
+                                     segment_ids(starts) if run_ids is None else run_ids, out, n, check)
     rows = out.reshape(7 if check else 3, n)
     count, lo_t, hi_t = rows[0], rows[1].view(np.uint64), rows[2]
     kern.scan_events(n, "count")  # the reference's non-NULL count
