@@ -27,12 +27,14 @@ SIGNATURES: dict[str, list[str]] = {
     ],
     'dodb.oblivious.compiled_expr.compare_i64_rows': [
         "(int64, Array(int64, 1, 'C', False, aligned=True), int64, Array(bool, 1, 'C', False, aligned=True), Array(int32, 1, 'C', False, aligned=True), Array(int64, 1, 'C', False, aligned=True), int64, Array(bool, 1, 'C', False, aligned=True), Array(int32, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(int32, 1, 'C', False, aligned=True), int64)",
+        "(int64, Array(int64, 1, 'C', True, aligned=True), int64, Array(bool, 1, 'C', False, aligned=True), Array(int32, 1, 'C', False, aligned=True), Array(int64, 1, 'C', False, aligned=True), int64, Array(bool, 1, 'C', False, aligned=True), Array(int32, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(int32, 1, 'C', False, aligned=True), int64)",
     ],
     'dodb.oblivious.compiled_expr.logic_rows': [
         "(int64, Array(bool, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(int32, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(int32, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(int32, 1, 'C', False, aligned=True), int64)",
     ],
     'dodb.oblivious.compiled_int128.add_rows': [
         "(Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), int64, int64)",
+        "(Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', True, aligned=True), Array(uint64, 1, 'C', True, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), int64, int64)",
     ],
     'dodb.oblivious.compiled_int128.compare_rows': [
         "(Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), int64)",
@@ -45,9 +47,12 @@ SIGNATURES: dict[str, list[str]] = {
     ],
     'dodb.oblivious.compiled_int128.mul_rows': [
         "(Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), int64)",
+        "(Array(uint64, 1, 'C', True, aligned=True), Array(uint64, 1, 'C', True, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), int64)",
+        "(Array(uint64, 1, 'C', True, aligned=True), Array(uint64, 1, 'C', True, aligned=True), Array(uint64, 1, 'C', True, aligned=True), Array(uint64, 1, 'C', True, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), int64)",
     ],
     'dodb.oblivious.compiled_int128.where_rows': [
         "(Array(bool, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), int64)",
+        "(Array(bool, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', True, aligned=True), Array(uint64, 1, 'C', True, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), int64)",
     ],
     'dodb.oblivious.compiled_libm.libm_binary': [
         "(int64, Array(float64, 1, 'C', False, aligned=True), Array(float64, 1, 'C', False, aligned=True), Array(float64, 1, 'C', False, aligned=True), int64)",
@@ -63,6 +68,7 @@ SIGNATURES: dict[str, list[str]] = {
     ],
     'dodb.oblivious.compiled_reduce.sum128_limbs': [
         "(Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(int64, 1, 'C', False, aligned=True), int64)",
+        "(Array(uint64, 1, 'C', True, aligned=True), Array(uint64, 1, 'C', True, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(int64, 1, 'C', False, aligned=True), int64)",
     ],
     'dodb.oblivious.compiled_sort.sort_blocks': [
         "(Array(uint64, 1, 'C', False, aligned=True), int64, int64, int64, int64, int64, int64, int64, int64, int64, int64, Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True))",

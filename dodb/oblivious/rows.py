@@ -43,6 +43,8 @@ def row_words(a: np.ndarray) -> np.ndarray:
     k = -(-nbytes // 8)
     if not n or not nbytes:
         return np.zeros((n, k), dtype=np.uint64)
+    if a.ndim == 2 and a.dtype.itemsize == 8:  # whole words in any layout (a column-major DECIMAL): no copy
+        return a.view(np.uint64)
     flat = np.ascontiguousarray(a).reshape(n, nbytes // a.dtype.itemsize)
     if nbytes == 8 * k:
         return flat.view(np.uint64)  # whole words already: a view, no copy

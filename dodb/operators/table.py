@@ -36,7 +36,8 @@ class Column:
     """One column as fixed-width lanes.
 
     ``values``: ``(n,)`` numbers/booleans/dates, ``(n, 2)`` ``uint64`` for decimal128
-    (little-endian low, high words) and for an INTERVAL (Arrow's month_day_nano words), ``(n, w)`` ``uint8`` for strings/binary.
+    (little-endian low, high words; column-major where dodb builds them, so that each word
+    is one contiguous lane the kernels read without a copy) and for an INTERVAL (Arrow's month_day_nano words), ``(n, w)`` ``uint8`` for strings/binary.
     ``valid``: ``False`` for SQL NULL.  ``lengths``: byte lengths of strings.
     """
 
@@ -87,7 +88,7 @@ class Column:
                 values = self.values
             else:
                 low = np.asarray(values, dtype=np.uint64)
-                values = np.empty((low.shape[0], 2), dtype=np.uint64)
+                values = np.empty((low.shape[0], 2), dtype=np.uint64, order="F")  # each word contiguous
                 values[:, 0] = low
                 values[:, 1] = (low.view(np.int64) >> np.int64(63)).view(np.uint64)
         return Column(self.type, values, arrays[1], arrays[2] if self.lengths is not None else None, huge=self.huge)
@@ -179,7 +180,9 @@ def column_from_arrow(arr: pa.Array | pa.ChunkedArray, width: int | None = None)
         return Column(t, select(valid, vals, np.zeros(1, dtype=dt)), valid)
     if pa.types.is_decimal128(t) or _is_interval(t):  # two 64-bit words a value (an INTERVAL: months and
         buf = arr.buffers()[1]                          # days as int32s, then the nanoseconds)
-        words = np.frombuffer(buf, dtype=np.uint64, count=2 * (n + arr.offset))[2 * arr.offset:].reshape(n, 2).copy()
+        words = np.frombuffer(buf, dtype=np.uint64, count=2 * (n + arr.offset))[2 * arr.offset:].reshape(n, 2)
+        # a DECIMAL's low and high words each contiguous (column-major): kernels read them with no copy
+        words = np.array(words, order="F" if pa.types.is_decimal128(t) else "C")
         words[~valid] = 0
         return Column(t, words, valid)
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):

@@ -169,7 +169,9 @@ def from_physical(data: pa.Table, cols: list[LogicalColumn], n: int) -> tuple[np
             out[c.name] = Column(typ, _bools(arr), valid)
         elif pa.types.is_decimal128(typ) or typ == pa.month_day_nano_interval():  # two words a value
             words = np.frombuffer(arr.buffers()[1], dtype=np.uint64, count=2 * (n + arr.offset))[2 * arr.offset:]
-            out[c.name] = Column(typ, words.reshape(n, 2).copy(), valid)
+            # a DECIMAL column-major: each word one contiguous lane (docs/design.md §Expressions)
+            out[c.name] = Column(typ, np.array(words.reshape(n, 2), order="F" if pa.types.is_decimal128(typ) else "C"),
+                                 valid)
         else:
             dt = _physical_dtype(typ)
             if dt is None:

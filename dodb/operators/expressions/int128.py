@@ -86,7 +86,9 @@ def from_words(words: np.ndarray) -> I128:
 
 
 def to_words(a: I128) -> np.ndarray:
-    return np.stack([a.lo, a.hi.view(np.uint64)], axis=1)
+    """Arrow decimal128 storage ``(n, 2)`` of a number, column-major: each word stays one
+    contiguous lane (docs/design.md §Expressions, narrow DECIMAL lanes)."""
+    return np.stack([a.lo, a.hi.view(np.uint64)], axis=0).T
 
 
 def where(mask: np.ndarray, a: I128, b: I128) -> I128:
