@@ -31,7 +31,8 @@ from .rules.mark_scalar_sources import (mark_scalar_sources, merge_keeping_scala
 from ..errors import CatalogError, PlanningError, UnsupportedQueryError, one_line
 from .catalog import Catalog
 from .guard import check_nesting, check_unit_arguments
-from .rules import (correlated_count, correlated_value, factor_disjunctions, in_values, local_disjunctions, one_row_source,
+from .rules import (correlated_count, correlated_value, factor_disjunctions, in_values, local_disjunctions, null_rejecting_joins,
+                    one_row_source,
                     quantified_comparison, reject_unsupported,
                     unnest_exists)
 from ..sqlpos import position_of
@@ -303,6 +304,7 @@ def _optimize(e: exp.Expression, catalog: Catalog) -> exp.Expression:
             rules[-1] = duckdb_annotate_types
             rules.append(duckdb_literal_types)
             rules.append(typed_case_defaults)
+    rules.append(null_rejecting_joins)  # on the final AST: sqlglot's rules never see the inner joins it makes
     try:
         e = sqlglot_optimize(e, schema=schema, dialect="duckdb", rules=rules, validate_qualify_columns=True)
     except OptimizeError as err:

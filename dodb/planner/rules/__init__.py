@@ -11,6 +11,7 @@ from .group_by_all import group_by_all
 from .grouping_sets import grouping_sets
 from .in_values import in_values
 from .local_disjunctions import local_disjunctions
+from .null_rejecting_joins import null_rejecting_joins
 from .one_row_source import one_row_source
 from .quantified_comparison import quantified_comparison
 from .reject_unsupported import reject_unsupported
@@ -18,7 +19,7 @@ from .unnest_exists import unnest_exists
 from .within_group import within_group
 
 __all__ = ["aggregate_filter", "correlated_count", "correlated_value", "factor_disjunctions", "group_by_all", "grouping_sets",
-           "in_values", "local_disjunctions", "one_row_source", "quantified_comparison", "reject_unsupported", "rewrite_grouping", "unnest_exists",
+           "in_values", "local_disjunctions", "null_rejecting_joins", "one_row_source", "quantified_comparison", "reject_unsupported", "rewrite_grouping", "unnest_exists",
            "within_group"]
 
 
