@@ -14,6 +14,8 @@ in ``oblivious`` mode a mark.  A left join keeps every row: nothing is released.
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
 from ..oblivious.backend import use_compiled
@@ -112,8 +114,12 @@ def _passes_compiled(lw: list[np.ndarray], rw: list[np.ndarray], ok: np.ndarray,
 
 def lookup_join(left: PaddedTable, right: PaddedTable, left_keys: list[str], right_keys: list[str], *,
                 how: str = "inner", mode: str = "do", epsilon: float = 1.0, delta: float = 1e-6,
-                ctx: ExecContext | None = None) -> OpResult:
-    """Join ``left`` with a public ``right`` whose ``right_keys`` are unique among its rows."""
+                ctx: ExecContext | None = None, keep: Sequence[str] | None = None) -> OpResult:
+    """Join ``left`` with a public ``right`` whose ``right_keys`` are unique among its rows.
+
+    ``keep``: the output columns anyone reads (planner/prune.py); the passes select only the
+    public columns kept (none: a pure membership test) and the filter moves only the
+    private columns kept.  Public: the query's."""
     ctx = ctx or ExecContext(mode=mode)
     if right.stability != 0:
         raise ValueError("lookup_join needs a public right side")
@@ -136,6 +142,10 @@ def lookup_join(left: PaddedTable, right: PaddedTable, left_keys: list[str], rig
     r_ok = np.ones(k, dtype=bool)
     for c in rcols:
         r_ok = r_ok & c.valid
+    if keep is not None:  # the keys were read above; only what is used goes on
+        wanted = set(keep)
+        pub = pub.select([c for c in pub.names if c in wanted])
+        left = left.select([c for c in left.names if c in wanted])
     ctx.trace.record("lookup:passes", -1, n, k)
     # every public array as uint64 word rows (words, k); the output as (words, n): a pass
     # selects whole contiguous rows of n, whatever the column's byte width

@@ -230,7 +230,8 @@ class Executor:
             if lk != node.left_keys or rk != node.right_keys:  # joined on cast keys: not in its keys' order
                 self.cast_pairs.add(node.node_id)
             if node.method == "lookup":
-                out = lookup_join(left, right, lk, rk, how=node.how, epsilon=eps, delta=delta, ctx=ctx).table
+                out = lookup_join(left, right, lk, rk, how=node.how, epsilon=eps, delta=delta, ctx=ctx,
+                                  keep=node.columns).table
             else:
                 dl, dr = node.left_degree, node.right_degree
                 if self.dry_run:  # dummy rows only: the oblivious dry run must not pad to the plan's
