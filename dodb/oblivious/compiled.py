@@ -469,18 +469,34 @@ def lookup_rows(LW, RWT, nkw, ok, r_ok, PUBT, OUT, words, n, k, matched, msk, i0
         # measured by the address audit (docs/design.md §Address audit); here every store
         # writes every lane, and the loops still vectorise.
         oki = np.uint64(ok[_ix(i)])
-        for j in range(k):
-            msk[_ix(j)] = _ONE ^ (oki & np.uint64(r_ok[_ix(j)]))  # nonzero: no match possible
-        for w in range(nkw):
-            v = LW[_ix(w * n + i)]
-            o = w * k
-            for j in range(k):
-                msk[_ix(j)] |= RWT[_ix(o + j)] ^ v
         any_ = np.uint64(0)
-        for j in range(k):
-            m = np.uint64(0) - np.uint64(msk[_ix(j)] == np.uint64(0))
-            msk[_ix(j)] = m
-            any_ |= m
+        if nkw == 1:  # keys of one or two words (a public width): the mask in one pass over j
+            v0 = LW[_ix(i)]
+            for j in range(k):
+                x = (RWT[_ix(j)] ^ v0) | (_ONE ^ (oki & np.uint64(r_ok[_ix(j)])))  # nonzero: no match
+                m = np.uint64(0) - np.uint64(x == np.uint64(0))
+                msk[_ix(j)] = m
+                any_ |= m
+        elif nkw == 2:
+            v0 = LW[_ix(i)]
+            v1 = LW[_ix(n + i)]
+            for j in range(k):
+                x = (RWT[_ix(j)] ^ v0) | (RWT[_ix(k + j)] ^ v1) | (_ONE ^ (oki & np.uint64(r_ok[_ix(j)])))
+                m = np.uint64(0) - np.uint64(x == np.uint64(0))
+                msk[_ix(j)] = m
+                any_ |= m
+        else:
+            for j in range(k):
+                msk[_ix(j)] = _ONE ^ (oki & np.uint64(r_ok[_ix(j)]))  # nonzero: no match possible
+            for w in range(nkw):
+                v = LW[_ix(w * n + i)]
+                o = w * k
+                for j in range(k):
+                    msk[_ix(j)] |= RWT[_ix(o + j)] ^ v
+            for j in range(k):
+                m = np.uint64(0) - np.uint64(msk[_ix(j)] == np.uint64(0))
+                msk[_ix(j)] = m
+                any_ |= m
         matched[_ix(i)] = np.uint8(any_ & _ONE)
         for w in range(words):
             o = w * k
