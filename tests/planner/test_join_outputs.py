@@ -4,24 +4,19 @@ DuckDB's, and consumers that read every column of their input (DISTINCT, set ope
 see exactly the narrowed columns."""
 from __future__ import annotations
 
-import duckdb
 import pytest
 
-import dodb
 from dodb.compare import same_answer
-from dodb.datasets import generate_tpch, protect_tpch, tpch_query
+from dodb.datasets import tpch_query
 from dodb.planner.logical import Join, walk
+
+from ..tpch_fixture import tpch_database
 
 
 @pytest.fixture(scope="module")
 def dbs():
-    db = dodb.connect(seed=4)
-    generate_tpch(db.con, 0.002)
-    oracle = duckdb.connect()
-    generate_tpch(oracle, 0.002)
-    db.set_budget(epsilon=1e6, delta=0.5)
-    protect_tpch(db)
-    yield db, oracle
+    db = tpch_database(0.002, seed=4)
+    yield db, db.oracle
     db.close()
 
 
