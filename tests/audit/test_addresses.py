@@ -22,7 +22,10 @@ ROOT = Path(__file__).resolve().parents[2]
 PLANTED = "tests.audit.planted_addresses"
 # DECIMAL arithmetic in a projection: a select of two loads once hid in a vectorised loop's
 # scalar tail (compiled_int128.where_rows on 41 slots)
-CLEAN = "SELECT k, count(*), sum(v), sum(d * 2) FROM t WHERE v > 3 GROUP BY k"
+# ... and EXTRACT of a date: numpy's signed floor division fixed each quotient's sign with a
+# branch in its scalar loop (a few rows; TPC-H Q7 at sf 0.002), now select.floor_div
+CLEAN = ("SELECT k, count(*), sum(v), sum(d * 2), max(extract(year FROM dt) * 100 + extract(month FROM dt)) "
+         "FROM t WHERE v > 3 GROUP BY k")
 FILTER = "SELECT uid, v FROM t WHERE v > 5"
 
 
@@ -38,7 +41,8 @@ def database(tmp_path):
     path = tmp_path / "small.duckdb"
     db = dodb.connect(str(path), seed=0)
     db.con.execute("CREATE TABLE t AS SELECT i AS uid, i % 3 AS k, (i * 7) % 11 AS v, "
-                   "((i * 37) % 1000 / 7)::DECIMAL(15, 2) AS d FROM range(40) r(i)")
+                   "((i * 37) % 1000 / 7)::DECIMAL(15, 2) AS d, DATE '1992-01-01' + (i * 53)::INTEGER AS dt "
+                   "FROM range(40) r(i)")
     db.set_budget(epsilon=1e9, delta=0.5)
     db.protect("t", "uid", max_contributions=1)
     db.close()

@@ -9,7 +9,7 @@ day clamped to the month's length), then days, then microseconds.
 from __future__ import annotations
 
 import numpy as np
-from ...oblivious.select import floor_mod, select
+from ...oblivious.select import floor_div, floor_mod, select
 
 __all__ = ["civil", "days_from_civil", "month_days", "add_interval", "add_interval_checked", "date_part", "US_PER_DAY", "split_ts",
            "iso_week", "in_date_range", "finite_date", "finite_ts", "finite", "keep_infinities", "to_us", "PARTS"]
@@ -28,24 +28,24 @@ _TS_MIN_DAY, _TS_MAX_DAY = TS_MIN_US // US_PER_DAY, TS_MAX_US // US_PER_DAY
 def civil(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(year, month, day) of day numbers."""
     z = z + 719468
-    era = np.floor_divide(z, 146097)
+    era = floor_div(z, 146097)
     doe = z - era * 146097
-    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    yoe = floor_div(doe - floor_div(doe, 1460) + floor_div(doe, 36524) - floor_div(doe, 146096), 365)
     y = yoe + era * 400
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    d = doy - (153 * mp + 2) // 5 + 1
+    doy = doe - (365 * yoe + floor_div(yoe, 4) - floor_div(yoe, 100))
+    mp = floor_div(5 * doy + 2, 153)
+    d = doy - floor_div(153 * mp + 2, 5) + 1
     m = mp + select(mp < 10, 3, -9)
     return y + (m <= 2), m, d
 
 
 def days_from_civil(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
     y = y - (m <= 2)
-    era = np.floor_divide(y, 400)
+    era = floor_div(y, 400)
     yoe = y - era * 400
     mp = m + select(m > 2, -3, 9)
-    doy = (153 * mp + 2) // 5 + d - 1
-    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    doy = floor_div(153 * mp + 2, 5) + d - 1
+    doe = yoe * 365 + floor_div(yoe, 4) - floor_div(yoe, 100) + doy
     return era * 146097 + doe - 719468
 
 
@@ -96,7 +96,7 @@ def to_us(data: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
 
 def split_ts(us: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(days, microseconds into the day) of timestamps."""
-    days = np.floor_divide(us, US_PER_DAY)
+    days = floor_div(us, US_PER_DAY)
     return days, us - days * US_PER_DAY
 
 
@@ -122,7 +122,7 @@ def add_interval_checked(us: np.ndarray, months: int, days, micros) -> tuple[np.
     if months:
         y, m, dd = civil(d)
         total = y * 12 + (m - 1) + months
-        ny, nm = np.floor_divide(total, 12), floor_mod(total, 12) + 1
+        ny, nm = floor_div(total, 12), floor_mod(total, 12) + 1
         d = days_from_civil(ny, nm, np.minimum(dd, month_days(ny, nm)))
     nd = d + days
     date_over = (nd < _I32_MIN) | (nd > _I32_MAX)
@@ -141,11 +141,11 @@ def add_interval_checked(us: np.ndarray, months: int, days, micros) -> tuple[np.
 
 def iso_week(days: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(ISO year, ISO week) of day numbers."""
-    isodow = (days + 3) % 7 + 1  # 1970-01-01 was a Thursday (4)
+    isodow = floor_mod(days + 3, 7) + 1  # 1970-01-01 was a Thursday (4)
     thursday = days - isodow + 4
     y, _, _ = civil(thursday)
     jan1 = days_from_civil(y, np.ones_like(y), np.ones_like(y))
-    return y, (thursday - jan1) // 7 + 1
+    return y, floor_div(thursday - jan1, 7) + 1
 
 
 PARTS = ("year", "month", "day", "dow", "isodow", "doy", "quarter", "week", "dayofweek", "dayofmonth",
@@ -156,7 +156,7 @@ PARTS = ("year", "month", "day", "dow", "isodow", "doy", "quarter", "week", "day
 def c_div(x: np.ndarray, k: int) -> np.ndarray:
     """``x / k`` rounded towards zero, as C divides (``k > 0``): DuckDB's decade, century and
     millennium of a BC year."""
-    q = np.abs(x) // k
+    q = floor_div(np.abs(x), k)
     return select(x < 0, -q, q)
 
 
@@ -170,13 +170,13 @@ def date_part(part: str, days: np.ndarray, tod: np.ndarray | None = None) -> np.
     if part in ("day", "dayofmonth"):
         return d
     if part in ("dow", "dayofweek", "weekday"):
-        return (days + 4) % 7
+        return floor_mod(days + 4, 7)
     if part == "isodow":
-        return (days + 3) % 7 + 1
+        return floor_mod(days + 3, 7) + 1
     if part in ("doy", "dayofyear"):
         return days - days_from_civil(y, np.ones_like(y), np.ones_like(y)) + 1
     if part == "quarter":
-        return (m - 1) // 3 + 1
+        return floor_div(m - 1, 3) + 1
     if part == "week":
         return iso_week(days)[1]
     if part == "isoyear":
@@ -185,22 +185,22 @@ def date_part(part: str, days: np.ndarray, tod: np.ndarray | None = None) -> np.
         iy, w = iso_week(days)
         return select(iy < 0, iy * 100 - w, iy * 100 + w)
     if part == "decade":  # C division: towards zero
-        return np.sign(y) * (np.abs(y) // 10)
+        return np.sign(y) * floor_div(np.abs(y), 10)
     if part == "century":
-        return select(y > 0, (y - 1) // 100 + 1, -((-y) // 100 + 1))
+        return select(y > 0, floor_div(y - 1, 100) + 1, -(floor_div(-y, 100) + 1))
     if part == "millennium":
-        return select(y > 0, (y - 1) // 1000 + 1, -((-y) // 1000 + 1))
+        return select(y > 0, floor_div(y - 1, 1000) + 1, -(floor_div(-y, 1000) + 1))
     if part == "era":
         return (y > 0).astype(np.int64)
     t = np.zeros_like(days) if tod is None else tod
     if part == "hour":
-        return t // 3_600_000_000
+        return floor_div(t, 3_600_000_000)
     if part == "minute":
-        return t // 60_000_000 % 60
+        return floor_mod(floor_div(t, 60_000_000), 60)
     if part == "second":
-        return t // 1_000_000 % 60
+        return floor_mod(floor_div(t, 1_000_000), 60)
     if part == "millisecond":  # the seconds of the minute, in milliseconds
-        return t // 1000 % 60_000
+        return floor_mod(floor_div(t, 1000), 60_000)
     if part == "microsecond":
-        return t % 60_000_000
+        return floor_mod(t, 60_000_000)
     raise ValueError(part)

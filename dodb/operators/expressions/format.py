@@ -7,7 +7,7 @@ then the kept ones (sign, significant digits, point) are compacted to the front.
 from __future__ import annotations
 
 import numpy as np
-from ...oblivious.select import select
+from ...oblivious.select import floor_div, floor_mod, select
 
 from . import dates, int128 as i128, strings
 
@@ -64,7 +64,7 @@ def dec_text(v: i128.I128, precision: int, scale: int) -> tuple[np.ndarray, np.n
 
 
 def _two(x: np.ndarray) -> list[np.ndarray]:
-    return [(x // 10 % 10 + _ZERO).astype(np.uint8), (x % 10 + _ZERO).astype(np.uint8)]
+    return [(floor_mod(floor_div(x, 10), 10) + _ZERO).astype(np.uint8), (floor_mod(x, 10) + _ZERO).astype(np.uint8)]
 
 
 _BC = b" (BC)"
@@ -77,7 +77,7 @@ def _date_cols(days: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
     y, m, d = dates.civil(days)
     bc = y <= 0
     mag = select(bc, 1 - y, y)
-    yc = [((mag // 10 ** p) % 10).astype(np.uint8) for p in range(6, -1, -1)]
+    yc = [floor_mod(floor_div(mag, 10 ** p), 10).astype(np.uint8) for p in range(6, -1, -1)]
     dash = np.full(n, ord("-"), np.uint8)
     cols = [c + np.uint8(_ZERO) for c in yc] + [dash] + _two(m) + [dash] + _two(d)
     keep = [k for k in _significant(yc, 4).T] + [np.ones(n, bool)] * 6
@@ -113,10 +113,10 @@ def _clock_cols(tod: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """'HH:MM:SS.ffffff' columns of microseconds since midnight and which of them are kept:
     the fraction's trailing zeros are dropped, and the point with an all-zero fraction."""
     n = tod.shape[0]
-    secs, micros = tod // 1_000_000, tod % 1_000_000
+    secs, micros = floor_div(tod, 1_000_000), floor_mod(tod, 1_000_000)
     colon = np.full(n, ord(":"), np.uint8)
-    cols = _two(secs // 3600) + [colon] + _two(secs // 60 % 60) + [colon] + _two(secs % 60)
-    frac = [((micros // 10 ** (5 - k)) % 10).astype(np.uint8) for k in range(6)]
+    cols = _two(floor_div(secs, 3600)) + [colon] + _two(floor_mod(floor_div(secs, 60), 60)) + [colon] + _two(floor_mod(secs, 60))
+    frac = [floor_mod(floor_div(micros, 10 ** (5 - k)), 10).astype(np.uint8) for k in range(6)]
     tail = np.logical_or.accumulate(np.stack(frac, axis=1)[:, ::-1] != 0, axis=1)[:, ::-1]
     cols += [np.full(n, ord("."), np.uint8)] + [f + np.uint8(_ZERO) for f in frac]
     keep = [np.ones(n, bool)] * 8 + [micros != 0] + [tail[:, k] for k in range(6)]

@@ -16,7 +16,7 @@ from . import dates, interval_lanes, intervals, int128 as i128, numeric, strings
 from .numeric import Unsupported
 from .types import parse_type
 from .value import Val
-from ...oblivious.select import floor_mod, select
+from ...oblivious.select import floor_div, floor_mod, select
 
 __all__ = ["HANDLERS", "date_arith", "ANON", "handles", "unit_name", "epoch_seconds", "part_of", "interval_arith",
            "shift_by_interval", "is_interval", "interval_parts"]
@@ -274,8 +274,9 @@ def _ev_date_diff(ev, node):
     if unit in _SUB_DAY:  # on microseconds (a DATE cast to TIMESTAMP), each floored to the unit
         (e_us, e_bad), (s_us, s_bad) = dates.to_us(end.data, end.type.kind), dates.to_us(start.data, start.type.kind)
         step = _SUB_DAY.get(unit)
-        res = e_us // step - s_us // step
-        over = ((e_us // step) ^ (s_us // step)) & ((e_us // step) ^ res)  # a wrapped subtraction (µs only)
+        e_q, s_q = floor_div(e_us, step), floor_div(s_us, step)
+        res = e_q - s_q
+        over = (e_q ^ s_q) & (e_q ^ res)  # a wrapped subtraction (µs only)
         bad = ((e_bad | s_bad) | (over < 0)) & valid
         return Val(rt, res, valid, np.maximum(err, ev.fail(bad, "Out of Range Error: Overflow in subtraction "
                                                                  "of INT64")))
@@ -294,7 +295,7 @@ def _ev_date_diff(ev, node):
             res = dates.c_div(y2, per) - dates.c_div(y1, per)
         else:
             res = {"month": (y2 * 12 + m2) - (y1 * 12 + m1), "year": y2 - y1,
-                   "quarter": (y2 * 4 + (m2 - 1) // 3) - (y1 * 4 + (m1 - 1) // 3)}.get(unit)
+                   "quarter": (y2 * 4 + floor_div(m2 - 1, 3)) - (y1 * 4 + floor_div(m1 - 1, 3))}.get(unit)
     return Val(rt, res, valid, err)
 
 
@@ -326,7 +327,7 @@ def _ev_trunc(ev, node):
     elif unit == "year":
         res = dates.days_from_civil(y, one, one)
     elif unit == "quarter":
-        res = dates.days_from_civil(y, (m - 1) // 3 * 3 + 1, one)
+        res = dates.days_from_civil(y, floor_div(m - 1, 3) * 3 + 1, one)
     elif unit == "week":  # the Monday on or before
         res = days - (dates.date_part("isodow", days) - 1)
     elif unit in ("decade", "century", "millennium"):  # the year rounded towards zero (DuckDB)
@@ -339,7 +340,7 @@ def _ev_trunc(ev, node):
         return Val(rt, _infinite_kept(v, us, rt), v.valid, err)
     elif unit in _SUB_DAY and rt.kind == "ts":
         step = _SUB_DAY.get(unit)
-        return Val(rt, _infinite_kept(v, days * dates.US_PER_DAY + tod // step * step, rt), v.valid, v.err)
+        return Val(rt, _infinite_kept(v, days * dates.US_PER_DAY + floor_div(tod, step) * step, rt), v.valid, v.err)
     else:
         raise Unsupported(f"DATE_TRUNC unit {unit}")
     if rt.kind == "ts":
@@ -371,7 +372,7 @@ def _ev_names(ev, node):
 
 
 def _digits(x: np.ndarray, count: int) -> list[np.ndarray]:
-    return [(floor_mod(x // 10 ** (count - 1 - k), 10) + ord("0")).astype(np.uint8) for k in range(count)]
+    return [(floor_mod(floor_div(x, 10 ** (count - 1 - k)), 10) + ord("0")).astype(np.uint8) for k in range(count)]
 
 
 @handles(exp.TimeToStr)
@@ -386,8 +387,8 @@ def _ev_strftime(ev, node):
     tod = np.zeros_like(days) if tod is None else tod
     y, m, d = dates.civil(days)
     cols: list[np.ndarray] = []
-    spec = {"Y": (y, 4), "m": (m, 2), "d": (d, 2), "H": (tod // 3_600_000_000, 2),
-            "M": (floor_mod(tod // 60_000_000, 60), 2), "S": (floor_mod(tod // 1_000_000, 60), 2),
+    spec = {"Y": (y, 4), "m": (m, 2), "d": (d, 2), "H": (floor_div(tod, 3_600_000_000), 2),
+            "M": (floor_mod(floor_div(tod, 60_000_000), 60), 2), "S": (floor_mod(floor_div(tod, 1_000_000), 60), 2),
             "y": (floor_mod(y, 100), 2), "j": (None, 3)}
     for code, ch in re.findall(r"%(.)|(.)", str(fmt), re.S):  # the public format, token by token
         if code == "%" or not code:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...oblivious.select import floor_div
+
 
 __all__ = ["from_words", "to_words", "normalized", "compare", "epoch"]
 
@@ -39,7 +41,7 @@ def to_words(lanes: np.ndarray) -> np.ndarray:
 
 def _trunc_div(a: np.ndarray, k: int) -> np.ndarray:
     """C's ``a / k`` (towards zero) for a public positive ``k``, without a branch per row."""
-    q = np.abs(a) // k
+    q = floor_div(np.abs(a), k)
     return q * np.sign(a)
 
 
@@ -48,10 +50,10 @@ def normalized(lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     the days and the days' whole 30-day months into the months, rounding down (so that
     ``1 day − 1 µs`` equals ``86399999999 µs``: checked against DuckDB)."""
     months, days, micros = lanes[:, 0], lanes[:, 1], lanes[:, 2]
-    carry_days = micros // US_PER_DAY  # floor: the µs left are 0 … one day − 1
+    carry_days = floor_div(micros, US_PER_DAY)  # floor: the µs left are 0 … one day − 1
     micros = micros - carry_days * US_PER_DAY
     days = days + carry_days
-    carry_months = days // DAYS_PER_MONTH  # floor: the days left are 0 … 29
+    carry_months = floor_div(days, DAYS_PER_MONTH)  # floor: the days left are 0 … 29
     return months + carry_months, days - carry_months * DAYS_PER_MONTH, micros
 
 

@@ -19,7 +19,7 @@ from .functions import ANON, BIGINT, epoch_seconds, handles, part_of
 from .numeric import Unsupported, cast_number
 from .types import parse_type
 from .value import Val
-from ...oblivious.select import floor_mod, select
+from ...oblivious.select import floor_div, floor_mod, select
 
 __all__ = ["PART_FUNCTIONS"]
 
@@ -88,7 +88,7 @@ def _ev_epoch_ms(ev, node):
     us, bad = dates.to_us(v.data, v.type.kind)
     us = select(finite, us, 0)
     mag = np.abs(us)  # no overflow: a TIMESTAMP's µs are within ±(2^63 − 2)
-    ms = mag // 1000 + (floor_mod(mag, 1000) >= 500)
+    ms = floor_div(mag, 1000) + (floor_mod(mag, 1000) >= 500)
     ms = select(us < 0, -ms, ms)
     bad = (bad | (np.abs(ms) > _MS_MAX)) & finite
     err = np.maximum(v.err, ev.fail(bad, "Conversion Error: Could not convert Timestamp to higher precision."))
