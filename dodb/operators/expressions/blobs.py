@@ -20,7 +20,7 @@ from .functions import ANON, handles
 from .numeric import Unsupported
 from .text import string_value
 from .value import Val
-from ...oblivious.select import select
+from ...oblivious.select import floor_div, select
 
 __all__ = ["to_base64"]
 
@@ -56,7 +56,7 @@ def to_base64(mat: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndar
         for k, x in enumerate(sextets):
             ch = select(rest * 4 > 3 * k, _sextet_chars(x), 61)  # '=' past the group's last byte
             out[:, 4 * g + k] = select(rest > 0, ch, 0)  # lint: public offsets
-    return out, 4 * (-(-lengths // 3))
+    return out, 4 * -floor_div(-lengths, 3)  # whole groups of 3 bytes, rounded up
 
 
 def _octet_length(ev, node):

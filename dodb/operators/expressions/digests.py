@@ -22,7 +22,7 @@ from sqlglot import exp
 from .functions import handles
 from .numeric import Unsupported
 from .value import Val
-from ...oblivious.select import select
+from ...oblivious.select import floor_div, select
 
 __all__ = ["md5_hex", "md5_words", "sha256_hex", "sha256_words"]
 
@@ -66,7 +66,7 @@ def _padded_blocks(mat: np.ndarray, lengths: np.ndarray, big_endian: bool) -> tu
     msg[:, :w] = mat
     msg = select(pos < lengths[:, None], msg, np.uint8(0))
     msg = select(pos == lengths[:, None], np.uint8(0x80), msg)
-    last = (lengths + 8) // 64                                   # each row's final block
+    last = floor_div(lengths + 8, 64)                            # each row's final block
     bits = (lengths * 8).astype(np.uint64)
     field = pos - (last[:, None] * 64 + 56)                      # 0..7 inside the length field
     inside = (field >= 0) & (field < 8)

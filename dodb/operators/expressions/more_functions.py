@@ -22,7 +22,7 @@ from .text import concat_parts, concat_vals, constant_text, string_value
 from .types import parse_type
 from .value import constant
 from .value import Val
-from ...oblivious.select import select
+from ...oblivious.select import floor_div, select
 
 __all__: list[str] = []
 
@@ -332,9 +332,9 @@ def _date_sub(ev, node):
     lo, hi = np.minimum(sa, sb), np.maximum(sa, sb)
     sign = select(sb < sa, -1, 1)
     if unit in _SUB_UNITS:
-        res = (hi - lo) // _SUB_UNITS.get(unit)              # lint: public unit
+        res = floor_div(hi - lo, _SUB_UNITS.get(unit))  # lint: public unit
     elif unit in _MONTH_UNITS:
-        res = _complete_months(lo, hi) // _MONTH_UNITS.get(unit)
+        res = floor_div(_complete_months(lo, hi), _MONTH_UNITS.get(unit))
     else:
         raise Unsupported(f"DATE_SUB unit {unit}")
     err = np.maximum(np.maximum(a.err, b.err), ev.fail((bad_a | bad_b) & valid, "Conversion Error: Date and time "
