@@ -24,7 +24,7 @@ from .aggregates_stats import PAIR_FUNCS, SORTED_FUNCS, STATS_FUNCS, stats_aggre
 from .context import ExecContext, OpResult
 from .global_aggregate import global_row
 from .grouped_sums import grouped_int128
-from .keys import KeyField, column_fields, encode_keys, pack_fields
+from .keys import KeyField, column_fields, encode_keys, pack_fields, run_starts
 from .scalar_row import SCALAR_ROWS, SCALAR_ROWS_MESSAGE
 from .list_agg import list_agg
 from .string_agg import string_agg
@@ -65,17 +65,6 @@ class Agg:
             raise ValueError(f"{self.func} needs a column")
         if self.func != "list" and (self.func in PAIR_FUNCS) != (self.column2 is not None):
             raise ValueError(f"{self.func}: second column {'missing' if self.column2 is None else 'not taken'}")
-
-
-def _words_differ(words: list[np.ndarray]) -> np.ndarray:
-    """``True`` where row ``i`` differs from row ``i-1`` (and on row 0)."""
-    n = words[0].shape[0] if words else 0
-    diff = np.zeros(n, dtype=bool)
-    if n:
-        diff[0] = True
-        for w in words:
-            diff[1:] = diff[1:] | (w[1:] != w[:-1])
-    return diff
 
 
 def _sum128(kern, lo: np.ndarray, hi: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -328,11 +317,11 @@ def _group_pass(kern, ctx, table: PaddedTable, keys: list[str], aggs: list[Agg],
     real = sorted_t.is_real
     lead = [] if presorted else [KeyField((~real).astype(np.uint64), 1)]
     gkey = encode_keys([sorted_t.column(k) for k in keys], leading=lead, n=n)
-    starts = _words_differ(gkey.words) if keys else _first_only(n)
+    starts = run_starts(gkey.words) if keys else _first_only(n)
     dstarts = None
     if distinct:
         dkey = encode_keys([sorted_t.column(distinct)], n=n)
-        dstarts = starts | _words_differ(dkey.words)
+        dstarts = starts | run_starts(dkey.words)
     ctx.trace.record("group_by:scan", -1, n, len(aggs))
     out_cols = [sorted_t.column(k) for k in out_keys]
     overflow = np.zeros(n, dtype=bool)

@@ -167,6 +167,7 @@ def _degrees(ctx: ExecContext, lcols, rcols, l_ok, r_ok, bound_l: int | None, bo
     (deg_l, _, _), (deg_r, rank_r2, own_r) = kern.unmerge(origin, [deg, rank_r, cnt_r], nl)
     return deg_l, (deg_r, rank_r2, own_r)
 
+
 def max_key_multiplicity(real: pa.Table, keys: list[str]) -> int:
     """Largest number of rows of ``real`` (public rows) sharing one value of ``keys``, with the
     join's equality: -0.0 equals 0.0 (Arrow's grouping keeps them apart; the key encoding and

@@ -131,7 +131,6 @@ def pack_fields(fields: Sequence[KeyField], n: int) -> tuple[list[np.ndarray], i
     return words, total
 
 
-
 def word_bit(words: Sequence[np.ndarray], i: int) -> np.ndarray:
     """Bit ``i`` of every row's packed key (counted from the first field's top bit, as
     :func:`pack_fields` lays fields out), as booleans.
@@ -140,9 +139,7 @@ def word_bit(words: Sequence[np.ndarray], i: int) -> np.ndarray:
     >>> word_bit(words, 0).tolist(), word_bit(words, 2).tolist()
     ([True, False], [True, False])
     """
-    w, s = divmod(int(i), 64)
-    return ((words[w] >> np.uint64(63 - s)) & np.uint64(1)).astype(bool)  # lint: public word index (the field's place)
-
+    return word_field(words, i, 1).astype(bool)
 
 
 def word_field(words: Sequence[np.ndarray], start: int, bits: int) -> np.ndarray:
@@ -162,21 +159,23 @@ def word_field(words: Sequence[np.ndarray], start: int, bits: int) -> np.ndarray
     head = words[w] << np.uint64(spill)  # lint: public word index (the field's place)
     return (head | (words[w + 1] >> np.uint64(64 - spill))) & low  # lint: public word index (the field's place)
 
-def run_starts(words: Sequence[np.ndarray], bits: int) -> np.ndarray:
-    """Rows whose first ``bits`` key bits differ from the previous row's (row 0 starts a run):
-    the runs of equal keys in rows sorted by a packed key that has more fields after them.
+def run_starts(words: Sequence[np.ndarray], bits: int | None = None) -> np.ndarray:
+    """Rows whose first ``bits`` key bits (all of them by default) differ from the previous
+    row's (row 0 starts a run): the runs of equal keys in sorted rows, also of a packed key
+    that has more fields after them.
 
     >>> words, _ = pack_fields([KeyField(np.array([1, 1, 2], np.uint64), 2), KeyField(np.array([0, 1, 0], np.uint64), 1)], 3)
-    >>> run_starts(words, 2).tolist()
-    [True, False, True]
+    >>> run_starts(words, 2).tolist(), run_starts(words).tolist()
+    ([True, False, True], [True, True, True])
     """
+    bits = 64 * len(words) if bits is None else int(bits)
     n = int(words[0].shape[0])
     starts = np.zeros(n, dtype=bool)
     if not n:
         return starts
     starts[0] = True
-    for w in range(-(-int(bits) // 64)):
-        take = min(64, int(bits) - 64 * w)  # this word's share of the prefix, from its top
+    for w in range(-(-bits // 64)):
+        take = min(64, bits - 64 * w)  # this word's share of the prefix, from its top
         a = words[w] & np.uint64(((1 << take) - 1) << (64 - take))  # lint: public word index (the key's width)
         # not ``|=``: numpy's in-place OR of one-element bool arrays branches on the value
         starts[1:] = starts[1:] | (a[1:] != a[:-1])

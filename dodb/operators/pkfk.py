@@ -26,7 +26,7 @@ import numpy as np
 
 from ..oblivious.rows import pack_rows, unpack_rows
 from .context import ExecContext
-from .keys import EncodedKey, KeyField, column_fields, pack_fields
+from .keys import EncodedKey, KeyField, column_fields, pack_fields, run_starts
 from .table import Column, PaddedTable
 
 __all__ = ["pk_fk_left_join"]
@@ -66,11 +66,7 @@ def pk_fk_left_join(ctx: ExecContext, fk: PaddedTable, pk: PaddedTable, fk_cols:
     payload = [ok, side, pk_matrix] + fk_payload + run_words
     _, (ok_s, side_s, pk_s, *rest) = kern.sort(EncodedKey(words, bits), payload)  # lint: public the network
     fk_s, run_s = rest[:len(fk_payload)], rest[len(fk_payload):]
-    starts = np.zeros(n, dtype=bool)
-    if n:
-        starts[0] = True
-        for w in run_s:
-            starts[1:] = starts[1:] | (w[1:] != w[:-1])
+    starts = run_starts(run_s)
     is_pk = ok_s & (side_s == 0)
     is_fk = ok_s & (side_s == 1)
     # PK rows lead their run: the run has a partner iff its first row is an eligible PK row

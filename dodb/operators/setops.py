@@ -10,9 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from .aggregate import _words_differ
 from .context import ExecContext, OpResult
-from .keys import KeyField, encode_keys
+from .keys import KeyField, encode_keys, run_starts
 from .sort_limit import distinct
 from .table import Column, PaddedTable, concat_tables
 
@@ -50,7 +49,7 @@ def _tagged_runs(ctx: ExecContext, left: PaddedTable, right: PaddedTable):
     tag = arrays.pop()
     t = both.with_arrays(arrays)
     key = encode_keys(t.columns, leading=[KeyField((~t.is_real).astype(np.uint64), 1)], n=n)
-    starts = _words_differ(key.words)
+    starts = run_starts(key.words)
     in_l = ctx.kernels.seg_reduce(t.is_real & (tag == 0), starts, "count") > 0
     in_r = ctx.kernels.seg_reduce(t.is_real & (tag == 1), starts, "count") > 0
     ends = np.zeros(n, dtype=bool)

@@ -38,10 +38,10 @@ import pyarrow as pa
 
 from ..errors import UnsupportedQueryError
 from ..oblivious.scan import segmented_lex_scan, segmented_scan
-from .aggregate import RANGE_OVERFLOW, SUM_OVERFLOW, _words_differ
+from .aggregate import RANGE_OVERFLOW, SUM_OVERFLOW
 from .wide_sums import avg_column, carry_limbs, exceeds_38_digits, int128_parts, sum_column
 from .context import ExecContext, OpResult
-from .keys import KeyField, column_fields, encode_keys, pack_fields
+from .keys import KeyField, column_fields, encode_keys, pack_fields, run_starts
 from .sort_limit import SortKey
 from .table import Column, PaddedTable, unify_columns
 from ..oblivious.select import as_float64, select
@@ -447,12 +447,12 @@ def _spec_pass(t: PaddedTable, spec: WindowSpec, ctx: ExecContext) -> PaddedTabl
     t = t.with_arrays(arrays)
     lead = [KeyField((~t.is_real).astype(np.uint64), 1)]
     pkey = encode_keys([t.column(p) for p in spec.partition], leading=lead, n=n)
-    pstart = _words_differ(pkey.words)
+    pstart = run_starts(pkey.words)
     peer = pstart
     if spec.order:
         okey = encode_keys([t.column(k.column) for k in spec.order], [k.descending for k in spec.order], n=n,
                            nulls_first=[k.nulls_first for k in spec.order])
-        peer = pstart | _words_differ(okey.words)
+        peer = pstart | run_starts(okey.words)
     ctx.trace.record("window:scan", -1, n, len(spec.funcs))
     okey = None
     if len(spec.order) == 1:

@@ -13,9 +13,8 @@ import pyarrow as pa
 
 from ..errors import UnsupportedQueryError
 from ..oblivious.scan import segmented_scan
-from .aggregate import _words_differ
 from .expressions.dates import add_interval, to_us
-from .keys import EncodedKey, KeyField, column_fields, pack_fields
+from .keys import EncodedKey, KeyField, column_fields, pack_fields, run_starts
 from .table import Column
 from ..oblivious.select import as_float64, select
 
@@ -123,7 +122,7 @@ def probe_prefixes(c, words: list[np.ndarray], frame):
     key = EncodedKey(*pack_fields(fields, 3 * n))
     _, out = c.sort(key, lanes + [pid3, slot, back])  # lint: public the oblivious network on 3n rows
     *sums, pid_s, slot_s, back_s = out
-    starts = _words_differ([pid_s])
+    starts = run_starts([pid_s])
     pre = [segmented_scan(a, starts, "sum", trace=c.trace) for a in sums]
     key = EncodedKey(*pack_fields([KeyField(back_s, 2), KeyField(slot_s, 64)], 3 * n))
     _, res = c.sort(key, pre)  # lint: public the oblivious network, back to (probe kind, row)
