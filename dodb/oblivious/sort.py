@@ -214,9 +214,6 @@ class _CompiledNetwork:
 
     def _parallel(self, call) -> None:
         """``call(part, parts, msk, T)`` for every part, each on its own thread with its own scratch."""
-        if self.threads == 1:
-            call(0, 1, *self.scratch[0])
-            return
         run_parts([(call, (part, self.threads, msk, T)) for part, (msk, T) in enumerate(self.scratch)])
 
     def _flush(self) -> None:

@@ -72,7 +72,10 @@ def run_parts(calls: Sequence[tuple[Callable, tuple]]) -> list[Any]:
     call by a moment that depends on thread timing, and the audit counts the live arrays
     at every operator's end (docs/threat-model.md §Measured and modelled).  Arguments and results
     travel in boxes emptied here, before this returns: no pool thread holds an array after
-    the call."""
+    the call.  A single call runs on the calling thread."""
+    if len(calls) == 1:
+        fn, args = calls[0]
+        return [fn(*args)]
     boxes: list[list] = [[fn, args, None] for fn, args in calls]
     try:
         for f in [pool(len(boxes)).submit(_run_box, box) for box in boxes]:

@@ -79,9 +79,6 @@ def _compiled_stages(X: np.ndarray, m: int) -> None:
                for _ in range(parts)]
 
     def on_threads(call) -> None:
-        if parts == 1:
-            call(0, *scratch[0])
-            return
         run_parts([(call, (part, msk, T)) for part, (msk, T) in enumerate(scratch)])
 
     nblocks = m // blk

@@ -104,10 +104,7 @@ def _passes_compiled(lw: list[np.ndarray], rw: list[np.ndarray], ok: np.ndarray,
     # thread takes a range of rows cut from n alone (public), with its own mask scratch.
     parts = max(1, min(threads(), n // MIN_ROWS_PER_THREAD))
     cuts = [n * p // parts for p in range(parts + 1)]
-    if parts == 1:
-        compiled.lookup_rows(*args, np.empty(k, dtype=np.uint64), 0, n)
-    else:
-        run_parts([(compiled.lookup_rows, (*args, np.empty(k, dtype=np.uint64), a, b)) for a, b in zip(cuts, cuts[1:])])
+    run_parts([(compiled.lookup_rows, (*args, np.empty(k, dtype=np.uint64), a, b)) for a, b in zip(cuts, cuts[1:])])
     bounds = np.cumsum([w.shape[0] for w in pub_words])[:-1]
     return matched.view(bool), np.split(out, bounds, axis=0) if pub_words else []
 
