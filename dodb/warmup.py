@@ -55,6 +55,9 @@ WARMUP_QUERIES = [
     "sum(c_acctbal) OVER (PARTITION BY c_nationkey) FROM customer",
     # the C library's mathematical functions (compiled_libm)
     "SELECT avg(ln(l_quantity) + pow(l_discount, 2) + atan2(l_tax, l_discount)) FROM lineitem",
+    # a predicate with more 64-bit leaves than one compiled program has slots: node by node
+    "SELECT count(*) FROM lineitem WHERE l_orderkey > 0 AND l_partkey > 0 AND l_suppkey > 0 AND l_linenumber > 0 "
+    "AND l_quantity > 0 AND l_extendedprice > 0 AND l_discount >= 0 AND l_tax >= 0 AND l_orderkey + 1 > 1",
     # many-to-many join (general expansion)
     "SELECT count(*) FROM orders o1 JOIN orders o2 ON o1.o_orderdate = o2.o_orderdate",
 ]

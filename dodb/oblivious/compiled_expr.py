@@ -8,9 +8,8 @@ instead of a dozen whole-column numpy passes and temporaries.
 
 * :func:`logic_rows` — SQL's three-valued AND / OR with DuckDB's error rule: a side's
   error counts only on rows the other side does not decide (docs/design.md §Expressions).
-* :func:`compare_i64_rows` — ``x * kx <op> y * ky`` over 64-bit lanes (integers, dates,
-  timestamps, DECIMALs of at most 18 digits scaled to their common scale), with the
-  operands' validity and errors folded in: a comparison node in one pass.
+* :func:`max32`, shared with :mod:`.compiled_program`, where comparisons over 64-bit
+  lanes run (a comparison is a predicate program of its own).
 
 Rules, as in :mod:`.compiled` (same ``_OPTS``, checked by ``tests/oblivious``): data only
 arrives in arrays; every scalar argument is a public size or a public operator code (AND
@@ -27,14 +26,12 @@ from numba import uint64 as _ix
 
 from .compiled import _OPTS
 
-__all__ = ["logic_rows", "compare_i64_rows", "CMP_CODES"]
+__all__ = ["logic_rows", "max32"]
 
-# comparison operator codes (public): which truth value a node keeps
-CMP_CODES = {"=": 0, "<>": 1, "<": 2, "<=": 3, ">": 4, ">=": 5}
 
 
 @njit(**_OPTS)
-def _max32(x, y):
+def max32(x, y):
     """The larger of two error codes, without a branch (an arithmetic select)."""
     m = np.int32(0) - np.int32(x < y)
     return x ^ ((x ^ y) & m)
@@ -64,31 +61,4 @@ def logic_rows(is_and, ad, av, ae, bd, bv, be, od, ov, oe, n):
             keep_a, keep_b = tb ^ np.uint8(1), ta ^ np.uint8(1)
         od[_ix(i)] = value != np.uint8(0)
         ov[_ix(i)] = known != np.uint8(0)
-        oe[_ix(i)] = _max32(ae[_ix(i)] * np.int32(keep_a), be[_ix(i)] * np.int32(keep_b))
-
-
-@njit(**_OPTS)
-def compare_i64_rows(op, x, kx, xv, xe, y, ky, yv, ye, od, ov, oe, n):
-    """``x[i] * kx <op> y[i] * ky`` (``op`` from :data:`CMP_CODES`; the public factors bring
-    both sides to one scale and the caller guarantees the products fit in 64 bits); valid
-    where both sides are, the larger of the two sides' error codes."""
-    for i in range(n):
-        a = x[_ix(i)] * kx
-        b = y[_ix(i)] * ky
-        lt = np.uint8(a < b)
-        eq = np.uint8(a == b)
-        if op == 0:
-            r = eq
-        elif op == 1:
-            r = eq ^ np.uint8(1)
-        elif op == 2:
-            r = lt
-        elif op == 3:
-            r = lt | eq
-        elif op == 4:
-            r = (lt | eq) ^ np.uint8(1)
-        else:
-            r = lt ^ np.uint8(1)
-        od[_ix(i)] = r != np.uint8(0)
-        ov[_ix(i)] = (np.uint8(xv[_ix(i)]) & np.uint8(yv[_ix(i)])) != np.uint8(0)
-        oe[_ix(i)] = _max32(xe[_ix(i)], ye[_ix(i)])
+        oe[_ix(i)] = max32(ae[_ix(i)] * np.int32(keep_a), be[_ix(i)] * np.int32(keep_b))

@@ -46,7 +46,7 @@ def _sel8(m: Data, a: Data, b: Data):
 
 
 @njit(inline="always", **_OPTS)
-def _step(x: Data, y: Data, ins: Data, lt: Data, eq: Data):
+def byte_step(x: Data, y: Data, ins: Data, lt: Data, eq: Data):
     """One byte slot of the descending compare: a difference inside the common length
     decides ``lt`` (the lowest such slot is applied last) and clears ``eq``."""
     ne = np.uint8(x != y) & ins
@@ -72,13 +72,13 @@ def compare_rows(a, la, b, lb, lt, eq, n, wa, wb):
         ob = i * wb
         for j in range(wa - 1, wc - 1, -1):  # a's tail (b padded with zeros)
             ins = np.uint8(j < x_len) & np.uint8(j < y_len)
-            r, e = _step(a[_ix(oa + j)], np.uint8(0), ins, r, e)
+            r, e = byte_step(a[_ix(oa + j)], np.uint8(0), ins, r, e)
         for j in range(wb - 1, wc - 1, -1):  # b's tail (a padded with zeros)
             ins = np.uint8(j < x_len) & np.uint8(j < y_len)
-            r, e = _step(np.uint8(0), b[_ix(ob + j)], ins, r, e)
+            r, e = byte_step(np.uint8(0), b[_ix(ob + j)], ins, r, e)
         for j in range(wc - 1, -1, -1):
             ins = np.uint8(j < x_len) & np.uint8(j < y_len)
-            r, e = _step(a[_ix(oa + j)], b[_ix(ob + j)], ins, r, e)
+            r, e = byte_step(a[_ix(oa + j)], b[_ix(ob + j)], ins, r, e)
         lt[_ix(i)] = r
         eq[_ix(i)] = e
 
@@ -99,10 +99,10 @@ def compare_const_rows(a, la, c, lt, eq, n, wa, lc):
         oa = i * wa
         for j in range(lc - 1, wc - 1, -1):  # past a's width: a padded with zeros
             ins = np.uint8(j < x_len)
-            r, e = _step(np.uint8(0), c[_ix(j)], ins, r, e)
+            r, e = byte_step(np.uint8(0), c[_ix(j)], ins, r, e)
         for j in range(wc - 1, -1, -1):
             ins = np.uint8(j < x_len)
-            r, e = _step(a[_ix(oa + j)], c[_ix(j)], ins, r, e)
+            r, e = byte_step(a[_ix(oa + j)], c[_ix(j)], ins, r, e)
         lt[_ix(i)] = r
         eq[_ix(i)] = e
 

@@ -21,7 +21,7 @@ from pathlib import Path
 __all__ = ["kernel_dispatchers", "in_process", "save", "load", "load_all"]
 
 KERNEL_MODULES = ("compiled", "compiled_sort", "compiled_int128", "compiled_strings", "compiled_expr",
-                  "compiled_reduce", "compiled_libm")
+                  "compiled_reduce", "compiled_libm", "compiled_program")
 
 
 def kernel_dispatchers() -> list:

@@ -25,10 +25,6 @@ SIGNATURES: dict[str, list[str]] = {
     'dodb.oblivious.compiled.scan_pass': [
         "(Array(uint64, 1, 'C', False, aligned=True), Array(int64, 1, 'C', False, aligned=True), int64, int64, bool)",
     ],
-    'dodb.oblivious.compiled_expr.compare_i64_rows': [
-        "(int64, Array(int64, 1, 'C', False, aligned=True), int64, Array(bool, 1, 'C', False, aligned=True), Array(int32, 1, 'C', False, aligned=True), Array(int64, 1, 'C', False, aligned=True), int64, Array(bool, 1, 'C', False, aligned=True), Array(int32, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(int32, 1, 'C', False, aligned=True), int64)",
-        "(int64, Array(int64, 1, 'C', True, aligned=True), int64, Array(bool, 1, 'C', False, aligned=True), Array(int32, 1, 'C', False, aligned=True), Array(int64, 1, 'C', False, aligned=True), int64, Array(bool, 1, 'C', False, aligned=True), Array(int32, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(int32, 1, 'C', False, aligned=True), int64)",
-    ],
     'dodb.oblivious.compiled_expr.logic_rows': [
         "(int64, Array(bool, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(int32, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(int32, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(int32, 1, 'C', False, aligned=True), int64)",
     ],
@@ -59,6 +55,9 @@ SIGNATURES: dict[str, list[str]] = {
     ],
     'dodb.oblivious.compiled_libm.libm_unary': [
         "(int64, Array(float64, 1, 'C', False, aligned=True), Array(float64, 1, 'C', False, aligned=True), int64)",
+    ],
+    'dodb.oblivious.compiled_program.run_program': [
+        "(Array(int64, 2, 'C', False, aligned=True), UniTuple(Array(int64, 1, 'C', True, aligned=True), 8), UniTuple(Array(bool, 1, 'C', True, aligned=True), 8), UniTuple(Array(int32, 1, 'C', True, aligned=True), 8), UniTuple(Array(int32, 1, 'C', True, aligned=True), 8), UniTuple(Array(bool, 1, 'C', True, aligned=True), 8), UniTuple(Array(uint8, 2, 'C', True, aligned=True), 4), UniTuple(Array(int32, 1, 'C', True, aligned=True), 4), UniTuple(Array(bool, 1, 'C', True, aligned=True), 4), Array(uint8, 2, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(int32, 1, 'C', False, aligned=True), Array(int64, 2, 'C', False, aligned=True), Array(uint8, 2, 'C', False, aligned=True), Array(int32, 2, 'C', False, aligned=True), int64, int64, int64)",
     ],
     'dodb.oblivious.compiled_reduce.fsum_rows': [
         "(Array(float64, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(float64, 1, 'C', False, aligned=True), int64)",

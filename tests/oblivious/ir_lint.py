@@ -7,7 +7,10 @@ runtime are skipped) is analysed as follows:
 * *sources*: the value of every ``load`` (and ``atomicrmw``/``cmpxchg``) is tainted,
   except a load from a stack slot (``alloca``) into which nothing tainted was stored:
   numba passes array arguments as separate data pointers, sizes and strides, so a load
-  is how array contents enter a kernel;
+  is how array contents enter a kernel; and except a load, through an untainted address,
+  from the array parameter named ``program`` (``_PUBLIC_ARRAY``): the compiled predicate
+  program of ``dodb/oblivious/compiled_program.py``, built from the query and the declared
+  types, public like a scalar argument (trusted in the same way, point (2) below);
 * *propagation*: the result of any instruction with a tainted operand is tainted — phi,
   select, casts, arithmetic, comparisons, vector ops, calls (a call to a function defined
   in the module taints that function's parameters, and its result when the callee returns
@@ -46,6 +49,9 @@ _DEFINE = re.compile(r'^define\b.*?@("[^"]+"|[-\w.$]+)\((.*)\)[^()]*\{\s*$')
 _ASSIGN = re.compile(r'^\s*(%(?:"[^"]*"|[-\w.$]+))\s*=\s*(.*)$')
 _CALLEE = re.compile(r'@("[^"]+"|[-\w.$]+)\s*\(')
 _SKIP = ("cpython.", "_ZN7cpython", "cfunc.", "NRT_", "nrt_")
+# the one array parameter whose contents are public: a compiled program built from the query
+# and the declared types (dodb/oblivious/compiled_program.py), trusted like a scalar argument
+_PUBLIC_ARRAY = re.compile(r'^%"?arg\.program\.')
 
 
 @dataclass(frozen=True)
@@ -161,7 +167,9 @@ def _analyse(funcs: list[_Func]) -> None:
                 new: set[str] = set()
                 if i.opcode in ("load", "atomicrmw", "cmpxchg"):
                     slot = root.get(i.operands[0]) if i.operands else None
-                    if slot is None or slot not in allocas or slot in f.tainted_slots:
+                    public = (i.opcode == "load" and slot is not None and _PUBLIC_ARRAY.match(slot)
+                              and i.operands[0] not in f.tainted)
+                    if not public and (slot is None or slot not in allocas or slot in f.tainted_slots):
                         new.add(i.result)
                 elif i.opcode == "store":
                     vals, addr = _store_parts(i.text)

@@ -196,7 +196,9 @@ def _kernel_reads(node: ast.AST, tainted: set[str], data_calls: set[str]) -> boo
     return False
 
 
-def _kernel_taint(fn: ast.FunctionDef, data_calls: set[str]) -> set[str]:
+def _kernel_taint(fn: ast.FunctionDef, data_calls: set[str], exempt=lambda lineno: False) -> set[str]:
+    """Data names of a compiled kernel; an assignment on a ``# lint: public`` line (a value the
+    caller guarantees public, e.g. a field of the predicate program) taints nothing."""
     tainted = set(_data_params(fn))
     changed = True
     while changed:
@@ -209,7 +211,7 @@ def _kernel_taint(fn: ast.FunctionDef, data_calls: set[str]) -> set[str]:
                 value, targets = node.value, [node.target]
             elif isinstance(node, ast.For):
                 value, targets = node.iter, [node.target]
-            if value is None or not _kernel_reads(value, tainted, data_calls):
+            if value is None or not _kernel_reads(value, tainted, data_calls) or exempt(node.lineno):
                 continue
             for n in _target_names(targets):  # a store into a[i] taints neither a nor i
                 if n not in tainted:
@@ -230,8 +232,8 @@ def _target_names(targets: list[ast.AST]) -> list[str]:
     return out
 
 
-def _lint_kernel(fn: ast.FunctionDef, data_calls: set[str], add) -> None:
-    tainted = _kernel_taint(fn, data_calls)
+def _lint_kernel(fn: ast.FunctionDef, data_calls: set[str], add, exempt=lambda lineno: False) -> None:
+    tainted = _kernel_taint(fn, data_calls, exempt)
 
     def reads(node: ast.AST) -> bool:
         return _kernel_reads(node, tainted, data_calls)
@@ -396,7 +398,7 @@ def lint_source(src: str, containers: set[str] | frozenset[str] = frozenset()) -
     in_kernel: set[int] = set()
     data_calls = _data_returning(kernels)
     for fn in kernels:
-        _lint_kernel(fn, data_calls, add)
+        _lint_kernel(fn, data_calls, add, exempt)
         in_kernel.update(id(n) for n in ast.walk(fn))
 
     module_tainted = _taint(tree, set(), exempt, nested=False)

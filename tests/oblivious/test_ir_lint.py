@@ -17,7 +17,7 @@ from dodb.oblivious.backend import kernel_backend_scope
 
 from .ir_lint import fresh_ir, lint_ir
 
-from dodb.oblivious import compiled_expr, compiled_libm, compiled_reduce, compiled_strings  # noqa: E402  (expressions, totals, strings, libm)
+from dodb.oblivious import compiled_expr, compiled_libm, compiled_program, compiled_reduce, compiled_strings  # noqa: E402  (expressions, programs, totals, strings, libm)
 
 OPTS = dict(nogil=True, boundscheck=False, error_model="numpy")  # as the kernels, without the cache
 
@@ -90,10 +90,18 @@ def _exercise_strings() -> None:
 
 
 def _exercise_expressions() -> None:
-    """The expression-node kernels (comparison over 64-bit lanes, AND/OR) through the evaluator,
-    and the global aggregate's totals through ``group_by``."""
+    """The AND/OR kernel (a predicate too large for one program runs node by node) and
+    predicate programs through the evaluator, and the
+    global aggregate's totals through ``group_by``."""
     from dodb.operators import expressions as E
+    from dodb.operators.expressions.fused import fused_logic
+    from dodb.operators.expressions.types import parse_type
+    from dodb.operators.expressions.value import Val
     from dodb.operators.table import from_arrow
+
+    truth = Val(parse_type("BOOLEAN"), np.array([True, False, True]), np.ones(3, bool), np.zeros(3, np.int32))
+    with kernel_backend_scope("compiled"):
+        fused_logic(True, truth, truth)
 
     import pyarrow as pa
     t = pa.table({"a": pa.array([1, None, 3], pa.int64()), "d": pa.array([1, 2, None], pa.decimal128(15, 2))})
@@ -111,7 +119,7 @@ def _exercise_expressions() -> None:
 
 def _kernels() -> list:
     return [v for mod in (compiled, compiled_sort, compiled_int128, compiled_strings, compiled_expr, compiled_reduce,
-                                compiled_libm) for v in vars(mod).values()
+                                compiled_libm, compiled_program) for v in vars(mod).values()
             if isinstance(v, CPUDispatcher)]
 
 
@@ -218,6 +226,31 @@ def leak_pointer_select(a, b, c, n):
 
 
 @njit(**OPTS)
+def leak_program_indexed_by_data(program, a, out, n):
+    for i in range(n):
+        out[ix(i)] = program[ix(a[ix(i)])]  # the public array read at a data-dependent slot
+
+
+@njit(**OPTS)
+def leak_branch_on_other_array(code, a, out, n):
+    for j in range(code.shape[0]):  # the same interpreter loop, over an array not named program
+        if code[ix(j)] == 1:
+            for i in range(n):
+                out[ix(i)] += a[ix(i)]
+
+
+@njit(**OPTS)
+def program_interpreter(program, a, out, n):
+    for j in range(program.shape[0]):  # branches on the public program: allowed
+        if program[ix(j)] == 1:
+            for i in range(n):
+                out[ix(i)] += a[ix(i)]
+        else:
+            for i in range(n):
+                out[ix(i)] ^= a[ix(i)]
+
+
+@njit(**OPTS)
 def branch_free(a, b, out, n):
     for i in range(n):
         m = np.uint64(0) - np.uint64(a[ix(i)] > b[ix(i)])
@@ -237,6 +270,10 @@ PLANTED = {
     "scatter": (lambda: _ir(leak_scatter, U.copy(), U.copy(), 8), "data index"),
     "data-dependent loop": (lambda: _ir(leak_data_loop, U.copy(), U.copy(), 8), "branch"),
     "pointer select": (lambda: _ir(leak_pointer_select, U.copy(), U.copy(), U.copy(), 8), ""),
+    "program read at a data index": (lambda: _ir(leak_program_indexed_by_data, U.copy(), U.copy(), U.copy(), 8),
+                                     "data index"),
+    "branch on an array not named program": (lambda: _ir(leak_branch_on_other_array, U.copy(), U.copy(), U.copy(), 8),
+                                             "branch"),
 }
 
 
@@ -250,3 +287,8 @@ def test_planted_leak_is_flagged(name):
 
 def test_branch_free_kernel_passes():
     assert not lint_ir(_ir(branch_free, U.copy(), U[::-1].copy(), U.copy(), 8))
+
+
+def test_branches_on_the_public_program_pass():
+    """Loads from the parameter named ``program`` (compiled_program.run_program's) are public."""
+    assert not lint_ir(_ir(program_interpreter, U.copy() % 2, U.copy(), U.copy(), 8))

@@ -17,8 +17,9 @@ NOT_KERNELS = {"__init__.py", "noise.py", "rng.py", "trace.py", "fixed_work.py"}
 KERNELS = sorted(p for p in PKG.glob("*.py") if p.name not in NOT_KERNELS)
 # The expression evaluator, every module of it, and the projection operator that calls it.
 EVALUATOR = sorted((ROOT / "operators" / "expressions").glob("*.py")) + [ROOT / "operators" / "project.py"]
-# constant tables (module-level dict/list/tuple displays) the evaluator's modules share
-TABLES = set().union(*(module_containers(p.read_text()) for p in EVALUATOR))
+# constant tables (module-level dict/list/tuple displays) the evaluator's modules share, and
+# the predicate programs' instruction set (oblivious/program_ops.py) they lower to
+TABLES = set().union(*(module_containers(p.read_text()) for p in EVALUATOR + [PKG / "program_ops.py"]))
 
 
 def test_kernel_modules_exist():
@@ -84,6 +85,8 @@ BAD = {
     "in-place OR into a slice": "def f(out, v, n):\n    out[0:1, :n] |= v\n",
     "bool reduction along rows": "def f(hits):\n    return hits.any(axis=1)\n",
     "logical_and.reduce of lanes": "def f(vals):\n    return np.logical_and.reduce([v.valid for v in vals])\n",
+    "kernel branch on a loaded field": "@njit\ndef f(program, a, n):\n    for j in range(n):\n        op = program[j]\n"
+                                       "        if op == 0:\n            a[j] = 1\n",
 }
 
 GOOD = {
@@ -104,6 +107,9 @@ GOOD = {
     "Python set union": "def f(s, xs):\n    s |= set(xs)\n    s |= {1, 2}\n",
     "scalar OR in a compiled kernel": "@njit\ndef f(a, n):\n    acc = np.uint64(0)\n    for i in range(n):\n"
                                       "        acc |= a[i]\n    return acc\n",
+    "kernel field exempted as public": "@njit\ndef f(program, a, n):\n    for j in range(n):\n"
+                                       "        op = program[j]  # lint: public the program\n"
+                                       "        if op == 0:\n            a[j] = 1\n",
 }
 
 

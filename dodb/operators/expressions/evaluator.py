@@ -18,8 +18,9 @@ from sqlglot import exp
 from . import int128 as i128
 from . import interval_lanes, numeric, strings, zoned
 from .errors import code_for
-from .fused import fused_compare, fused_logic
+from .fused import fused_logic
 from .numeric import Unsupported
+from .program import ROOTS, fused_predicate
 from .types import SqlType, parse_type
 from .value import Val, constant, from_column
 from ...oblivious.select import select
@@ -28,7 +29,6 @@ __all__ = ["Evaluator", "logic_reference"]
 
 _ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.IntDiv: "//", exp.Mod: "%"}
 _CMP = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ, exp.NullSafeNEQ)
-_CMP_OP = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 # a comparison's truth from (less, equal): only the one the node needs is computed
 _TRUTH = {exp.EQ: lambda lt, eq: eq, exp.NEQ: lambda lt, eq: ~eq, exp.LT: lambda lt, eq: lt,
           exp.LTE: lambda lt, eq: lt | eq, exp.GT: lambda lt, eq: ~(lt | eq), exp.GTE: lambda lt, eq: ~lt}
@@ -59,9 +59,15 @@ class Evaluator:
         self.codes.add(code)
         return select(mask, np.int32(code), np.int32(0)).astype(np.int32)
 
-    def ev(self, node: exp.Expression) -> Val:
+    def ev(self, node: exp.Expression, fuse: bool = True) -> Val:
+        """``node``'s value; a predicate tree runs as one compiled program where it lowers
+        (:mod:`.program`; ``fuse=False``: this node by its own handler, as a program's leaf)."""
         if id(node) in self.p.consts:
             return self.const(node)
+        if fuse and isinstance(node, ROOTS):
+            v = fused_predicate(self, node)
+            if v is not None:
+                return v
         handler = getattr(self, "ev_" + type(node).__name__, None)
         if handler is None:
             from . import functions
@@ -168,7 +174,7 @@ class Evaluator:
         if rt.kind == "int" and a.type.kind == "int":
             lo, _ = numeric.int_range(rt.bits)
             err = np.maximum(a.err, self.fail((a.data == lo) & a.valid,
-                                              f"Out of Range Error: Overflow in negation of integer"))
+                                              "Out of Range Error: Overflow in negation of integer"))
             return Val(rt, -a.data, a.valid, err)
         raise Unsupported(f"negation of {a.type}")
 
@@ -226,11 +232,6 @@ class Evaluator:
     def _comparison(self, node: exp.Binary) -> Val:
         a, b = self.ev(node.left), self.ev(node.right)
         t = parse_type("BOOLEAN")
-        op = _CMP_OP.get(type(node))
-        if op is not None:
-            fused = fused_compare(op, a, b)  # one compiled pass (64-bit lanes), else None
-            if fused is not None:
-                return Val(t, *fused)
         lt, eq, cerr = self.compare(a, b)
         err = np.maximum(np.maximum(a.err, b.err), cerr)
         if isinstance(node, (exp.NullSafeEQ, exp.NullSafeNEQ)):

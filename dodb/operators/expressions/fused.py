@@ -1,6 +1,7 @@
-"""Comparison and logic nodes in one compiled pass each (docs/design.md §Expressions).
+"""Logic nodes in one compiled pass, and the lanes comparisons run on (docs/design.md §Expressions).
 
-Each function returns the node's ``(data, valid, err)`` from the kernels of
+:func:`lane_factors` says, from the declared types, when a comparison runs on 64-bit lanes
+(in a predicate program, :mod:`.program`).  :func:`fused_logic` returns the node's ``(data, valid, err)`` from the kernels of
 :mod:`dodb.oblivious.compiled_expr`, or ``None`` when the ``numpy`` backend is selected or
 the operands are not of a form the kernels take — then the evaluator's numpy code (the
 reference) runs.  Which path runs depends on the node, the declared types and the
@@ -12,54 +13,37 @@ from __future__ import annotations
 import numpy as np
 
 from ...oblivious.backend import use_compiled
-from .numeric import narrow_lanes
+from .numeric import narrow_factors
+from .types import SqlType
 from .value import Val
 
-__all__ = ["fused_compare", "fused_logic"]
+__all__ = ["fused_logic", "lane_factors"]
 
 _US_PER_DAY = 86_400_000_000
-
-
-def _i64(x: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(x, dtype=np.int64)
 
 
 def _flags(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x, dtype=np.bool_)
 
 
-def _lanes(a: Val, b: Val) -> tuple[np.ndarray, int, np.ndarray, int] | None:
-    """64-bit lanes and public factors whose products order the values as DuckDB's comparison
-    does (the evaluator's ``compare``), or ``None``."""
-    ka, kb = a.type.kind, b.type.kind
+def lane_factors(ta: SqlType, tb: SqlType) -> tuple[int, int] | None:
+    """Public factors whose products with the two operands' 64-bit lanes order the values as
+    DuckDB's comparison does (the evaluator's ``compare``), from the declared types alone;
+    ``None`` where the lanes are not 64-bit or a side needs a cast (the reference runs).
+
+    >>> from .types import parse_type
+    >>> lane_factors(parse_type("DATE"), parse_type("TIMESTAMP")), lane_factors(parse_type("INTEGER"), parse_type("DECIMAL(4,2)"))
+    ((86400000000, 1), (100, 1))
+    """
+    ka, kb = ta.kind, tb.kind
     if ka == kb == "time" or ka == kb == "tstz":  # µs of the day, or instants
-        return a.data, 1, b.data, 1
+        return 1, 1
     if "tstz" in (ka, kb):  # a side cast to TIMESTAMPTZ in the session's zone: the reference
         return None
     if ka in ("date", "ts") and kb in ("date", "ts"):
         # a DATE against a TIMESTAMP is compared in microseconds, as the reference does
-        return (a.data, _US_PER_DAY if (ka, kb) == ("date", "ts") else 1,
-                b.data, _US_PER_DAY if (ka, kb) == ("ts", "date") else 1)
-    return narrow_lanes(a, b)
-
-
-def fused_compare(op: str, a: Val, b: Val) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """``a <op> b`` (``op`` one of ``= <> < <= > >=``) over 64-bit lanes, in one pass."""
-    if not use_compiled() or a.data is None or np.ndim(a.valid) != 1:
-        return None
-    lanes = _lanes(a, b)
-    if lanes is None:
-        return None
-    from ...oblivious import compiled_expr as k
-
-    x, kx, y, ky = lanes
-    n = a.n
-    code = k.CMP_CODES[op]  # lint: public the node's operator
-    out, valid, err = np.empty(n, np.bool_), np.empty(n, np.bool_), np.empty(n, np.int32)
-    k.compare_i64_rows(code, _i64(x), np.int64(kx), _flags(a.valid), np.ascontiguousarray(a.err, np.int32),
-                       _i64(y), np.int64(ky), _flags(b.valid), np.ascontiguousarray(b.err, np.int32),
-                       out, valid, err, n)
-    return out, valid, err
+        return _US_PER_DAY if (ka, kb) == ("date", "ts") else 1, _US_PER_DAY if (ka, kb) == ("ts", "date") else 1
+    return narrow_factors(ta, tb)
 
 
 def fused_logic(is_and: bool, a: Val, b: Val) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:

@@ -346,23 +346,37 @@ def narrow_lanes(a: Val, b: Val) -> tuple[np.ndarray, int, np.ndarray, int] | No
     >>> narrow_lanes(constant(parse_type("DECIMAL(15,2)"), "1.5", 1), constant(parse_type("BIGINT"), 2, 1)) is None
     True
     """
-    ka, kb = a.type.kind, b.type.kind
-    if ka not in ("int", "dec") or kb not in ("int", "dec") or a.type.huge or b.type.huge:
+    factors = narrow_factors(a.type, b.type)
+    if factors is None:
+        return None
+
+    def lane(v: Val) -> np.ndarray:
+        if v.type.kind == "int":
+            return v.data
+        # a DECIMAL(<= 18) holds |unscaled| < 10^18: its low word, read signed, is the value
+        return np.ascontiguousarray(v.data.lo).view(np.int64)
+
+    return lane(a), factors[0], lane(b), factors[1]
+
+
+def narrow_factors(ta: SqlType, tb: SqlType) -> tuple[int, int] | None:
+    """The public factors of :func:`narrow_lanes`, from the declared types alone: ``(1, 1)`` for
+    two integers, the powers of ten that bring two numbers to :func:`common_decimal`'s scale
+    when it has at most 18 digits, else ``None``.
+
+    >>> from .types import parse_type
+    >>> narrow_factors(parse_type("DECIMAL(15,2)"), parse_type("DECIMAL(4,4)"))
+    (100, 1)
+    """
+    ka, kb = ta.kind, tb.kind
+    if ka not in ("int", "dec") or kb not in ("int", "dec") or ta.huge or tb.huge:
         return None
     if ka == "int" and kb == "int":
-        return a.data, 1, b.data, 1
-    t = common_decimal(a.type, b.type)
+        return 1, 1
+    t = common_decimal(ta, tb)
     if t.precision > 18:
         return None
-
-    def lane(v: Val) -> tuple[np.ndarray, int]:
-        if v.type.kind == "int":
-            return v.data, 10 ** t.scale
-        # a DECIMAL(<= 18) holds |unscaled| < 10^18: its low word, read signed, is the value
-        return np.ascontiguousarray(v.data.lo).view(np.int64), 10 ** (t.scale - v.type.scale)
-
-    (x, kx), (y, ky) = lane(a), lane(b)
-    return x, kx, y, ky
+    return 10 ** (t.scale - (ta.scale if ka == "dec" else 0)), 10 ** (t.scale - (tb.scale if kb == "dec" else 0))
 
 
 def compare_numbers(a: Val, b: Val) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, str]]]:
