@@ -36,7 +36,7 @@ from numba.extending import intrinsic
 
 from .compiled import _OPTS, Data, opaque
 
-__all__ = ["add_rows", "neg_rows", "abs_rows", "mul_rows", "mul_const_rows", "compare_rows", "less_rows",
+__all__ = ["add_rows", "neg_rows", "abs_rows", "mul_rows", "mul64_rows", "mul_const_rows", "compare_rows", "less_rows",
            "equal_rows", "where_rows", "in_bounds_rows", "divmod_small_rows", "to_i64_rows"]
 
 _Z = np.uint64(0)
@@ -160,6 +160,26 @@ def mul_rows(ahi, alo, bhi, blo, ohi, olo, over, n):
         ohi[_ix(i)] = _sel(sm, nh, hi)
         olo[_ix(i)] = _sel(sm, nl, lo)
         over[_ix(i)] = big != _Z
+
+
+@njit(**_OPTS)
+def mul64_rows(x, y, ohi, olo, n):
+    """``int128.mul64``: the exact 128-bit product of two signed 64-bit lanes (``x``, ``y`` as
+    ``uint64`` words): the product of the magnitudes, negated when the signs differ.  It
+    cannot overflow (``|x·y| <= 2^126``)."""
+    for i in range(n):
+        a = x[_ix(i)]
+        b = y[_ix(i)]
+        sa = _Z - (a >> _S63)
+        sb = _Z - (b >> _S63)
+        ua = (a ^ sa) - sa
+        ub = (b ^ sb) - sb
+        hi = _mulhi(ua, ub)
+        lo = ua * ub
+        nh, nl = _neg(hi, lo)
+        sm = sa ^ sb
+        ohi[_ix(i)] = _sel(sm, nh, hi)
+        olo[_ix(i)] = _sel(sm, nl, lo)
 
 
 @njit(**_OPTS)

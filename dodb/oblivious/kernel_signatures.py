@@ -30,7 +30,6 @@ SIGNATURES: dict[str, list[str]] = {
     ],
     'dodb.oblivious.compiled_int128.add_rows': [
         "(Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), int64, int64)",
-        "(Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', True, aligned=True), Array(uint64, 1, 'C', True, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), int64, int64)",
     ],
     'dodb.oblivious.compiled_int128.compare_rows': [
         "(Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), int64)",
@@ -48,7 +47,6 @@ SIGNATURES: dict[str, list[str]] = {
     ],
     'dodb.oblivious.compiled_int128.where_rows': [
         "(Array(bool, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), int64)",
-        "(Array(bool, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', True, aligned=True), Array(uint64, 1, 'C', True, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), int64)",
     ],
     'dodb.oblivious.compiled_libm.libm_binary': [
         "(int64, Array(float64, 1, 'C', False, aligned=True), Array(float64, 1, 'C', False, aligned=True), Array(float64, 1, 'C', False, aligned=True), int64)",

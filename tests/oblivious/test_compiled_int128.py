@@ -105,6 +105,20 @@ def test_mul(ab):
     _check(lambda: i128.mul(a, a))
 
 
+I64_EDGES = [0, 1, -1, 2 ** 63 - 1, -(2 ** 63), -(2 ** 63) + 1, 10 ** 18 - 1, -(10 ** 18 - 1), 2 ** 32, -(2 ** 32)]
+
+
+@given(st.lists(st.tuples(st.sampled_from(I64_EDGES) | st.integers(-(2 ** 63), 2 ** 63 - 1),
+                          st.sampled_from(I64_EDGES) | st.integers(-(2 ** 63), 2 ** 63 - 1)), max_size=40))
+def test_mul64_is_the_exact_product(pairs):
+    x = np.array([p[0] for p in pairs], dtype=np.int64)
+    y = np.array([p[1] for p in pairs], dtype=np.int64)
+    _check(lambda: i128.mul64(x, y))
+    with kernel_backend_scope("compiled"):
+        got = i128.mul64(x, y)
+    assert [(int(h) << 64) + int(l) for h, l in zip(got.hi, got.lo)] == [p * q for p, q in pairs]
+
+
 @given(operands(), st.integers(0, 40))
 def test_mul_pow10(ab, k):
     a = _i128(ab[0])
@@ -163,6 +177,7 @@ def test_compiled_backend_runs_the_kernels(monkeypatch):
     b = _i128(EDGES[::-1])
     with kernel_backend_scope("compiled"):
         i128.add(a, b), i128.sub(a, b), i128.neg(a), i128.absolute(a), i128.mul(a, b), i128.mul_pow10(a, 3)
+        i128.mul64(a.lo.view(np.int64), b.lo.view(np.int64))
         i128.less(a, b), i128.equal(a, b), i128.compare(a, b), i128.where(np.ones(n, bool), a, b)
         i128.in_bounds(a, 10**18), i128.divmod_small(i128.absolute(a), 10), i128.to_i64(a)
     assert called == set(compiled_int128.__all__)

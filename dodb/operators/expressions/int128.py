@@ -205,6 +205,19 @@ def _normalise(acc: list[np.ndarray]) -> list[np.ndarray]:
     return out
 
 
+def mul64(x: np.ndarray, y: np.ndarray) -> I128:
+    """The exact product of two int64 vectors (it cannot leave 128 bits): on the compiled
+    backend one pass (``mul64_rows``), else :func:`mul` of the sign-extended lanes."""
+    x, y = np.ascontiguousarray(x, dtype=np.int64), np.ascontiguousarray(y, dtype=np.int64)
+    if use_compiled() and x.ndim == 1 and x.shape == y.shape:
+        from ...oblivious import compiled_int128
+        n = x.shape[0]
+        hi, lo = _out(n)
+        compiled_int128.mul64_rows(x.view(np.uint64), y.view(np.uint64), hi, lo, n)
+        return I128(hi.view(np.int64), lo)
+    return mul(from_i64(x), from_i64(y))[0]
+
+
 def mul(a: I128, b: I128) -> tuple[I128, np.ndarray]:
     """Product and a flag for results outside the signed 128-bit range."""
     k = _kernels(a, b)

@@ -131,6 +131,9 @@ def arith(op: str, a: Val, b: Val, rt: SqlType) -> tuple[object, list[tuple[np.n
             zero = i128.equal(y, i128.const(0, n))
             return (q if op == "//" else r), [(zero, f"Invalid Input Error: Division by zero in expression (… {op} 0)"),
                                               (over | ox | oy, msg)]
+        exact = _exact_narrow(op, a, b, rt)
+        if exact is not None:  # no value of these types can overflow: no failure to compute
+            return exact, []
         if op in ("+", "-"):
             x, ox = as_i128(a, rt.scale)
             y, oy = as_i128(b, rt.scale)
@@ -149,6 +152,61 @@ def arith(op: str, a: Val, b: Val, rt: SqlType) -> tuple[object, list[tuple[np.n
         over = over | ox | oy | (~i128.in_bounds(res, bound) if bound is not None else False)
         return res, [(over, msg)]
     raise Unsupported(f"arithmetic giving {rt}")
+
+
+def _digits_scale(t: SqlType) -> tuple[int, int] | None:
+    """(digits, scale) of an operand whose every value is below ``10^digits`` at ``scale`` and
+    fits one signed 64-bit lane: integers up to INTEGER, DECIMALs of at most 18 digits."""
+    if t.kind == "int" and not t.huge and _INT_DIGITS.get(t.bits, 99) <= 18:
+        return _INT_DIGITS[t.bits], 0
+    if t.kind == "dec" and not t.huge and t.precision <= 18:
+        return t.precision, t.scale
+    return None
+
+
+def _lane64(v: Val):
+    """A narrow operand's unscaled values as int64 (a public constant as one number)."""
+    if v.scalar is not None:
+        return np.int64(v.scalar)
+    return v.data if v.type.kind == "int" else v.data.lo.view(np.int64)
+
+
+def _exact_narrow(op: str, a: Val, b: Val, rt: SqlType) -> i128.I128 | None:
+    """``a op b`` for ``+ - *`` when the declared types alone prove the result in range, so
+    DuckDB cannot fail and no overflow flag is needed (decided by types, never values):
+
+    * ``+``/``-`` of narrow operands whose sum is below ``10^precision`` of a result of at
+      most 18 digits: one int64 pass at the result's scale;
+    * ``*`` of narrow operands with ``digits(a) + digits(b) <= precision``: the product is below
+      ``10^precision``; in int64 when that is at most 18 digits, else the 128-bit product.
+
+    ``None`` otherwise (the general path, with its overflow checks).
+
+    >>> from .types import parse_type
+    >>> from .value import constant
+    >>> c = constant(parse_type("DECIMAL(15,2)"), "0.05", 2)
+    >>> d = Val(c.type, c.data, c.valid, c.err)  # the same lanes as rows, not a constant
+    >>> one = constant(parse_type("INTEGER"), 1, 2)
+    >>> r = _exact_narrow("-", one, d, parse_type("DECIMAL(16,2)"))
+    >>> r.lo.view("int64").tolist(), r.hi.tolist()
+    ([95, 95], [0, 0])
+    """
+    da, db = _digits_scale(a.type), _digits_scale(b.type)
+    if da is None or db is None or rt.huge or (a.scalar is not None and b.scalar is not None):
+        return None
+    (pa_, sa), (pb, sb) = da, db
+    n = a.n
+    if op in ("+", "-"):
+        if rt.precision > 18 or max(pa_ - sa, pb - sb) + rt.scale + 1 > rt.precision or rt.scale < max(sa, sb):
+            return None
+        x = _lane64(a) * np.int64(10 ** (rt.scale - sa))
+        y = _lane64(b) * np.int64(10 ** (rt.scale - sb))
+        return i128.from_i64(np.broadcast_to(x + y if op == "+" else x - y, (n,)))
+    if op == "*" and sa + sb == rt.scale and pa_ + pb <= rt.precision:
+        if rt.precision <= 18:
+            return i128.from_i64(np.broadcast_to(_lane64(a) * _lane64(b), (n,)))
+        return i128.mul64(np.broadcast_to(_lane64(a), (n,)), np.broadcast_to(_lane64(b), (n,)))
+    return None
 
 
 def round_half_away(x: np.ndarray) -> np.ndarray:

@@ -138,9 +138,11 @@ def to_column(v: Val, width: int | None = None) -> Column:
         data[:, : v.width] = v.data
         data = select(valid[:, None], data, np.uint8(0))
         return Column(t, data, valid, select(valid, v.lengths, 0).astype(np.int32))
-    if v.type.kind == "dec":
-        zero = i128.const(0, v.n)
-        return Column(t, i128.to_words(i128.where(valid, v.data, zero)), valid, huge=v.type.huge)
+    if v.type.kind == "dec":  # each word times the 0/1 validity, straight into column-major words
+        words = np.empty((2, v.n), dtype=np.uint64)
+        np.multiply(np.asarray(v.data.lo, np.uint64), valid, out=words[0])
+        np.multiply(np.asarray(v.data.hi).view(np.uint64), valid, out=words[1])
+        return Column(t, words.T, valid, huge=v.type.huge)
     if v.type.kind == "null":
         return Column(pa.null(), np.zeros(v.n, dtype=np.int8), valid)
     if v.type.kind == "interval":
