@@ -37,13 +37,14 @@ SIGNATURES: dict[str, list[str]] = {
     'dodb.oblivious.compiled_int128.in_bounds_rows': [
         "(Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), uint64, uint64, uint64, uint64, Array(bool, 1, 'C', False, aligned=True), int64)",
     ],
+    'dodb.oblivious.compiled_int128.mul64_rows': [
+        "(Array(uint64, 1, 'C', True, aligned=True), Array(uint64, 1, 'C', True, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), int64)",
+    ],
     'dodb.oblivious.compiled_int128.mul_const_rows': [
         "(Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), uint64, uint64, Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), int64)",
     ],
     'dodb.oblivious.compiled_int128.mul_rows': [
         "(Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), int64)",
-        "(Array(uint64, 1, 'C', True, aligned=True), Array(uint64, 1, 'C', True, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), int64)",
-        "(Array(uint64, 1, 'C', True, aligned=True), Array(uint64, 1, 'C', True, aligned=True), Array(uint64, 1, 'C', True, aligned=True), Array(uint64, 1, 'C', True, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(bool, 1, 'C', False, aligned=True), int64)",
     ],
     'dodb.oblivious.compiled_int128.where_rows': [
         "(Array(bool, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), Array(uint64, 1, 'C', False, aligned=True), int64)",

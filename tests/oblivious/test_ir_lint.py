@@ -72,6 +72,7 @@ def _exercise_int128(rng, n: int) -> None:
         i128.add(a, b), i128.sub(a, b), i128.neg(a), i128.absolute(a), i128.mul(a, b), i128.mul_pow10(a, 2)
         i128.less(a, b), i128.equal(a, b), i128.compare(a, b), i128.where(rng.random(n) < 0.5, a, b)
         i128.in_bounds(a, 10**18), i128.divmod_small(i128.absolute(a), 10), i128.to_i64(a)
+        i128.mul64(a.hi, b.hi)
 
 
 def _exercise_strings() -> None:

@@ -88,3 +88,34 @@ def test_q6_product_is_exact_at_its_extremes():
     got = [(int(h) << 64) + int(l) for h, l in zip(r.hi, r.lo)]
     assert got == [big * big, -big * big, -big * big, 0]
     assert decimal.Decimal(got[0]).scaleb(-4) < decimal.Decimal(10) ** 26
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.tuples(st.integers(1, 18), st.integers(0, 6)), st.tuples(st.integers(1, 18), st.integers(0, 6)),
+       st.lists(st.tuples(st.integers(-(10 ** 18), 10 ** 18), st.integers(-(10 ** 18), 10 ** 18)), min_size=1,
+                max_size=12),
+       st.sampled_from(["compiled", "numpy"]))
+def test_narrow_products_keep_the_bound_check(pa_sa, pb_sb, pairs, backend):
+    """DuckDB types a product of two narrow DECIMALs within 18 digits when its scale allows
+    (DECIMAL(15,2) × DECIMAL(15,2) is DECIMAL(18,4)), so it can overflow: the exact product
+    (``_narrow_product``) and its bound check equal the general path's lanes and failures."""
+    ta = parse_type(f"DECIMAL({pa_sa[0]},{min(pa_sa)})")
+    tb = parse_type(f"DECIMAL({pb_sb[0]},{min(pb_sb)})")
+    scale = ta.scale + tb.scale
+    rt = parse_type(f"DECIMAL({max(18, scale)},{scale})")
+    a = _rows(ta, [p[0] for p in pairs])
+    b = _rows(tb, [p[1] for p in pairs])
+    with kernel_backend_scope(backend):
+        fast, fast_fails = numeric.arith("*", a, b, rt)
+        with mock.patch.object(numeric, "_exact_narrow", lambda *args: None), \
+                mock.patch.object(numeric, "_narrow_product", lambda *args: None):
+            general, fails = numeric.arith("*", a, b, rt)
+    assert np.array_equal(fast.hi, general.hi) and np.array_equal(fast.lo, general.lo)
+    failed = np.zeros(len(pairs), bool)
+    for mask, _ in fails:
+        failed = failed | mask
+    fast_failed = np.zeros(len(pairs), bool)
+    for mask, _ in fast_fails:
+        fast_failed = fast_failed | mask
+    assert fast_failed.tolist() == failed.tolist()
+    assert {m for _, m in fast_fails} <= {m for _, m in fails}

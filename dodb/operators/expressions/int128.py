@@ -213,7 +213,9 @@ def mul64(x: np.ndarray, y: np.ndarray) -> I128:
         from ...oblivious import compiled_int128
         n = x.shape[0]
         hi, lo = _out(n)
-        compiled_int128.mul64_rows(x.view(np.uint64), y.view(np.uint64), hi, lo, n)
+        xw, yw = x.view(np.uint64), y.view(np.uint64)
+        xw.flags.writeable = yw.flags.writeable = False  # read-only views: one compiled signature
+        compiled_int128.mul64_rows(xw, yw, hi, lo, n)
         return I128(hi.view(np.int64), lo)
     return mul(from_i64(x), from_i64(y))[0]
 

@@ -134,6 +134,10 @@ def arith(op: str, a: Val, b: Val, rt: SqlType) -> tuple[object, list[tuple[np.n
         exact = _exact_narrow(op, a, b, rt)
         if exact is not None:  # no value of these types can overflow: no failure to compute
             return exact, []
+        product = _narrow_product(op, a, b, rt)
+        if product is not None:  # exact in 128 bits: only the result type's bound to check
+            bound = dec_bound(rt)
+            return product, [] if bound is None else [(~i128.in_bounds(product, bound), msg)]
         if op in ("+", "-"):
             x, ox = as_i128(a, rt.scale)
             y, oy = as_i128(b, rt.scale)
@@ -207,6 +211,20 @@ def _exact_narrow(op: str, a: Val, b: Val, rt: SqlType) -> i128.I128 | None:
             return i128.from_i64(np.broadcast_to(_lane64(a) * _lane64(b), (n,)))
         return i128.mul64(np.broadcast_to(_lane64(a), (n,)), np.broadcast_to(_lane64(b), (n,)))
     return None
+
+
+def _narrow_product(op: str, a: Val, b: Val, rt: SqlType) -> i128.I128 | None:
+    """``a * b`` of two narrow operands (:func:`_digits_scale`) at the result's scale, exactly
+    (``|a·b| < 10^36``: no 128-bit overflow), for a result type that may still be too narrow
+    for it — DuckDB types DECIMAL(15,2) × DECIMAL(15,2) as DECIMAL(18,4) — so the caller
+    checks the result's bound, as the general path would; ``None`` for anything else."""
+    da, db = _digits_scale(a.type), _digits_scale(b.type)
+    if op != "*" or rt.huge or da is None or db is None or (a.scalar is not None and b.scalar is not None):
+        return None
+    if da[1] + db[1] != rt.scale:  # lint: public the declared scales
+        return None
+    n = a.n
+    return i128.mul64(np.broadcast_to(_lane64(a), (n,)), np.broadcast_to(_lane64(b), (n,)))
 
 
 def round_half_away(x: np.ndarray) -> np.ndarray:
