@@ -149,11 +149,12 @@ def _warm_kernels(env: dict[str, str]) -> None:
 
 def audit_addresses(database: Path, queries: Sequence[str], *, mode: str = "do", epsilon: float = 1.0,
                     seed: int = 0, plants: Sequence[str | None] | None = None,
-                    timeout: float | None = None) -> AddressReport:
+                    timeout: float | None = None, labels: Sequence[str] | None = None) -> AddressReport:
     """Run ``queries`` over the protected ``database`` under memcheck (see the module's docstring).
 
     ``plants`` (tests only) names, per query, a ``"module:function"`` returning a context
     manager that is entered around that query's runs: a leak planted on purpose must be found.
+    ``labels`` name the queries in the report (``q1``, ``q2`` … by default).
     """
     t0 = time.perf_counter()
     plants = list(plants) if plants is not None else [None] * len(queries)
@@ -179,7 +180,8 @@ def audit_addresses(database: Path, queries: Sequence[str], *, mode: str = "do",
         if not out_file.exists():
             raise AuditError(f"--addresses: the run under valgrind failed: {(r.stderr or r.stdout).strip()[-400:]}")
         done = json.loads(out_file.read_text())
-        audits = [AddressAudit(f"q{i + 1}", q, p) for i, (q, p) in enumerate(zip(queries, plants))]
+        labels = list(labels) if labels is not None else [f"q{i + 1}" for i in range(len(queries))]
+        audits = [AddressAudit(label, q, p) for label, q, p in zip(labels, queries, plants)]
         for a, d in zip(audits, done):
             a.nodes, a.seconds, a.error = d.get("nodes", 0), d["seconds"], d.get("error")
             a.excess = max(0, d.get("marked", 0) - d.get("control", 0))

@@ -69,6 +69,16 @@ def parameters() -> list:
     ]
 
 
+def _labels(args: Any, queries: list[str]) -> list[str]:
+    """How the report names each query: ``q<n>`` by its TPC-H number for ``--tpch``, else by
+    its position (``--sql`` and ``--queries-file`` come first, in that order)."""
+    labels = [f"q{i + 1}" for i in range(len(queries))]
+    if args.tpch:
+        nums = range(1, 23) if args.tpch == "all" else [int(x) for x in args.tpch.split(",")]
+        labels[len(queries) - len(nums):] = [f"q{n}" for n in nums]
+    return labels
+
+
 def _queries(args: Any) -> list[str]:
     from ..datasets import tpch_query
     from .neighbour import AuditError
@@ -132,11 +142,13 @@ def run(args: Any) -> int:
                                seed=args.seed, allocations=not args.no_allocations)
             finally:
                 db.close()
-    for i, (q, line) in enumerate(zip(report.queries, report.lines())):
+    labels = _labels(args, queries) if len(queries) == len(report.queries) else None
+    lines = report.lines(labels)
+    for q, line, label in zip(report.queries, lines, labels or [f"q{i + 1}" for i in range(len(report.queries))]):
         print(line)
         if q.identical != len(q.pairs) or q.error:
-            print(f"      q{i + 1} = {' '.join(q.sql.split())[:200]}")
-    print(report.lines()[-1])
+            print(f"      {label} = {' '.join(q.sql.split())[:200]}")
+    print(lines[-1])
     return 0 if report.ok else 1
 
 
@@ -200,7 +212,8 @@ def _audit_addresses(args: Any, queries: list[str]) -> int:
                     db.close()
         print(f"audit --addresses: {len(queries)} queries under valgrind's memcheck (a few minutes each)",
               flush=True)
-        report = audit_addresses(path, queries, mode=args.mode, epsilon=args.epsilon, seed=args.seed)
+        report = audit_addresses(path, queries, mode=args.mode, epsilon=args.epsilon, seed=args.seed,
+                                 labels=_labels(args, queries))
     finally:
         shutil.rmtree(path.parent, ignore_errors=True)
     lines = report.lines()

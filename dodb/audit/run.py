@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Hashable, Iterable
+from typing import Hashable, Iterable, Sequence
 
 from .. import duckcalls
 from ..errors import DodbError
@@ -86,8 +86,10 @@ class AuditReport:
     def ok(self) -> bool:
         return self.total > 0 and self.identical == self.total and not any(q.error for q in self.queries)
 
-    def lines(self) -> list[str]:
-        out = [q.line(f"q{i + 1}") for i, q in enumerate(self.queries)]
+    def lines(self, labels: Sequence[str] | None = None) -> list[str]:
+        """One line per query (named by ``labels``, else ``q1``, ``q2`` … in order) and the total."""
+        labels = list(labels) if labels is not None else [f"q{i + 1}" for i in range(len(self.queries))]
+        out = [q.line(label) for q, label in zip(self.queries, labels)]
         out.append(f"audit: {self.identical} of {self.total} neighbour pairs identical")
         return out
 

@@ -248,6 +248,10 @@ def test_cli_audit():
              "SELECT c_nationkey, count(*) FROM customer WHERE c_acctbal > 0 GROUP BY 1")
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip().splitlines()[-1] == "audit: 2 of 2 neighbour pairs identical"
+    r = _cli("--scale", "0.001", "--pairs", "1", "--tpch", "6,14", "SELECT count(*) FROM customer")
+    assert r.returncode == 0, r.stdout + r.stderr
+    # named by position for SQL given inline, by TPC-H number for --tpch
+    assert [ln.split()[1] for ln in r.stdout.strip().splitlines()[:3]] == ["q1:", "q6:", "q14:"], r.stdout
     r = _cli("--scale", "0.001", "--pairs", "1", "--mode", "plain", "SELECT count(*) FROM customer")
     assert r.returncode == 2 and "--allow-insecure" in r.stderr and "Traceback" not in r.stderr
     r = _cli("--scale", "0.001", "--pairs", "1", "--mode", "plain", "--allow-insecure",
