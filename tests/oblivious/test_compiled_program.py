@@ -167,3 +167,23 @@ def test_threads_split_at_public_block_bounds_with_one_result():
         finally:
             set_threads(previous)
     assert got[0] == got[1]
+
+
+def test_program_kernel_has_no_masked_store(monkeypatch):
+    """The machine code of ``run_program``, compiled here for this CPU with the engine's options,
+    has no masked store (``vpmaskmovq``, AVX-512's ``… {%k}`` to memory), whose lanes would be
+    data-dependent (docs/design.md §Address audit; the lookup kernel once had one)."""
+    import re
+
+    from numba import njit
+
+    from dodb.oblivious.compiled import _OPTS
+
+    kernel = njit(**{**_OPTS, "cache": False})(compiled_program.run_program.py_func)
+    monkeypatch.setattr(compiled_program, "run_program", kernel)
+    out = _vals(_lineitem(3000), Q19 + " OR l_quantity IS NULL OR NOT (l_shipmode = 'MAIL')")
+    assert out["numpy"] == out["compiled"] and kernel.signatures
+    asm = kernel.inspect_asm(kernel.signatures[0])
+    masked = [line.strip() for line in asm.splitlines()
+              if re.search(r"\)\s*\{%k\d\}", line) or ("maskmov" in line and line.rstrip().endswith(")"))]
+    assert not masked, masked[:4]
