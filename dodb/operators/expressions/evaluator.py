@@ -43,6 +43,7 @@ class Evaluator:
         self.n = n
         self.codes: set[int] = set()  # every error code this evaluation can set (public: by node)
         self._read: dict[tuple[str, SqlType], Val] = {}  # column lanes read so far (ev_Column)
+        self.computed: dict[int, Val] = {}  # values a predicate program that did not fit computed (.program)
 
     # -- helpers -----------------------------------------------------------------------------
     def type_of(self, node: exp.Expression) -> SqlType:
@@ -64,6 +65,8 @@ class Evaluator:
         (:mod:`.program`; ``fuse=False``: this node by its own handler, as a program's leaf)."""
         if id(node) in self.p.consts:
             return self.const(node)
+        if self.computed and id(node) in self.computed:  # each node is one value: taken once
+            return dataclasses.replace(self.computed.pop(id(node)))
         if fuse and isinstance(node, ROOTS):
             v = fused_predicate(self, node)
             if v is not None:

@@ -73,6 +73,7 @@ class _Builder:
         self.strs: list[tuple] = []
         self.consts: list[bytes] = []
         self.slot_of: dict[tuple, tuple[str, int]] = {}  # a column's slot, by (name, type)
+        self.computed: dict[int, Val] = {}  # leaves the evaluator computed, by node: kept if the program aborts
         self.lowered = 0  # instructions other than leaves and constants
 
     # -- registers and instructions ----------------------------------------------------------
@@ -137,6 +138,7 @@ class _Builder:
             if values.ndim == 1 and values.dtype == np.int32:
                 return self._emit("LEAF32", self._slot("32", key, (values, column.valid)))
         v = self.ev.ev(node)  # any other expression: the evaluator's lanes and error codes
+        self.computed[id(node)] = v  # lint: public keyed by the expression node
         lane = np.ascontiguousarray(v.data.lo).view(np.int64) if t.kind == "dec" else np.ascontiguousarray(v.data, np.int64)
         return self._emit("LEAF64", self._slot("64", None, (lane, v.valid, v.err)), 1)
 
@@ -184,6 +186,7 @@ class _Builder:
         if t is None or t.kind not in ("bool", "null"):
             raise _Abort
         v = self.ev.ev(node, fuse=False)
+        self.computed[id(node)] = v  # lint: public keyed by the expression node
         data = np.ascontiguousarray(v.data, dtype=np.int64)
         return self._emit("LEAF64", self._slot("64", None, (data, v.valid, v.err)), 1)
 
@@ -343,6 +346,10 @@ def fused_predicate(ev, node: exp.Expression) -> Val | None:
     try:
         root = builder._lower(node)
     except _Abort:
+        # the node-by-node path (and the programs of its subtrees) take the leaves computed so
+        # far instead of computing them again: a long OR of LIKEs would otherwise compute its
+        # leaves once per level it is retried at
+        ev.computed.update(builder.computed)
         return None
     if root is None or builder.lowered == 0:
         return None
