@@ -28,7 +28,6 @@ from .bind import Output, prepare
 from .errors import ExpressionError, code_for, message_for, raise_for_code
 from .types import HUGEINT
 from .value import to_column
-from ...oblivious.select import select
 
 __all__ = ["check", "evaluate", "Output", "ExpressionError", "message_for", "raise_for_code", "code_for"]
 
@@ -68,9 +67,12 @@ def evaluate(table: PaddedTable, exprs: Mapping[str, exp.Expression | str],
         messages.update(p.messages)
     ev = Evaluator(p, dict(zip(table.names, table.columns)), table.padded_size)
     out: dict[str, Column] = {}
-    codes = np.zeros(table.padded_size, dtype=np.int32)
+    codes = None
     for name, tree in p.trees.items():
         v = ev.ev(tree)
         out[name] = to_column(v, (widths or {}).get(name))
-        codes = np.maximum(codes, v.err)
-    return out, select(table.is_real, codes, np.int32(0)).astype(np.int32)
+        err = np.broadcast_to(np.asarray(v.err, dtype=np.int32), (table.padded_size,))
+        codes = err if codes is None else np.maximum(codes, err)
+    if codes is None:
+        codes = np.zeros(table.padded_size, dtype=np.int32)
+    return out, np.multiply(codes, table.is_real, dtype=np.int32)  # zero on dummy rows: a 0/1 factor
