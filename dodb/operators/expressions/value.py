@@ -136,8 +136,8 @@ def to_column(v: Val, width: int | None = None) -> Column:
         w = max(1, v.width if width is None else max(width, v.width))
         data = np.zeros((v.n, w), dtype=np.uint8)
         data[:, : v.width] = v.data
-        data = select(valid[:, None], data, np.uint8(0))
-        return Column(t, data, valid, select(valid, v.lengths, 0).astype(np.int32))
+        np.multiply(data, valid[:, None], out=data)  # zero bytes where NULL (times 0/1: no branch)
+        return Column(t, data, valid, np.multiply(v.lengths, valid).astype(np.int32))
     if v.type.kind == "dec":  # each word times the 0/1 validity, straight into column-major words
         words = np.empty((2, v.n), dtype=np.uint64)
         np.multiply(np.asarray(v.data.lo, np.uint64), valid, out=words[0])
@@ -154,5 +154,8 @@ def to_column(v: Val, width: int | None = None) -> Column:
              "ts": np.int64, "tstz": np.int64, "time": np.int64}.get(v.type.kind)
     if v.type.kind == "int":
         dtype = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}[v.type.bits]
-    vals = select(valid, v.data, np.zeros(1, dtype=v.data.dtype)).astype(dtype)
+    if v.type.kind == "float":  # NaN times 0 is NaN: a select
+        vals = select(valid, v.data, np.zeros(1, dtype=v.data.dtype)).astype(dtype)
+    else:  # integers, dates, times: zero where NULL by a 0/1 factor
+        vals = np.multiply(v.data, valid).astype(dtype, copy=False)
     return Column(t, vals, valid)
