@@ -1,12 +1,12 @@
 """Logic nodes in one compiled pass, and the lanes comparisons run on (docs/design.md §Expressions).
 
 :func:`lane_factors` says, from the declared types, when a comparison runs on 64-bit lanes
-(in a predicate program, :mod:`.program`).  :func:`fused_logic` returns the node's ``(data, valid, err)`` from the kernels of
-:mod:`dodb.oblivious.compiled_expr`, or ``None`` when the ``numpy`` backend is selected or
-the operands are not of a form the kernels take — then the evaluator's numpy code (the
-reference) runs.  Which path runs depends on the node, the declared types and the
-backend only, never on the rows; both give identical values, validity and error codes
-(``tests/oblivious/test_compiled_expr.py``).
+(in a predicate program, :mod:`.program`).  :func:`fused_logic` returns an AND/OR node's
+``(data, valid, err)`` from the kernels of :mod:`dodb.oblivious.compiled_expr`, or ``None``
+when the ``numpy`` backend is selected or the operands are not of a form the kernels take —
+then the evaluator's numpy code (the reference) runs.  Which path runs depends on the node,
+the declared types and the backend only, never on the rows; both give identical values,
+validity and error codes (``tests/oblivious/test_compiled_expr.py``).
 """
 from __future__ import annotations
 

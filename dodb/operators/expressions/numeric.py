@@ -182,7 +182,7 @@ def _exact_narrow(op: str, a: Val, b: Val, rt: SqlType) -> i128.I128 | None:
     * ``+``/``-`` of narrow operands whose sum is below ``10^precision`` of a result of at
       most 18 digits: one int64 pass at the result's scale;
     * ``*`` of narrow operands with ``digits(a) + digits(b) <= precision``: the product is below
-      ``10^precision``; in int64 when that is at most 18 digits, else the 128-bit product.
+      ``10^precision``, and :func:`_narrow_product` is exact.
 
     ``None`` otherwise (the general path, with its overflow checks).
 
@@ -206,10 +206,8 @@ def _exact_narrow(op: str, a: Val, b: Val, rt: SqlType) -> i128.I128 | None:
         x = _lane64(a) * np.int64(10 ** (rt.scale - sa))
         y = _lane64(b) * np.int64(10 ** (rt.scale - sb))
         return i128.from_i64(np.broadcast_to(x + y if op == "+" else x - y, (n,)))
-    if op == "*" and sa + sb == rt.scale and pa_ + pb <= rt.precision:
-        if rt.precision <= 18:
-            return i128.from_i64(np.broadcast_to(_lane64(a) * _lane64(b), (n,)))
-        return i128.mul64(np.broadcast_to(_lane64(a), (n,)), np.broadcast_to(_lane64(b), (n,)))
+    if op == "*" and pa_ + pb <= rt.precision:
+        return _narrow_product(op, a, b, rt)
     return None
 
 

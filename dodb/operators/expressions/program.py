@@ -60,6 +60,13 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return v
 
 
+def _slots(arrays: list[np.ndarray], count: int, filler: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``count`` leaf slots: ``arrays`` as contiguous read-only views of ``filler``'s dtype, then
+    ``filler`` (an array the program never names) in the unused ones."""
+    used = tuple(_readonly(np.ascontiguousarray(a, dtype=filler.dtype)) for a in arrays)
+    return used + (_readonly(filler),) * (count - len(used))
+
+
 class _Builder:
     """Emits the program of one tree; registers are reused once their value is consumed."""
 
@@ -83,11 +90,16 @@ class _Builder:
         self.nreg += 1
         return self.nreg - 1
 
-    def _emit(self, op: str, *fields: int, uses: tuple[int, ...] = ()) -> int:
-        """One instruction; the registers it consumes are freed after it has its own."""
-        dst = self._reg()
+    def _row(self, op: str, dst: int, *fields: int) -> None:
+        """One instruction writing register ``dst``."""
         row = [OPS[op], dst, *fields]
         self.rows.append(row + [0] * (WIDTH - len(row)))
+
+    def _emit(self, op: str, *fields: int, uses: tuple[int, ...] = ()) -> int:
+        """One instruction into a new register; the registers it consumes are freed after it
+        has its own."""
+        dst = self._reg()
+        self._row(op, dst, *fields)
         self.free.extend(uses)
         if op not in ("LEAF64", "LEAF32", "CONST", "STR_VALID"):
             self.lowered += 1
@@ -162,8 +174,7 @@ class _Builder:
 
     def _string_slot(self, found) -> int:
         name, t, column = found
-        mat = np.ascontiguousarray(column.values, dtype=np.uint8)
-        return self._slot("str", (name, t), (mat, np.ascontiguousarray(column.lengths, np.int32), column.valid))
+        return self._slot("str", (name, t), (column.values, column.lengths, column.valid))
 
     def _string_eq(self, slot: int, raw: bytes) -> int:
         self.consts.append(raw)
@@ -265,9 +276,9 @@ class _Builder:
             hit = self._emit("IN_START", known, uses=(known,))
             for raw in raws:
                 eq = self._string_eq(slot, raw)
-                self.rows.append([OPS["IN_ITEM"], hit, eq] + [0] * (WIDTH - 3))
+                self._row("IN_ITEM", hit, eq)
                 self.free.append(eq)
-            self.rows.append([OPS["IN_END"], hit] + [0] * (WIDTH - 2))
+            self._row("IN_END", hit)
             return hit
         operands = [node.this] + items
         scaled = self._one_scale(operands)
@@ -281,9 +292,9 @@ class _Builder:
         for item, (ka, kb) in zip(items, pairs):
             b = self.value(item)
             eq = self._emit("CMP", CMP_CODES["="], a, ka, b, kb, uses=(b,))
-            self.rows.append([OPS["IN_ITEM"], hit, eq] + [0] * (WIDTH - 3))
+            self._row("IN_ITEM", hit, eq)
             self.free.append(eq)
-        self.rows.append([OPS["IN_END"], hit] + [0] * (WIDTH - 2))
+        self._row("IN_END", hit)
         self.free.append(a)
         return hit
 
@@ -310,16 +321,15 @@ class _Builder:
             return od, ov, oe
         program = np.asarray(self.rows, dtype=np.int64).reshape(-1, WIDTH)
         z64, zb, z32 = np.zeros(1, np.int64), np.zeros(1, np.bool_), np.zeros(1, np.int32)
-        l64 = tuple(_readonly(s[0]) for s in self.l64) + (_readonly(z64),) * (SLOTS64 - len(self.l64))
-        v64 = tuple(_readonly(np.ascontiguousarray(s[1], np.bool_)) for s in self.l64) + (_readonly(zb),) * (SLOTS64 - len(self.l64))
-        errs = [z32 if s[2] is None else np.ascontiguousarray(s[2], np.int32) for s in self.l64]  # lint: public leaf kinds
-        e64 = tuple(_readonly(e) for e in errs) + (_readonly(z32),) * (SLOTS64 - len(self.l64))
-        l32 = tuple(_readonly(s[0]) for s in self.l32) + (_readonly(z32),) * (SLOTS32 - len(self.l32))
-        v32 = tuple(_readonly(np.ascontiguousarray(s[1], np.bool_)) for s in self.l32) + (_readonly(zb),) * (SLOTS32 - len(self.l32))
-        z8 = np.zeros((1, 1), np.uint8)
-        s8 = tuple(_readonly(s[0]) for s in self.strs) + (_readonly(z8),) * (SLOTS_STR - len(self.strs))
-        slen = tuple(_readonly(s[1]) for s in self.strs) + (_readonly(z32),) * (SLOTS_STR - len(self.strs))
-        sval = tuple(_readonly(np.ascontiguousarray(s[2], np.bool_)) for s in self.strs) + (_readonly(zb),) * (SLOTS_STR - len(self.strs))
+        errs = [z32 if s[2] is None else s[2] for s in self.l64]  # lint: public leaf kinds
+        l64 = _slots([s[0] for s in self.l64], SLOTS64, z64)
+        v64 = _slots([s[1] for s in self.l64], SLOTS64, zb)
+        e64 = _slots(errs, SLOTS64, z32)
+        l32 = _slots([s[0] for s in self.l32], SLOTS32, z32)
+        v32 = _slots([s[1] for s in self.l32], SLOTS32, zb)
+        s8 = _slots([s[0] for s in self.strs], SLOTS_STR, np.zeros((1, 1), np.uint8))
+        slen = _slots([s[1] for s in self.strs], SLOTS_STR, z32)
+        sval = _slots([s[2] for s in self.strs], SLOTS_STR, zb)
         width = max([1] + [len(c) for c in self.consts])
         sconst = np.zeros((max(1, len(self.consts)), width), np.uint8)
         for row, raw in enumerate(self.consts):

@@ -150,7 +150,7 @@ def to_column(v: Val, width: int | None = None) -> Column:
         return Column(t, to_words(select(valid[:, None], v.data, np.zeros(1, np.int64))), valid)
     if v.type.kind == "bool":  # false where NULL: one AND
         return Column(t, np.logical_and(v.data, valid), valid)
-    dtype = {"bool": np.bool_, "float": np.float64 if v.type.bits == 64 else np.float32, "date": np.int32,
+    dtype = {"float": np.float64 if v.type.bits == 64 else np.float32, "date": np.int32,
              "ts": np.int64, "tstz": np.int64, "time": np.int64}.get(v.type.kind)
     if v.type.kind == "int":
         dtype = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}[v.type.bits]
